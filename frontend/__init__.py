@@ -1,0 +1,31 @@
+"""stagecraft: a multi-stage, Python-embedded tensor DSL with TensorFlow 2's API.
+
+    import stagecraft as tf
+    x = tf.constant([[2.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.matmul(x, x)
+    tape.gradient(y, x)   # [[4.]]
+"""
+from stagecraft.ir import dtypes as dtypes
+from stagecraft.ir.dtypes import DType, as_dtype
+from stagecraft.ir.shapes import TensorShape
+from stagecraft.tensor import Tensor, newaxis
+from stagecraft.context import executing_eagerly
+from stagecraft.convert import constant, convert_to_tensor
+from stagecraft.math_ops import *  # noqa: F401,F403  (TF exports math ops at the top level)
+from stagecraft.array_ops import *  # noqa: F401,F403
+from stagecraft import errors, linalg, math, nest, nn, random
+from stagecraft.tape import GradientTape, UnconnectedGradients
+from stagecraft.custom_gradient import custom_gradient
+from stagecraft.variables import Variable
+from stagecraft.module import Module
+from stagecraft.tensor_spec import TensorSpec
+
+bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
+int32 = dtypes.int32
+int64 = dtypes.int64
+float32 = dtypes.float32
+float64 = dtypes.float64
+
+__version__ = "0.1.0"

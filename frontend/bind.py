@@ -1,0 +1,130 @@
+"""``bind``: the single entry point of every op, eager or staged.
+
+Eagerly it checks dtypes, runs the op table's NumPy kernel and tells the recording tapes; shape
+inference runs only when the kernel fails, to turn NumPy's error into the same message staged
+code gets (NumPy already checks shapes, so the hot path does not repeat that work).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from stagecraft.context import STATE
+from stagecraft.convert import convert_to_tensor
+from stagecraft.ir import OPS
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.ops.opdef import OpDef
+from stagecraft.ir.types import TensorType
+from stagecraft.tensor import Tensor, wrap
+
+# Per op: (indices of the inputs that share a dtype, the NumPy dtypes allowed for them).
+_UNIFY: dict[OpDef, tuple[tuple[int, ...], frozenset]] = {}
+for _op in OPS.values():
+    _UNIFY[_op] = (() if _op.unify == "all" else tuple(_op.unify),
+                   frozenset(d.np for d in _op.dtypes))
+
+
+def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
+    """Applies ``op`` to ``inputs``: runs it now (eager) or records it (while tracing).
+
+    Returns one tensor, or a tuple when the op has several outputs.
+
+    >>> import stagecraft as tf
+    >>> from stagecraft.ir import OPS
+    >>> bind(OPS["add"], tf.constant(1.), 2.)
+    <stagecraft.Tensor: shape=(), dtype=float32, numpy=3.0>
+    """
+    state = STATE.get()
+    if state.graph is not None:
+        return state.graph.bind(op, inputs, attrs)
+    for x in inputs:
+        if type(x) is not Tensor:
+            inputs = normalize(op, inputs)
+            break
+    values = [x._value for x in inputs]
+    unify, allowed = _UNIFY[op]
+    if unify:
+        d = values[unify[0]].dtype
+        for i in unify[1:]:
+            if values[i].dtype is not d:
+                raise diagnose(op, values, attrs, None)
+        if d not in allowed:
+            raise diagnose(op, values, attrs, None)
+    elif op.unify == "all":
+        if len({v.dtype for v in values}) > 1 or values and values[0].dtype not in allowed:
+            raise diagnose(op, values, attrs, None)
+    try:
+        out = op.kernel(*values, **attrs)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:  # AxisError is both
+        raise diagnose(op, values, attrs, e) from None
+    if op.num_outputs == 1:
+        result = wrap(out)
+        if state.tapes:
+            for tape in state.tapes:
+                tape.record(op, attrs, inputs, (result,))
+        return result
+    results = tuple(wrap(o) for o in out)
+    for tape in state.tapes:
+        tape.record(op, attrs, inputs, results)
+    return results
+
+
+def normalize(op: OpDef, inputs: tuple) -> tuple:
+    """Converts every input to a tensor; Python values in the dtype-sharing group adopt the
+    dtype of the first tensor (or NumPy array) in it, as TensorFlow's binary operators do."""
+    unify = range(len(inputs)) if op.unify == "all" else op.unify
+    target = None
+    for i in unify:
+        if i < len(inputs) and isinstance(inputs[i], (Tensor, np.ndarray)) or (
+                i < len(inputs) and _is_convertible_object(inputs[i])):
+            target = convert_to_tensor(inputs[i]).dtype
+            break
+    out = []
+    for i, x in enumerate(inputs):
+        if i in unify and target is not None and not isinstance(x, (Tensor, np.ndarray)):
+            out.append(_adopt(op, x, target, i))
+        else:
+            out.append(convert_to_tensor(x))
+    return tuple(out)
+
+
+def _is_convertible_object(x: Any) -> bool:
+    from stagecraft.convert import _CONVERTERS
+    return type(x) in _CONVERTERS
+
+
+def _adopt(op: OpDef, x: Any, dtype: _dt.DType, i: int) -> Tensor:
+    if not isinstance(x, (int, float, bool, list, tuple, np.generic)):
+        return convert_to_tensor(x)
+    try:
+        return convert_to_tensor(x, dtype)
+    except (TypeError, ValueError) as e:
+        name = op.inputs[min(i, len(op.inputs) - 1)]
+        raise TypeError(f"{op.name}: cannot use {x!r} as '{name}' with a {dtype.name} tensor: "
+                        f"{e}") from None
+
+
+def diagnose(op: OpDef, values: list, attrs: dict, error: Exception | None) -> Exception:
+    """The error for a failed eager op: inference's message when it rejects the inputs (the
+    same one staged code gets), else the kernel's own, with the user's file:line."""
+    types = [TensorType(_dt.from_numpy(np.asarray(v).dtype), np.shape(v)) for v in values]
+    try:
+        op.infer(types, **attrs)
+    except InvalidArgumentError as e:
+        return type(e)(f"{e}\n  at {user_location()}")
+    text = str(error) if error is not None else "invalid inputs"
+    return InvalidArgumentError(f"{op.name}: {text}\n  at {user_location()}")
+
+
+def user_location() -> str:
+    """'file:line' of the innermost frame outside stagecraft (where the user called in)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "stagecraft" and not module.startswith("stagecraft."):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"

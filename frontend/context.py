@@ -1,0 +1,36 @@
+"""The one piece of global state: the execution context (active tapes, the graph being built),
+kept in a ``contextvars.ContextVar`` so threads and async tasks each have their own."""
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
+
+
+class State:
+    """An immutable snapshot of the context; entering a scope installs a modified copy."""
+
+    __slots__ = ("tapes", "graph")
+
+    def __init__(self, tapes: tuple = (), graph: Any = None):
+        self.tapes = tapes    # GradientTapes recording now, outermost first
+        self.graph = graph    # the graph under construction, None when executing eagerly
+
+    def replace(self, **changes: Any) -> "State":
+        new = State(self.tapes, self.graph)
+        for k, v in changes.items():
+            setattr(new, k, v)
+        return new
+
+
+EAGER = State()
+STATE: ContextVar[State] = ContextVar("stagecraft_state", default=EAGER)
+
+
+def executing_eagerly() -> bool:
+    """True when ops run immediately (not while a ``function`` is being traced).
+
+    >>> import stagecraft as tf
+    >>> tf.executing_eagerly()
+    True
+    """
+    return STATE.get().graph is None

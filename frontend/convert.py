@@ -1,0 +1,155 @@
+"""Turning Python and NumPy values into tensors with TensorFlow's dtype rules."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.dtypes import DType
+from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.tensor import Tensor, wrap
+
+# Objects that convert themselves (Variables): type -> fn(obj, dtype) -> Tensor.
+_CONVERTERS: dict[type, Any] = {}
+
+
+def register_conversion(cls: type, fn: Any) -> None:
+    """Lets instances of ``cls`` be passed wherever a tensor is expected."""
+    _CONVERTERS[cls] = fn
+
+
+def _natural_array(value: Any) -> np.ndarray:
+    """A Python scalar or (nested) list as an array with TensorFlow's default dtypes."""
+    try:
+        arr = np.array(value)
+    except ValueError:
+        raise ValueError(f"Can't convert non-rectangular Python sequence to Tensor: "
+                         f"{_short(value)}. All rows must have the same length.") from None
+    if arr.dtype == object:
+        if _contains_tensor(value):
+            return None  # packed by the caller
+        raise ValueError(f"Can't convert non-rectangular Python sequence to Tensor: "
+                         f"{_short(value)}. All rows must have the same length.")
+    kind = arr.dtype.kind
+    if kind == "f":
+        return arr.astype(np.float32)
+    if kind in "iu":
+        if arr.size and (arr.min() < -2**31 or arr.max() > 2**31 - 1):
+            if arr.min() < -2**63 or arr.max() > 2**63 - 1:
+                raise ValueError(f"Can't convert Python int {_short(value)} to a tensor: it does "
+                                 f"not fit in int64.")
+            return arr.astype(np.int64)
+        return arr.astype(np.int32)
+    if kind == "b":
+        return arr
+    if kind in "USO":
+        raise TypeError(f"Can't convert {_short(value)} to a tensor: stagecraft tensors hold "
+                        f"numbers and bools, not {type(value).__name__} values of strings.")
+    raise TypeError(f"Can't convert {_short(value)} (NumPy dtype {arr.dtype}) to a tensor.")
+
+
+def _contains_tensor(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_contains_tensor(v) for v in value)
+    return isinstance(value, Tensor) or type(value) in _CONVERTERS
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _cast_python(arr: np.ndarray, value: Any, dtype: DType) -> np.ndarray:
+    """Casts converted Python data to ``dtype``, refusing lossy conversions like TensorFlow."""
+    if arr.dtype == dtype.np:
+        return arr
+    kind = arr.dtype.kind
+    if dtype.is_integer:
+        if kind == "f":
+            if not np.all(np.isfinite(arr)) or np.any(arr != np.trunc(arr)):
+                raise TypeError(f"Cannot convert {_short(value)} to EagerTensor of dtype "
+                                f"{dtype.name}: it is not an integer. Round it first or use "
+                                f"a float dtype.")
+        info = np.iinfo(dtype.np)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise TypeError(f"Cannot convert {_short(value)} to EagerTensor of dtype "
+                            f"{dtype.name}: out of range [{info.min}, {info.max}].")
+    elif dtype.is_bool and kind != "b":
+        raise TypeError(f"Cannot convert {_short(value)} to EagerTensor of dtype bool.")
+    return arr.astype(dtype.np)
+
+
+def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
+                      name: str | None = None) -> Tensor:
+    """Converts a tensor, variable, NumPy array, Python scalar or nested list to a tensor.
+
+    Python floats become float32 and ints int32 (int64 when they do not fit); NumPy arrays keep
+    their dtype. With ``dtype``, Python data is converted to it (lossy conversions raise
+    TypeError) and a tensor of another dtype raises ValueError.
+
+    >>> import stagecraft as tf
+    >>> tf.convert_to_tensor([1, 2]).dtype, tf.convert_to_tensor(1.5).dtype
+    (stagecraft.int32, stagecraft.float32)
+    """
+    if isinstance(value, Tensor):
+        if dtype is not None and _dt.as_dtype(dtype) != value.dtype:
+            raise ValueError(f"Tensor conversion requested dtype {_dt.as_dtype(dtype).name} for "
+                             f"Tensor with dtype {value.dtype.name}: {value!r}. Use "
+                             f"tf.cast(x, tf.{_dt.as_dtype(dtype).name}) to change its dtype.")
+        return value
+    conv = _CONVERTERS.get(type(value))
+    if conv is not None:
+        return conv(value, None if dtype is None else _dt.as_dtype(dtype))
+    if dtype is None and dtype_hint is not None:
+        try:
+            return convert_to_tensor(value, dtype_hint)
+        except (TypeError, ValueError):
+            return convert_to_tensor(value)
+    target = None if dtype is None else _dt.as_dtype(dtype)
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic) and not isinstance(
+            value, (np.str_, np.bytes_)):
+        arr = np.asarray(value)
+        if arr.dtype.kind in "USO":
+            raise TypeError(f"Can't convert a NumPy array of dtype {arr.dtype} to a tensor.")
+        if target is None:
+            _dt.from_numpy(arr.dtype)  # raises for dtypes stagecraft lacks (float16, uint8)
+            return wrap(arr.copy() if isinstance(value, np.ndarray) else arr)
+        return wrap(_cast_python(arr, value, target))
+    if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
+        return convert_to_tensor(np.asarray(value), dtype)
+    arr = _natural_array(value)
+    if arr is None:  # a list holding tensors: pack them like tf.stack
+        from stagecraft.array_ops import stack
+        return stack([convert_to_tensor(v, target) for v in value])
+    if target is not None:
+        arr = _cast_python(np.array(value) if arr.dtype.kind != "b" else arr, value, target)
+    return wrap(arr)
+
+
+def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const") -> Tensor:
+    """Creates a tensor from a Python or NumPy value (copied).
+
+    With ``shape``, a scalar is broadcast to it and other values are reshaped to it.
+
+    >>> import stagecraft as tf
+    >>> tf.constant(0., shape=[2, 2]).numpy().tolist()
+    [[0.0, 0.0], [0.0, 0.0]]
+    """
+    if isinstance(value, Tensor) and dtype is not None and _dt.as_dtype(dtype) != value.dtype:
+        raise TypeError(f"constant: the value is a {value.dtype.name} tensor but dtype="
+                        f"{_dt.as_dtype(dtype).name} was requested; use tf.cast instead.")
+    t = convert_to_tensor(value, dtype)
+    if shape is None:
+        return t
+    dims = tuple(int(d) for d in shape)
+    v = t._value
+    if v.size == 1 and v.shape != dims:
+        return wrap(np.full(dims, v.reshape(()), dtype=v.dtype))
+    if v.size != int(np.prod(dims)):
+        raise TypeError(f"constant: expected a value with {int(np.prod(dims))} elements for "
+                        f"shape {list(dims)}, got {v.size}.")
+    return wrap(v.reshape(dims))
+
+
+__all__ = ["constant", "convert_to_tensor", "register_conversion"]

@@ -1,0 +1,147 @@
+"""``Module``: a container of variables and sub-modules, found by reflection like ``tf.Module``."""
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from typing import Any, Callable, Iterator
+
+from stagecraft.variables import Variable
+
+_used_scopes: dict[str, int] = {}
+_scope_lock = threading.Lock()
+
+
+def _camel_to_snake(name: str) -> str:
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+
+
+def _unique_scope(name: str) -> str:
+    with _scope_lock:
+        n = _used_scopes.get(name, 0)
+        _used_scopes[name] = n + 1
+    return f"{name}/" if n == 0 else f"{name}_{n}/"
+
+
+class Module:
+    """Base class for models and layers: tracks the variables and sub-modules in its attributes.
+
+    ``variables``, ``trainable_variables`` and ``submodules`` are found on every access by
+    walking attributes sorted by name (lists, tuples and dicts included), then sub-modules,
+    with each object listed once, in TensorFlow's order.
+
+    >>> import stagecraft as tf
+    >>> class Dense(tf.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.w = tf.Variable([[1.0]])
+    ...         self.b = tf.Variable([0.0])
+    >>> [v.numpy().tolist() for v in Dense().trainable_variables]
+    [[0.0], [[1.0]]]
+    """
+
+    _TF_MODULE_IGNORED_PROPERTIES = frozenset(("_name", "_scope_name"))
+
+    def __init__(self, name: str | None = None):
+        if name is None:
+            name = _camel_to_snake(type(self).__name__)
+        elif not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"{name!r} is not a valid module name. Module names must be valid "
+                             f"Python identifiers (e.g. 'encoder_1').")
+        self._name = name
+        self._scope_name = _unique_scope(name)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def name_scope(self) -> "_NameScope":
+        return _NameScope(self._scope_name)
+
+    @property
+    def variables(self) -> tuple:
+        """Every variable of this module and its sub-modules (each once)."""
+        return tuple(_walk(self, lambda x: isinstance(x, Variable)))
+
+    @property
+    def trainable_variables(self) -> tuple:
+        """The trainable variables, in the order of ``variables``."""
+        return tuple(_walk(self, lambda x: isinstance(x, Variable) and x.trainable))
+
+    @property
+    def non_trainable_variables(self) -> tuple:
+        return tuple(_walk(self, lambda x: isinstance(x, Variable) and not x.trainable))
+
+    @property
+    def submodules(self) -> tuple:
+        """Every module reachable from this one (not including itself)."""
+        return tuple(_walk(self, lambda x: isinstance(x, Module)))
+
+    @classmethod
+    def with_name_scope(cls, method: Callable) -> Callable:
+        """Decorator: runs ``method`` inside the module's name scope."""
+        @functools.wraps(method)
+        def wrapped(self: "Module", *args: Any, **kwargs: Any) -> Any:
+            with self.name_scope:
+                return method(self, *args, **kwargs)
+        return wrapped
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self._name!r}>"
+
+
+class _NameScope:
+    """The module's scope (``'dense/'``); usable as a context manager."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self) -> str:
+        return self.name
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for k in sorted(value, key=str):
+            yield from _leaves(value[k])
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _walk(root: Module, predicate: Callable[[Any], bool]) -> list:
+    """Matching objects: this module's attributes by sorted name, then each sub-module met (in
+    order) the same way; every object at most once."""
+    seen = {id(root)}
+    out: list = []
+
+    def visit(module: Module) -> None:
+        pending = []
+        attrs = vars(module)
+        for key in sorted(attrs):
+            if key in module._TF_MODULE_IGNORED_PROPERTIES:
+                continue
+            for leaf in _leaves(attrs[key]):
+                if id(leaf) in seen:
+                    continue
+                if predicate(leaf):
+                    seen.add(id(leaf))
+                    out.append(leaf)
+                if isinstance(leaf, Module):
+                    seen.add(id(leaf))
+                    pending.append(leaf)
+        for sub in pending:
+            visit(sub)
+
+    visit(root)
+    return out

@@ -1,0 +1,3 @@
+"""``stagecraft.nn``: activations, softmax, cross-entropies and dropout."""
+from stagecraft.nn_ops import *  # noqa: F401,F403
+from stagecraft.nn_ops import __all__

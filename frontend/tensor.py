@@ -1,0 +1,233 @@
+"""``Tensor``: an immutable n-dimensional array with TensorFlow's API and operators."""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.shapes import TensorShape
+
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+class TensorOperators:
+    """Python operators for tensor-like classes (Tensor, Variable): each maps to one op."""
+
+    __slots__ = ()
+
+    def __add__(self, other): return _m.add(self, other)
+    def __radd__(self, other): return _m.add(other, self)
+    def __sub__(self, other): return _m.subtract(self, other)
+    def __rsub__(self, other): return _m.subtract(other, self)
+    def __mul__(self, other): return _m.multiply(self, other)
+    def __rmul__(self, other): return _m.multiply(other, self)
+    def __truediv__(self, other): return _m.truediv(self, other)
+    def __rtruediv__(self, other): return _m.truediv(other, self)
+    def __floordiv__(self, other): return _m.floordiv(self, other)
+    def __rfloordiv__(self, other): return _m.floordiv(other, self)
+    def __mod__(self, other): return _m.floormod(self, other)
+    def __rmod__(self, other): return _m.floormod(other, self)
+    def __pow__(self, other): return _m.pow(self, other)
+    def __rpow__(self, other): return _m.pow(other, self)
+    def __matmul__(self, other): return _m.matmul(self, other)
+    def __rmatmul__(self, other): return _m.matmul(other, self)
+    def __neg__(self): return _m.negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return _m.abs(self)
+    def __invert__(self): return _m.invert_(self)
+    def __and__(self, other): return _m.and_(self, other)
+    def __rand__(self, other): return _m.and_(other, self)
+    def __or__(self, other): return _m.or_(self, other)
+    def __ror__(self, other): return _m.or_(other, self)
+    def __xor__(self, other): return _m.xor_(self, other)
+    def __rxor__(self, other): return _m.xor_(other, self)
+    def __lt__(self, other): return _m.less(self, other)
+    def __le__(self, other): return _m.less_equal(self, other)
+    def __gt__(self, other): return _m.greater(self, other)
+    def __ge__(self, other): return _m.greater_equal(self, other)
+    def __getitem__(self, key): return _a.getitem(self, key)
+
+    def __eq__(self, other):
+        # Elementwise like TF 2; None and incompatible shapes or dtypes compare unequal.
+        if other is None:
+            return False
+        try:
+            return _m.equal(self, other)
+        except (InvalidArgumentError, TypeError):
+            return False
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        try:
+            return _m.not_equal(self, other)
+        except (InvalidArgumentError, TypeError):
+            return True
+
+    __hash__ = None  # == is elementwise; use .ref() as a key
+
+
+class Tensor(TensorOperators):
+    """An eager tensor: a value computed by an op, held in a NumPy buffer.
+
+    Tensors are immutable; every op returns a new one. Python operators map to stagecraft ops
+    (``==`` is elementwise, as in TensorFlow 2), and eager tensors convert to Python values with
+    ``bool()``, ``int()``, ``float()`` and to NumPy with ``.numpy()`` or ``np.asarray``.
+
+    >>> import stagecraft as tf
+    >>> x = tf.constant([[1., 2.], [3., 4.]])
+    >>> (x * 2 + 1)[1]
+    <stagecraft.Tensor: shape=(2,), dtype=float32, numpy=array([7., 9.], dtype=float32)>
+    """
+
+    __slots__ = ("_value", "__weakref__")
+    # Makes `ndarray + tensor` call Tensor.__radd__ (a tensor result) instead of NumPy's add.
+    __array_priority__ = 100
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise TypeError("Tensors are created by ops; use stagecraft.constant(value) or "
+                        "stagecraft.convert_to_tensor(value) to make one from data.")
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def dtype(self) -> _dt.DType:
+        return _dt.from_numpy(self._value.dtype)
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._value.shape)
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def device(self) -> str:
+        return CPU_DEVICE
+
+    @property
+    def name(self) -> str:
+        raise AttributeError("Tensor.name is undefined when eager execution is enabled.")
+
+    def numpy(self) -> Any:
+        """The value as a NumPy array (a NumPy scalar for 0-d tensors); may share memory."""
+        v = self._value
+        return v[()] if v.ndim == 0 else v
+
+    def ref(self) -> "Reference":
+        """A hashable reference to this tensor, for use as a dict key or set member."""
+        return Reference(self)
+
+    def experimental_ref(self) -> "Reference":
+        return Reference(self)
+
+    # ------------------------------------------------------- Python conversions
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = np.asarray(self._value)
+        return a if dtype is None else a.astype(dtype)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __index__(self) -> int:
+        if not (self._value.ndim == 0 and self._value.dtype.kind in "iu"):
+            raise TypeError(f"Only scalar integer tensors can be used as an index, got a "
+                            f"{self.dtype.name} tensor of shape {self.shape}.")
+        return int(self._value)
+
+    def __len__(self) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("Scalar tensor has no `len()`.")
+        return self._value.shape[0]
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        if self._value.ndim == 0:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        return (self[i] for i in range(self._value.shape[0]))
+
+    def __hash__(self) -> int:
+        raise TypeError("Tensor is unhashable (== is elementwise). Use tensor.ref() as the key "
+                        "instead.")
+
+    def __format__(self, spec: str) -> str:
+        if self._value.ndim == 0 and spec:
+            return format(self._value[()], spec)
+        return format(str(self), spec)
+
+    def __copy__(self) -> "Tensor":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        return self
+
+    def __reduce__(self):
+        return (_constant_from_numpy, (np.asarray(self._value),))
+
+    # --------------------------------------------------------------- printing
+    def __str__(self) -> str:
+        return (f"stagecraft.Tensor({_numpy_text(self._value)}, shape={self.shape}, "
+                f"dtype={self.dtype.name})")
+
+    def __repr__(self) -> str:
+        return (f"<stagecraft.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
+                f"numpy={_numpy_text(self._value, is_repr=True)}>")
+
+
+def _numpy_text(value: Any, is_repr: bool = False) -> str:
+    if np.ndim(value) == 0:
+        return str(np.asarray(value)[()])  # "3.0", not NumPy 2's repr "np.float32(3.0)"
+    return repr(value) if is_repr else str(value)
+
+
+def _constant_from_numpy(value: np.ndarray) -> Tensor:
+    return wrap(value)
+
+
+_new = object.__new__
+
+
+def wrap(value: Any) -> Tensor:
+    """Makes an eager tensor around a NumPy array or scalar (no copy, no checks)."""
+    t = _new(Tensor)
+    t._value = value
+    return t
+
+
+class Reference:
+    """A hashable handle to a tensor or variable, as returned by ``x.ref()``."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any):
+        self._obj = obj
+
+    def deref(self) -> Any:
+        return self._obj
+
+    def __hash__(self) -> int:
+        return id(self._obj)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Reference) and other._obj is self._obj
+
+    def __repr__(self) -> str:
+        return f"<Reference to {self._obj!r}>"
+
+
+newaxis = None
+
+
+# The operators call the op wrappers, which need Tensor: import them once Tensor exists.
+from stagecraft import array_ops as _a  # noqa: E402
+from stagecraft import math_ops as _m  # noqa: E402

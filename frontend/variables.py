@@ -1,0 +1,174 @@
+"""``Variable``: mutable state owned by Python, read as tensors and watched by tapes."""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from stagecraft.context import STATE
+from stagecraft.convert import convert_to_tensor, register_conversion
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.shapes import TensorShape, as_dims, format_dims, is_compatible
+from stagecraft.tensor import CPU_DEVICE, Reference, Tensor, TensorOperators, wrap
+
+_uids = itertools.count()
+
+
+class Variable(TensorOperators):
+    """A mutable tensor-valued variable.
+
+    Ops read its current value (a tensor snapshot); ``assign``/``assign_add``/``assign_sub``
+    replace the value, checking dtype and shape. Reads of a trainable variable inside a
+    ``GradientTape`` are watched automatically.
+
+    >>> import stagecraft as tf
+    >>> v = tf.Variable(1.0)
+    >>> with tf.GradientTape() as tape:
+    ...     y = v * v
+    >>> float(tape.gradient(y, v))
+    2.0
+    >>> _ = v.assign_add(2.0); float(v)
+    3.0
+    """
+
+    __slots__ = ("_value", "_shape", "_trainable", "_name", "_uid", "__weakref__")
+
+    def __init__(self, initial_value: Any = None, trainable: bool | None = None,
+                 validate_shape: bool = True, caching_device: Any = None,
+                 name: str | None = None, variable_def: Any = None, dtype: Any = None,
+                 import_scope: Any = None, constraint: Any = None, synchronization: Any = None,
+                 aggregation: Any = None, shape: Any = None):
+        if initial_value is None:
+            raise ValueError("Variable: initial_value must be specified (a tensor, a value "
+                             "convertible to one, or a zero-argument callable).")
+        if callable(initial_value) and not isinstance(initial_value, (Tensor, Variable)):
+            initial_value = initial_value()
+        if isinstance(initial_value, Variable):
+            initial_value = wrap(initial_value._value)
+        t = convert_to_tensor(initial_value, dtype)
+        self._value = np.array(t._value)  # own copy: variables never alias tensors
+        self._shape = as_dims(self._value.shape) if shape is None else as_dims(shape)
+        if not is_compatible(self._shape, self._value.shape):
+            raise ValueError(f"Variable: initial value of shape {list(self._value.shape)} does "
+                             f"not match shape={format_dims(self._shape)}.")
+        self._trainable = True if trainable is None else bool(trainable)
+        self._name = name if name is not None else "Variable"
+        self._uid = next(_uids)
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def dtype(self) -> _dt.DType:
+        return _dt.from_numpy(self._value.dtype)
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._shape)
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    @property
+    def name(self) -> str:
+        return f"{self._name}:0"
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def device(self) -> str:
+        return CPU_DEVICE
+
+    # -------------------------------------------------------------------- reading
+    def read_value(self) -> Tensor:
+        """The current value as a tensor (recorded by active tapes)."""
+        t = wrap(self._value)
+        tapes = STATE.get().tapes
+        for tape in tapes:
+            tape.record_read(self, t)
+        return t
+
+    value = read_value
+
+    def numpy(self) -> Any:
+        v = self._value
+        return v[()] if v.ndim == 0 else v.copy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = np.array(self._value)
+        return a if dtype is None else a.astype(dtype)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __index__(self) -> int:
+        return wrap(self._value).__index__()
+
+    def __hash__(self) -> int:
+        raise TypeError("Variable is unhashable (== is elementwise). Use variable.ref() as the "
+                        "key instead.")
+
+    def ref(self) -> Reference:
+        return Reference(self)
+
+    experimental_ref = ref
+
+    # -------------------------------------------------------------------- writing
+    def _checked(self, value: Any, what: str) -> np.ndarray:
+        t = convert_to_tensor(value, self.dtype)
+        if not is_compatible(self._shape, t._value.shape):
+            raise ValueError(f"Cannot {what} variable '{self.name}': Shape mismatch. The "
+                             f"variable shape {self.shape}, and the assigned value shape "
+                             f"{t.shape} are incompatible. Reshape the value, or create the "
+                             f"variable with shape=tf.TensorShape(None) to allow any shape.")
+        return t._value
+
+    def assign(self, value: Any, use_locking: Any = None, name: Any = None,
+               read_value: bool = True) -> "Variable | None":
+        """Replaces the value (same dtype, compatible shape); returns the variable, or None
+        with ``read_value=False``. Not differentiable with respect to ``value``."""
+        self._value = np.array(self._checked(value, "assign value to"))
+        return self if read_value else None
+
+    def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
+                   read_value: bool = True) -> "Variable | None":
+        """Adds ``delta`` to the value in place of the variable."""
+        self._value = np.asarray(self._value + self._checked(delta, "add to"),
+                                 dtype=self._value.dtype)
+        return self if read_value else None
+
+    def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
+                   read_value: bool = True) -> "Variable | None":
+        """Subtracts ``delta`` from the value of the variable."""
+        self._value = np.asarray(self._value - self._checked(delta, "subtract from"),
+                                 dtype=self._value.dtype)
+        return self if read_value else None
+
+    # ------------------------------------------------------------------- printing
+    def __repr__(self) -> str:
+        from stagecraft.tensor import _numpy_text
+        return (f"<stagecraft.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
+                f"numpy={_numpy_text(self._value, is_repr=True)}>")
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def __deepcopy__(self, memo: dict) -> "Variable":
+        return Variable(self._value.copy(), trainable=self._trainable, name=self._name)
+
+
+def _convert_variable(v: Variable, dtype: _dt.DType | None) -> Tensor:
+    if dtype is not None and dtype != v.dtype:
+        raise ValueError(f"Tensor conversion requested dtype {dtype.name} for variable "
+                         f"'{v.name}' of dtype {v.dtype.name}. Use tf.cast(v, tf.{dtype.name}).")
+    return v.read_value()
+
+
+register_conversion(Variable, _convert_variable)

@@ -1,0 +1,171 @@
+"""The five element types of stagecraft and TensorFlow's rules for inferring them."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class DType:
+    """An element type: ``bool``, ``int32``, ``int64``, ``float32`` or ``float64``.
+
+    Compares equal to its name, its NumPy dtype and NumPy scalar type, like ``tf.DType``.
+
+    >>> import stagecraft as tf
+    >>> tf.float32.name, tf.float32.is_floating, tf.int32.max
+    ('float32', True, 2147483647)
+    """
+
+    __slots__ = ("name", "short", "np", "is_floating", "is_integer", "is_bool", "_hash")
+
+    def __init__(self, name: str, short: str):
+        self.name = name
+        self.short = short  # the IR's spelling: f32, i64, bool
+        self.np = np.dtype(name)
+        self.is_floating = self.np.kind == "f"
+        self.is_integer = self.np.kind in "iu"
+        self.is_bool = self.np.kind == "b"
+        self._hash = hash(name)
+
+    @property
+    def as_numpy_dtype(self) -> type:
+        return self.np.type
+
+    @property
+    def size(self) -> int:
+        return self.np.itemsize
+
+    @property
+    def is_numpy_compatible(self) -> bool:
+        return True
+
+    @property
+    def min(self):
+        if self.is_bool:
+            return False
+        return np.finfo(self.np).min if self.is_floating else np.iinfo(self.np).min
+
+    @property
+    def max(self):
+        if self.is_bool:
+            return True
+        return np.finfo(self.np).max if self.is_floating else np.iinfo(self.np).max
+
+    @property
+    def base_dtype(self) -> "DType":
+        return self
+
+    @property
+    def real_dtype(self) -> "DType":
+        return self
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def is_unsigned(self) -> bool:
+        return False
+
+    def is_compatible_with(self, other: Any) -> bool:
+        return self == other
+
+    def __eq__(self, other: Any) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, DType):
+            return False
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return False
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return "stagecraft." + self.name
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+
+bool_ = DType("bool", "bool")
+int32 = DType("int32", "i32")
+int64 = DType("int64", "i64")
+float32 = DType("float32", "f32")
+float64 = DType("float64", "f64")
+
+ALL: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
+FLOATS: tuple[DType, ...] = (float32, float64)
+INTS: tuple[DType, ...] = (int32, int64)
+NUMERIC: tuple[DType, ...] = INTS + FLOATS
+
+_BY_NAME = {d.name: d for d in ALL} | {d.short: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL}
+_TF_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64}
+
+
+def from_numpy(np_dtype: np.dtype) -> DType:
+    """The DType of a NumPy dtype; raises TypeError for dtypes stagecraft does not have."""
+    try:
+        return _BY_NP[np_dtype]
+    except KeyError:
+        raise TypeError(
+            f"stagecraft has no dtype for NumPy dtype '{np_dtype}'. Supported dtypes are "
+            f"{', '.join(d.name for d in ALL)}; convert the array with .astype() first."
+        ) from None
+
+
+def as_dtype(value: Any) -> DType:
+    """Converts a DType, a name (``'float32'``, ``'f32'``), a NumPy dtype or a Python type.
+
+    >>> as_dtype('float64'), as_dtype(float), as_dtype(np.int32)
+    (stagecraft.float64, stagecraft.float32, stagecraft.int32)
+    """
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        found = _BY_NAME.get(value) or _TF_ALIASES.get(value)
+        if found is None:
+            raise TypeError(
+                f"Cannot convert '{value}' to a stagecraft dtype. Use one of "
+                f"{', '.join(d.name for d in ALL)}."
+            )
+        return found
+    if value is bool:
+        return bool_
+    if value is int:
+        return int32
+    if value is float:
+        return float32
+    name = getattr(value, "name", None)  # objects like tf.DType from other libraries
+    try:
+        return from_numpy(np.dtype(value))
+    except (TypeError, ValueError):
+        if isinstance(name, str) and name in _BY_NAME:
+            return _BY_NAME[name]
+        raise TypeError(
+            f"Cannot convert {value!r} to a stagecraft dtype. Use one of "
+            f"{', '.join(d.name for d in ALL)}."
+        ) from None
+
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def infer_python(value: Any) -> DType:
+    """TensorFlow's dtype for a Python scalar: bool → bool, int → int32 (int64 when it does not
+    fit), float → float32."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, int):
+        return int32 if _INT32_MIN <= value <= _INT32_MAX else int64
+    if isinstance(value, float):
+        return float32
+    if isinstance(value, np.generic):
+        return from_numpy(value.dtype)
+    raise TypeError(f"Cannot infer a dtype for {type(value).__name__} value {value!r}.")

@@ -1,0 +1,69 @@
+"""Exception classes shared by every layer (TensorFlow's names where TensorFlow has them).
+
+They live in ``stagecraft.ir`` (the bottom layer) so that ``ir``, ``backends``, ``converters``
+and the frontend can all raise them without import cycles; users reach them as
+``stagecraft.errors``.
+"""
+from __future__ import annotations
+
+
+class OpError(Exception):
+    """Base of the runtime errors TensorFlow raises as ``tf.errors.OpError``."""
+
+    def __init__(self, message: str, node_def=None, op=None, error_code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.node_def = node_def
+        self.op = op
+        self.error_code = error_code
+
+
+class InvalidArgumentError(OpError, ValueError):
+    """An op received an argument of the wrong dtype, shape or value.
+
+    Also a ``ValueError`` so that code written against NumPy-style errors still catches it.
+    """
+
+
+class NotFoundError(OpError):
+    """A file, checkpoint or kernel that was asked for does not exist."""
+
+
+class UnavailableError(OpError):
+    """A device or remote worker cannot be reached."""
+
+
+class FailedPreconditionError(OpError):
+    """The system is not in a state in which the operation can run (e.g. uninitialized)."""
+
+
+class OutOfRangeError(OpError):
+    """An index or iteration went past the end of its range."""
+
+
+class UnimplementedError(OpError):
+    """The operation is valid but not supported for these arguments."""
+
+
+class InternalError(OpError):
+    """An invariant of stagecraft itself was broken: please report it."""
+
+
+class OperatorNotAllowedInGraphError(TypeError):
+    """A Python operation (``bool()``, iteration) was applied to a symbolic tensor."""
+
+
+class InaccessibleTensorError(ValueError):
+    """A symbolic tensor was used outside the graph that produced it."""
+
+
+class ConversionError(Exception):
+    """AutoGraph could not convert a function (stagecraft-only)."""
+
+
+class StagingError(Exception):
+    """A Python function could not be traced into a graph function (stagecraft-only)."""
+
+
+class OpTypeError(TypeError):
+    """Shape or dtype inference rejected an op's inputs at trace time (stagecraft-only)."""

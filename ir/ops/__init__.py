@@ -1,0 +1,24 @@
+"""The op table: every primitive's ``OpDef``, collected into the frozen ``OPS`` mapping.
+
+Adding an op means one record in a family module (listed in ``_FAMILIES``) plus one frontend
+wrapper; the generated tests, the gradient table check and each backend's lowering table check
+all read ``OPS``.
+"""
+from __future__ import annotations
+
+import types
+import warnings
+
+from stagecraft.ir.ops import creation, elementwise, linalg, random, reduce, shape, slicing
+from stagecraft.ir.ops.opdef import Example, Kind, OpDef
+
+_FAMILIES = (elementwise, reduce, shape, slicing, linalg, creation, random)
+
+OPS: types.MappingProxyType = types.MappingProxyType(
+    {v.name: v for m in _FAMILIES for v in vars(m).values() if isinstance(v, OpDef)})
+
+# NumPy reports 1/0, log(0), sqrt(-1) as RuntimeWarnings; TensorFlow returns inf/nan silently,
+# and so do our kernels (the filter covers only warnings raised from stagecraft's own modules, where kernels run).
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"stagecraft\.")
+
+__all__ = ["OPS", "OpDef", "Kind", "Example"]

@@ -1,0 +1,153 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, logic, casts, select."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from stagecraft.ir import dtypes as dt
+from stagecraft.ir.dtypes import DType
+from stagecraft.ir.ops.infer import broadcast_all, check_dtype, check_unified
+from stagecraft.ir.ops.opdef import Example, Kind, OpDef
+from stagecraft.ir.ops.sampling import BINARY_SHAPES, UNARY_SHAPES, values
+from stagecraft.ir.types import TensorType
+
+OutRule = "DType | Callable[[DType], DType] | None"
+
+
+def _out_dtype(rule, d: DType) -> DType:
+    if rule is None:
+        return d
+    return rule if isinstance(rule, DType) else rule(d)
+
+
+def unary(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo: float = -2.0,
+          hi: float = 2.0, avoid: Sequence[float] = (), out=None) -> OpDef:
+    """An elementwise op of one input whose output has the input's shape."""
+    def infer(types, _op=name):
+        d = check_unified(_op, ("x",), types, (0,), dtypes)
+        return [TensorType(_out_dtype(out, d), types[0].shape)]
+
+    def examples(rng, d):
+        return [Example((values(rng, d, s, lo, hi, avoid),)) for s in UNARY_SHAPES]
+
+    return OpDef(name=name, kind=Kind.ELEMENTWISE, inputs=("x",), attrs=(), infer=infer,
+                 kernel=kernel, dtypes=tuple(dtypes), unify=(0,), examples=examples, doc=doc)
+
+
+def binary(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo: float = -2.0,
+           hi: float = 2.0, rhs_nonzero: bool = False, out=None) -> OpDef:
+    """An elementwise op of two same-dtype inputs with NumPy broadcasting."""
+    def infer(types, _op=name):
+        d = check_unified(_op, ("x", "y"), types, (0, 1), dtypes)
+        return [TensorType(_out_dtype(out, d), broadcast_all(_op, types))]
+
+    def examples(rng, d):
+        return [Example((values(rng, d, a, lo, hi), values(rng, d, b, lo, hi, nonzero=rhs_nonzero)))
+                for a, b in BINARY_SHAPES]
+
+    return OpDef(name=name, kind=Kind.ELEMENTWISE, inputs=("x", "y"), attrs=(), infer=infer,
+                 kernel=kernel, dtypes=tuple(dtypes), unify=(0, 1), examples=examples, doc=doc)
+
+
+def _to_float(d: DType) -> DType:
+    return d if d.is_floating else dt.float64
+
+
+def _sigmoid(x):
+    return np.exp(-np.logaddexp(0, -x))
+
+
+def _pow(x, y):
+    if x.dtype.kind == "i" and np.any(np.asarray(y) < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return np.power(x, y)
+
+
+F, N, A, B = dt.FLOATS, dt.NUMERIC, dt.ALL, (dt.bool_,)
+
+negative_op = unary("negative", np.negative, N, "Elementwise -x.")
+abs_op = unary("abs", np.abs, N, "Elementwise |x|; its gradient at 0 is 0.", avoid=(0.0,))
+sign_op = unary("sign", np.sign, N, "Elementwise sign: -1, 0 or 1.", avoid=(0.0,))
+square_op = unary("square", np.square, N, "Elementwise x*x.")
+exp_op = unary("exp", np.exp, F, "Elementwise e**x.")
+log_op = unary("log", np.log, F, "Natural logarithm; log(0) = -inf.", lo=0.2, hi=3.0)
+log1p_op = unary("log1p", np.log1p, F, "log(1 + x), accurate for small x.", lo=-0.5, hi=3.0)
+sqrt_op = unary("sqrt", np.sqrt, F, "Elementwise square root.", lo=0.2, hi=3.0)
+rsqrt_op = unary("rsqrt", lambda x: 1 / np.sqrt(x), F, "Elementwise 1 / sqrt(x).", lo=0.2, hi=3.0)
+sin_op = unary("sin", np.sin, F, "Elementwise sine.")
+cos_op = unary("cos", np.cos, F, "Elementwise cosine.")
+tanh_op = unary("tanh", np.tanh, F, "Elementwise hyperbolic tangent.")
+sigmoid_op = unary("sigmoid", _sigmoid, F, "Logistic function 1 / (1 + exp(-x)), computed stably.")
+softplus_op = unary("softplus", lambda x: np.logaddexp(0, x), F, "log(1 + exp(x)), stably.")
+relu_op = unary("relu", lambda x: np.maximum(x, 0), N,
+                "max(x, 0); its gradient at 0 is 0 as in TensorFlow.", avoid=(0.0,))
+floor_op = unary("floor", np.floor, F, "Largest integer not greater than x.", avoid=(0.0, 1.0, -1.0))
+ceil_op = unary("ceil", np.ceil, F, "Smallest integer not less than x.", avoid=(0.0, 1.0, -1.0))
+round_op = unary("round", np.round, N, "Round half to even (banker's rounding), like TensorFlow.",
+                 avoid=(0.5, 1.5, -0.5, -1.5))
+logical_not_op = unary("logical_not", np.logical_not, B, "Elementwise NOT of a bool tensor.")
+identity_op = unary("identity", lambda x: x, A, "Returns its input unchanged.")
+stop_gradient_op = unary("stop_gradient", lambda x: x, A,
+                         "Returns its input; no gradient flows through it.")
+zeros_like_op = unary("zeros_like", np.zeros_like, A, "Zeros of the input's shape and dtype.")
+ones_like_op = unary("ones_like", np.ones_like, A, "Ones of the input's shape and dtype.")
+
+add_op = binary("add", np.add, N, "Elementwise x + y with broadcasting.")
+subtract_op = binary("subtract", np.subtract, N, "Elementwise x - y with broadcasting.")
+multiply_op = binary("multiply", np.multiply, N, "Elementwise x * y with broadcasting.")
+divide_op = binary("divide", np.true_divide, N,
+                   "True division x / y; integer inputs give float64 like TensorFlow.",
+                   rhs_nonzero=True, out=_to_float)
+floordiv_op = binary("floordiv", np.floor_divide, N, "Floor division, rounding toward -inf.",
+                     rhs_nonzero=True)
+floormod_op = binary("floormod", np.mod, N,
+                     "Remainder of floor division; takes the sign of y like Python's %.",
+                     rhs_nonzero=True)
+pow_op = binary("pow", _pow, N, "Elementwise x ** y.", lo=0.5, hi=2.0)
+maximum_op = binary("maximum", np.maximum, N, "Elementwise max(x, y).")
+minimum_op = binary("minimum", np.minimum, N, "Elementwise min(x, y).")
+equal_op = binary("equal", np.equal, A, "Elementwise x == y.", out=dt.bool_, lo=-1, hi=1)
+not_equal_op = binary("not_equal", np.not_equal, A, "Elementwise x != y.", out=dt.bool_, lo=-1,
+                      hi=1)
+less_op = binary("less", np.less, N, "Elementwise x < y.", out=dt.bool_)
+less_equal_op = binary("less_equal", np.less_equal, N, "Elementwise x <= y.", out=dt.bool_)
+greater_op = binary("greater", np.greater, N, "Elementwise x > y.", out=dt.bool_)
+greater_equal_op = binary("greater_equal", np.greater_equal, N, "Elementwise x >= y.",
+                          out=dt.bool_)
+logical_and_op = binary("logical_and", np.logical_and, B, "Elementwise AND of bool tensors.")
+logical_or_op = binary("logical_or", np.logical_or, B, "Elementwise OR of bool tensors.")
+logical_xor_op = binary("logical_xor", np.logical_xor, B, "Elementwise XOR of bool tensors.")
+
+
+def _cast_infer(types, dtype):
+    return [TensorType(dtype, types[0].shape)]
+
+
+def _cast_examples(rng, d):
+    return [Example((values(rng, d, s, -3.0, 3.0),), {"dtype": to})
+            for s in UNARY_SHAPES for to in dt.ALL]
+
+
+cast_op = OpDef(
+    name="cast", kind=Kind.ELEMENTWISE, inputs=("x",), attrs=("dtype",), infer=_cast_infer,
+    kernel=lambda x, dtype: np.asarray(x).astype(dtype.np), dtypes=A, unify=(0,),
+    examples=_cast_examples,
+    doc="Converts to another dtype; floats truncate toward zero when cast to integers.")
+
+
+def _select_infer(types):
+    check_dtype("where", "condition", types[0], B)
+    check_unified("where", ("condition", "x", "y"), types, (1, 2), A)
+    return [TensorType(types[1].dtype, broadcast_all("where", types))]
+
+
+def _select_examples(rng, d):
+    return [Example((values(rng, dt.bool_, c), values(rng, d, a), values(rng, d, b)))
+            for c, a, b in [((), (), ()), ((4,), (4,), (4,)), ((3, 1), (3, 4), (4,))]]
+
+
+select_op = OpDef(
+    name="select", kind=Kind.ELEMENTWISE, inputs=("condition", "x", "y"), attrs=(),
+    infer=_select_infer, kernel=np.where, dtypes=A, unify=(1, 2), examples=_select_examples,
+    doc="Elementwise choice: x where condition is true, else y (all three broadcast).")

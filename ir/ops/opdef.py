@@ -1,0 +1,64 @@
+"""``OpDef``: the one record that defines a primitive op (name, attributes, inference, kernel)."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from stagecraft.ir.dtypes import DType
+from stagecraft.ir.types import TensorType
+
+
+class Kind(enum.Enum):
+    ELEMENTWISE = "elementwise"
+    REDUCE = "reduce"
+    SHAPE = "shape"
+    LINALG = "linalg"
+    RANDOM = "random"
+    CREATION = "creation"
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One input set for the generated tests: arrays (or Python scalars) and attributes."""
+
+    inputs: tuple
+    attrs: dict = field(default_factory=dict)
+
+
+# (rng, dtype) -> examples; the generated tests call it for each dtype in `OpDef.test_dtypes`.
+ExamplesFn = Callable[[np.random.Generator, DType], Sequence[Example]]
+InferFn = Callable[..., Sequence[TensorType]]
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    """A primitive op.
+
+    ``infer(in_types, **attrs)`` returns the output types or raises ``InvalidArgumentError``
+    with the message users see (eagerly and when staged). ``kernel(*arrays, **attrs)`` is the
+    NumPy reference implementation and returns one array (or a tuple when ``num_outputs > 1``).
+    ``dtypes`` are the dtypes accepted by the inputs listed in ``unify`` (which must all share
+    one dtype; Python scalars passed there adopt it; ``"all"`` means every input).
+    """
+
+    name: str
+    kind: Kind
+    inputs: tuple[str, ...]  # argument names, used in messages; the last repeats if variadic
+    attrs: tuple[str, ...]
+    infer: InferFn
+    kernel: Callable[..., Any]
+    dtypes: tuple[DType, ...]
+    unify: tuple[int, ...] | str
+    examples: ExamplesFn
+    doc: str
+    test_dtypes: tuple[DType, ...] | None = None  # defaults to `dtypes`
+    variadic: bool = False
+    num_outputs: int = 1
+    stateful: bool = False
+    grad_safe: Callable[[Example], bool] | None = None  # inputs away from kinks, for FD tests
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
