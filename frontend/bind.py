@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from stagecraft.context import STATE
-from stagecraft.convert import convert_to_tensor
+from stagecraft.convert import CONVERTERS, convert_to_tensor
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.errors import InvalidArgumentError
@@ -20,12 +20,7 @@ from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.ir.types import TensorType
 from stagecraft.tensor import Tensor, wrap
 
-# Per op: (indices of the inputs that share a dtype, the NumPy dtypes allowed for them).
-_UNIFY: dict[OpDef, tuple[tuple[int, ...], frozenset]] = {}
-for _op in OPS.values():
-    _UNIFY[_op] = (() if _op.unify == "all" else tuple(_op.unify),
-                   frozenset(d.np for d in _op.dtypes))
-
+_new = object.__new__
 
 def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     """Applies ``op`` to ``inputs``: runs it now (eager) or records it (while tracing).
@@ -40,28 +35,28 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     state = STATE.get()
     if state.graph is not None:
         return state.graph.bind(op, inputs, attrs)
-    for x in inputs:
-        if type(x) is not Tensor:
-            inputs = normalize(op, inputs)
-            break
-    values = [x._value for x in inputs]
-    unify, allowed = _UNIFY[op]
+    values = [x._value for x in inputs if type(x) is Tensor]
+    if len(values) != len(inputs):
+        inputs = normalize(op, inputs)
+        values = [x._value for x in inputs]
+    unify = op.unify_indices
     if unify:
         d = values[unify[0]].dtype
+        if d not in op.np_dtypes:
+            raise diagnose(op, values, attrs, None)
         for i in unify[1:]:
             if values[i].dtype is not d:
                 raise diagnose(op, values, attrs, None)
-        if d not in allowed:
-            raise diagnose(op, values, attrs, None)
-    elif op.unify == "all":
-        if len({v.dtype for v in values}) > 1 or values and values[0].dtype not in allowed:
-            raise diagnose(op, values, attrs, None)
+    elif op.unify == "all" and (len({v.dtype for v in values}) > 1
+                                or values[0].dtype not in op.np_dtypes):
+        raise diagnose(op, values, attrs, None)
     try:
-        out = op.kernel(*values, **attrs)
+        out = op.kernel(*values, **attrs) if attrs else op.kernel(*values)
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:  # AxisError is both
         raise diagnose(op, values, attrs, e) from None
     if op.num_outputs == 1:
-        result = wrap(out)
+        result = _new(Tensor)
+        result._value = out
         if state.tapes:
             for tape in state.tapes:
                 tape.record(op, attrs, inputs, (result,))
@@ -74,31 +69,33 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
 
 def normalize(op: OpDef, inputs: tuple) -> tuple:
     """Converts every input to a tensor; Python values in the dtype-sharing group adopt the
-    dtype of the first tensor (or NumPy array) in it, as TensorFlow's binary operators do."""
-    unify = range(len(inputs)) if op.unify == "all" else op.unify
+    dtype of the first tensor (or NumPy array, or variable) in it, as TensorFlow's binary
+    operators do."""
+    unify = range(len(inputs)) if op.unify == "all" else op.unify_indices
     target = None
     for i in unify:
-        if i < len(inputs) and isinstance(inputs[i], (Tensor, np.ndarray)) or (
-                i < len(inputs) and _is_convertible_object(inputs[i])):
-            target = convert_to_tensor(inputs[i]).dtype
+        x = inputs[i] if i < len(inputs) else None
+        if isinstance(x, (Tensor, np.ndarray)) or type(x) in CONVERTERS:
+            target = convert_to_tensor(x).dtype
             break
     out = []
     for i, x in enumerate(inputs):
-        if i in unify and target is not None and not isinstance(x, (Tensor, np.ndarray)):
+        if type(x) is Tensor:
+            out.append(x)
+        elif target is not None and i in unify and not isinstance(x, np.ndarray) and \
+                type(x) not in CONVERTERS:
             out.append(_adopt(op, x, target, i))
         else:
             out.append(convert_to_tensor(x))
     return tuple(out)
 
 
-def _is_convertible_object(x: Any) -> bool:
-    from stagecraft.convert import _CONVERTERS
-    return type(x) in _CONVERTERS
-
-
 def _adopt(op: OpDef, x: Any, dtype: _dt.DType, i: int) -> Tensor:
-    if not isinstance(x, (int, float, bool, list, tuple, np.generic)):
-        return convert_to_tensor(x)
+    """A Python value converted to ``dtype``; lossy conversions raise TypeError."""
+    kind = type(x)
+    if kind is float and dtype.is_floating or kind is int and not dtype.is_bool and \
+            -2**31 <= x < 2**31:
+        return wrap(dtype.np.type(x))  # the common `x * 2.0` case, without the general path
     try:
         return convert_to_tensor(x, dtype)
     except (TypeError, ValueError) as e:

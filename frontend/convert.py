@@ -11,12 +11,12 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.tensor import Tensor, wrap
 
 # Objects that convert themselves (Variables): type -> fn(obj, dtype) -> Tensor.
-_CONVERTERS: dict[type, Any] = {}
+CONVERTERS: dict[type, Any] = {}
 
 
 def register_conversion(cls: type, fn: Any) -> None:
     """Lets instances of ``cls`` be passed wherever a tensor is expected."""
-    _CONVERTERS[cls] = fn
+    CONVERTERS[cls] = fn
 
 
 def _natural_array(value: Any) -> np.ndarray:
@@ -52,7 +52,7 @@ def _natural_array(value: Any) -> np.ndarray:
 def _contains_tensor(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_contains_tensor(v) for v in value)
-    return isinstance(value, Tensor) or type(value) in _CONVERTERS
+    return isinstance(value, Tensor) or type(value) in CONVERTERS
 
 
 def _short(value: Any) -> str:
@@ -98,7 +98,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
                              f"Tensor with dtype {value.dtype.name}: {value!r}. Use "
                              f"tf.cast(x, tf.{_dt.as_dtype(dtype).name}) to change its dtype.")
         return value
-    conv = _CONVERTERS.get(type(value))
+    conv = CONVERTERS.get(type(value))
     if conv is not None:
         return conv(value, None if dtype is None else _dt.as_dtype(dtype))
     if dtype is None and dtype_hint is not None:

@@ -138,18 +138,22 @@ def _bool_operator(symbol: str, op: str, *args: Any) -> Tensor:
 
 
 def and_(x: Any, y: Any) -> Tensor:
+    """``x & y`` on bool tensors (the operator; logical_and is the op)."""
     return _bool_operator("&", "and", x, y)
 
 
 def or_(x: Any, y: Any) -> Tensor:
+    """``x | y`` on bool tensors."""
     return _bool_operator("|", "or", x, y)
 
 
 def xor_(x: Any, y: Any) -> Tensor:
+    """``x ^ y`` on bool tensors."""
     return _bool_operator("^", "xor", x, y)
 
 
 def invert_(x: Any) -> Tensor:
+    """``~x`` on bool tensors."""
     return _bool_operator("~", "not", x)
 
 
@@ -399,6 +403,6 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     return bind(_O["select"], condition, x, y)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+__all__ = [n for n in dir() if not n.startswith("_") and not n.endswith("_") and n not in (
     "annotations", "Any", "Sequence", "bind", "convert_to_tensor", "OPS",
     "Tensor")]

@@ -33,7 +33,7 @@ ExamplesFn = Callable[[np.random.Generator, DType], Sequence[Example]]
 InferFn = Callable[..., Sequence[TensorType]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # identity equality: hashing stays O(1)
 class OpDef:
     """A primitive op.
 
@@ -58,7 +58,13 @@ class OpDef:
     variadic: bool = False
     num_outputs: int = 1
     stateful: bool = False
-    grad_safe: Callable[[Example], bool] | None = None  # inputs away from kinks, for FD tests
+    # Derived in __post_init__ for bind's hot path: unified input indices, allowed NumPy dtypes.
+    unify_indices: tuple[int, ...] = field(init=False, default=())
+    np_dtypes: frozenset = field(init=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "unify_indices", () if self.unify == "all" else tuple(self.unify))
+        object.__setattr__(self, "np_dtypes", frozenset(d.np for d in self.dtypes))
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

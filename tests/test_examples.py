@@ -1,0 +1,25 @@
+"""The examples run and print what the paper prints."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_quickstart_prints_the_papers_results() -> None:
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "quickstart.py")],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "stagecraft.Tensor([[2.]], shape=(1, 1), dtype=float32)"
+    assert out[1] == "stagecraft.Tensor(6.0, shape=(), dtype=float32)"
+    assert out[2] == "stagecraft.Tensor(2.0, shape=(), dtype=float32)"
+    assert out[3] == "stagecraft.Tensor(6.0, shape=(), dtype=float32)"
+    before, after = (float(v) for v in out[4].split()[1::2])
+    assert after < before
+
+
+def test_eager_overhead_benchmark_runs(tmp_path) -> None:
+    path = tmp_path / "bench.json"
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks",
+                                                 "eager_overhead.py"), "--repeat", "2",
+                    "--number", "50", "--json", str(path)], check=True, capture_output=True)
+    assert path.read_text().count("median_us") >= 8
