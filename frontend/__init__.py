@@ -21,6 +21,12 @@ from stagecraft.custom_gradient import custom_gradient
 from stagecraft.variables import Variable
 from stagecraft.module import Module
 from stagecraft.tensor_spec import TensorSpec
+from stagecraft import config, debugging
+from stagecraft.function import ConcreteFunction, Function, function
+from stagecraft.control_flow import cond, while_loop
+from stagecraft.logging_ops import print_ as print  # noqa: A001 (TensorFlow's name)
+from stagecraft.script_ops import py_function
+from stagecraft.scopes import init_scope
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
 int32 = dtypes.int32

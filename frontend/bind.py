@@ -39,6 +39,8 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     if len(values) != len(inputs):
         inputs = normalize(op, inputs)
         values = [x._value for x in inputs]
+        if any(v is None for v in values):
+            raise leaked(op, inputs)
     unify = op.unify_indices
     if unify:
         d = values[unify[0]].dtype
@@ -102,6 +104,16 @@ def _adopt(op: OpDef, x: Any, dtype: _dt.DType, i: int) -> Tensor:
         name = op.inputs[min(i, len(op.inputs) - 1)]
         raise TypeError(f"{op.name}: cannot use {x!r} as '{name}' with a {dtype.name} tensor: "
                         f"{e}") from None
+
+
+def leaked(op: OpDef, inputs: tuple) -> TypeError:
+    """The error for a symbolic tensor used after its trace ended (or inside init_scope)."""
+    t = next(x for x in inputs if x._value is None)
+    return TypeError(
+        f"{op.name}: An op outside of the function building code is being passed a Graph tensor "
+        f"({t!r}). Symbolic tensors exist only while their @function is being traced; return "
+        f"the value from the function (or pass it in as an argument) instead of storing it.\n"
+        f"  at {user_location()}")
 
 
 def diagnose(op: OpDef, values: list, attrs: dict, error: Exception | None) -> Exception:

@@ -6,7 +6,7 @@ import re
 import threading
 from typing import Any, Callable, Iterator
 
-from stagecraft.variables import Variable
+from stagecraft.variables import NAME_SCOPE, Variable
 
 _used_scopes: dict[str, int] = {}
 _scope_lock = threading.Lock()
@@ -97,12 +97,14 @@ class _NameScope:
 
     def __init__(self, name: str):
         self.name = name
+        self._tokens: list = []
 
     def __enter__(self) -> str:
-        return self.name
+        self._tokens.append(NAME_SCOPE.set(self.name))  # absolute: variables made inside are
+        return self.name                                # named "<scope>/<name>:0"
 
     def __exit__(self, *exc: Any) -> None:
-        return None
+        NAME_SCOPE.reset(self._tokens.pop())
 
     def __str__(self) -> str:
         return self.name

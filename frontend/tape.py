@@ -55,6 +55,12 @@ def is_float(x: Any) -> bool:
     return x.dtype.is_floating
 
 
+def key(x: Any) -> Any:
+    """The identity of a tensor or variable on a tape: the object for eager values, the graph
+    value for symbolic tensors (several Python wrappers may stand for one graph value)."""
+    return id(x) if x._value is not None else ("graph", x._node.uid)
+
+
 _int_watch_warnings = 0
 
 
@@ -117,7 +123,7 @@ class GradientTape:
         """Records an op if one of its float inputs is watched (called by ``bind``)."""
         ids = self._ids
         for x in inputs:
-            if id(x) in ids and is_float(x):
+            if key(x) in ids and is_float(x):
                 break
         else:
             return
@@ -126,7 +132,7 @@ class GradientTape:
             return
         self._records.append(Record(op, attrs, inputs, outputs, backward))
         for o in floats:
-            ids[id(o)] = o
+            ids[key(o)] = o
 
     def record_read(self, variable: Any, value: Tensor) -> None:
         """Called when a variable is read: watches it if it should be, and links the value."""
@@ -134,7 +140,7 @@ class GradientTape:
             self._watch_variable(variable)
         if id(variable) in self._ids and is_float(value):
             self._records.append(Record(None, {}, (variable,), (value,), _identity_backward))
-            self._ids[id(value)] = value
+            self._ids[key(value)] = value
 
     def watch(self, tensor: Any) -> None:
         """Ensures ``tensor`` (a tensor, variable, or nested structure of them) is traced."""
@@ -145,7 +151,7 @@ class GradientTape:
             elif isinstance(t, Tensor):
                 if not is_float(t):
                     _warn_int_watch(t)
-                self._ids[id(t)] = t
+                self._ids[key(t)] = t
             else:
                 raise ValueError(f"Passed in object {t!r} of type '{type(t).__name__}', not "
                                  f"tf.Tensor or tf.Variable. Convert it first with "
@@ -241,6 +247,7 @@ class GradientTape:
         return nest.pack_sequence_as(sources, _fill_unconnected(grads, flat_sources, mode))
 
     def _backward(self, targets: list, seeds: list, sources: list) -> list:
+        from stagecraft.array_ops import ones_like
         from stagecraft.convert import convert_to_tensor
         from stagecraft.math_ops import add, cast
         grads: dict[int, Tensor] = {}
@@ -248,13 +255,14 @@ class GradientTape:
             if not hasattr(t, "dtype") or not is_float(t):
                 continue
             if s is None:
-                s = wrap(np.ones(t.shape.as_list(), t.dtype.np))
+                s = wrap(np.ones(t.shape.as_list(), t.dtype.np)) if t._value is not None \
+                    else ones_like(t)
             else:
                 s = cast(convert_to_tensor(s), t.dtype)
-            key = id(t)
-            grads[key] = add(grads[key], s) if key in grads else s
+            k = key(t)
+            grads[k] = add(grads[k], s) if k in grads else s
         for rec in reversed(self._records[:]):
-            gouts = [grads.get(id(o)) for o in rec.outputs]
+            gouts = [grads.get(key(o)) for o in rec.outputs]
             if all(g is None for g in gouts):
                 continue
             if len(gouts) > 1:
@@ -263,9 +271,9 @@ class GradientTape:
             for x, gx in zip(rec.inputs, rec.vjp(gouts)):
                 if gx is None or not is_float(x):
                     continue
-                key = id(x)
-                grads[key] = add(grads[key], gx) if key in grads else gx
-        return [grads.get(id(s)) if is_float(s) else None for s in sources]
+                k = key(x)
+                grads[k] = add(grads[k], gx) if k in grads else gx
+        return [grads.get(key(s)) if is_float(s) else None for s in sources]
 
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: Any =
                  UnconnectedGradients.NONE, parallel_iterations: Any = None,

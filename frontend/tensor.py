@@ -187,7 +187,8 @@ class Tensor(TensorOperators):
 def _numpy_text(value: Any, is_repr: bool = False) -> str:
     if np.ndim(value) == 0:
         return str(np.asarray(value)[()])  # "3.0", not NumPy 2's repr "np.float32(3.0)"
-    return repr(value) if is_repr else str(value)
+    text = repr(value) if is_repr else str(value)
+    return "\n" + text if "\n" in text else text  # multi-line values start on a new line, as in TF
 
 
 def _constant_from_numpy(value: np.ndarray) -> Tensor:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,9 @@ from stagecraft.ir.shapes import TensorShape, as_dims, format_dims, is_compatibl
 from stagecraft.tensor import CPU_DEVICE, Reference, Tensor, TensorOperators, wrap
 
 _uids = itertools.count()
+
+# The active name scope ("mlp/" inside `with module.name_scope:`), prefixed to variable names.
+NAME_SCOPE: ContextVar[str] = ContextVar("stagecraft_name_scope", default="")
 
 
 class Variable(TensorOperators):
@@ -42,18 +46,28 @@ class Variable(TensorOperators):
         if initial_value is None:
             raise ValueError("Variable: initial_value must be specified (a tensor, a value "
                              "convertible to one, or a zero-argument callable).")
+        graph = STATE.get().graph
+        if graph is not None:
+            graph.on_variable_created(self)  # raises when the function may not create one
         if callable(initial_value) and not isinstance(initial_value, (Tensor, Variable)):
             initial_value = initial_value()
         if isinstance(initial_value, Variable):
-            initial_value = wrap(initial_value._value)
+            initial_value = initial_value.read_value()
         t = convert_to_tensor(initial_value, dtype)
-        self._value = np.array(t._value)  # own copy: variables never alias tensors
+        if t._value is None:
+            # The initial value depends on the arguments of the function being traced: the
+            # function computes it with the first call's arguments (see function.py).
+            self._value = np.zeros([0 if d is None else d for d in t.shape.as_list()],
+                                   t.dtype.np)
+            graph.root().pending_inits.append((self, t))
+        else:
+            self._value = np.array(t._value)  # own copy: variables never alias tensors
         self._shape = as_dims(self._value.shape) if shape is None else as_dims(shape)
         if not is_compatible(self._shape, self._value.shape):
             raise ValueError(f"Variable: initial value of shape {list(self._value.shape)} does "
                              f"not match shape={format_dims(self._shape)}.")
         self._trainable = True if trainable is None else bool(trainable)
-        self._name = name if name is not None else "Variable"
+        self._name = NAME_SCOPE.get() + (name if name is not None else "Variable")
         self._uid = next(_uids)
 
     # ----------------------------------------------------------------- properties
@@ -83,9 +97,9 @@ class Variable(TensorOperators):
     # -------------------------------------------------------------------- reading
     def read_value(self) -> Tensor:
         """The current value as a tensor (recorded by active tapes)."""
-        t = wrap(self._value)
-        tapes = STATE.get().tapes
-        for tape in tapes:
+        state = STATE.get()
+        t = wrap(self._value) if state.graph is None else state.graph.read_variable(self)
+        for tape in state.tapes:
             tape.record_read(self, t)
         return t
 
@@ -134,21 +148,33 @@ class Variable(TensorOperators):
                read_value: bool = True) -> "Variable | None":
         """Replaces the value (same dtype, compatible shape); returns the variable, or None
         with ``read_value=False``. Not differentiable with respect to ``value``."""
-        self._value = np.array(self._checked(value, "assign value to"))
+        graph = STATE.get().graph
+        if graph is not None:
+            graph.assign_variable(self, value, "assign")
+        else:
+            self._value = np.array(self._checked(value, "assign value to"))
         return self if read_value else None
 
     def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable | None":
         """Adds ``delta`` to the value in place of the variable."""
-        self._value = np.asarray(self._value + self._checked(delta, "add to"),
-                                 dtype=self._value.dtype)
+        graph = STATE.get().graph
+        if graph is not None:
+            graph.assign_variable(self, delta, "add")
+        else:
+            self._value = np.asarray(self._value + self._checked(delta, "add to"),
+                                     dtype=self._value.dtype)
         return self if read_value else None
 
     def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
                    read_value: bool = True) -> "Variable | None":
         """Subtracts ``delta`` from the value of the variable."""
-        self._value = np.asarray(self._value - self._checked(delta, "subtract from"),
-                                 dtype=self._value.dtype)
+        graph = STATE.get().graph
+        if graph is not None:
+            graph.assign_variable(self, delta, "sub")
+        else:
+            self._value = np.asarray(self._value - self._checked(delta, "subtract from"),
+                                     dtype=self._value.dtype)
         return self if read_value else None
 
     # ------------------------------------------------------------------- printing
@@ -161,7 +187,9 @@ class Variable(TensorOperators):
         return repr(self)
 
     def __deepcopy__(self, memo: dict) -> "Variable":
-        return Variable(self._value.copy(), trainable=self._trainable, name=self._name)
+        copy = Variable(self._value.copy(), trainable=self._trainable)
+        copy._name = self._name
+        return copy
 
 
 def _convert_variable(v: Variable, dtype: _dt.DType | None) -> Tensor:

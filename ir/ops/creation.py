@@ -81,7 +81,7 @@ shape_op = creation(
 
 
 def _where_infer(types):
-    check_dtype("where", "condition", types[0], dt.ALL)
+    check_dtype("where_indices", "condition", types[0], dt.ALL)
     return [TensorType(dt.int64, (None, types[0].rank))]
 
 

@@ -58,6 +58,15 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(0, -x))
 
 
+def _int_division(fn):
+    def kernel(x, y):
+        # TensorFlow raises for integer division by zero (NumPy returns 0 with a warning).
+        if x.dtype.kind == "i" and not np.all(y):
+            raise ZeroDivisionError("Integer division by zero.")
+        return fn(x, y)
+    return kernel
+
+
 def _pow(x, y):
     if x.dtype.kind == "i" and np.any(np.asarray(y) < 0):
         raise ValueError("Integers to negative integer powers are not allowed.")
@@ -99,9 +108,9 @@ multiply_op = binary("multiply", np.multiply, N, "Elementwise x * y with broadca
 divide_op = binary("divide", np.true_divide, N,
                    "True division x / y; integer inputs give float64 like TensorFlow.",
                    rhs_nonzero=True, out=_to_float)
-floordiv_op = binary("floordiv", np.floor_divide, N, "Floor division, rounding toward -inf.",
-                     rhs_nonzero=True)
-floormod_op = binary("floormod", np.mod, N,
+floordiv_op = binary("floordiv", _int_division(np.floor_divide), N,
+                     "Floor division, rounding toward -inf.", rhs_nonzero=True)
+floormod_op = binary("floormod", _int_division(np.mod), N,
                      "Remainder of floor division; takes the sign of y like Python's %.",
                      rhs_nonzero=True)
 pow_op = binary("pow", _pow, N, "Elementwise x ** y.", lo=0.5, hi=2.0)
@@ -137,9 +146,9 @@ cast_op = OpDef(
 
 
 def _select_infer(types):
-    check_dtype("where", "condition", types[0], B)
-    check_unified("where", ("condition", "x", "y"), types, (1, 2), A)
-    return [TensorType(types[1].dtype, broadcast_all("where", types))]
+    check_dtype("select", "condition", types[0], B)
+    check_unified("select", ("condition", "x", "y"), types, (1, 2), A)
+    return [TensorType(types[1].dtype, broadcast_all("select", types))]
 
 
 def _select_examples(rng, d):

@@ -47,7 +47,7 @@ random_uniform_op = OpDef(
 
 
 def _int_infer(types, shape, seed):
-    d = check_unified("random_uniform", ("minval", "maxval"), types, (0, 1), dt.INTS)
+    d = check_unified("random_uniform_int", ("minval", "maxval"), types, (0, 1), dt.INTS)
     return [TensorType(d, tuple(shape))]
 
 

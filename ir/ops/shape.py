@@ -181,6 +181,7 @@ def sum_to_shape(x: np.ndarray, shape: tuple) -> np.ndarray:
 
 
 def _sum_like_infer(types):
+    check_dtype("sum_like", "input", types[0], dt.NUMERIC)
     check_broadcast_to("sum_like", types[1].shape, types[0].shape)
     return [TensorType(types[0].dtype, types[1].shape)]
 
@@ -274,6 +275,7 @@ def _scatter_add(out, g, indices, axis, batch_dims):
 
 
 def _gather_grad_infer(types, axis, batch_dims):
+    check_dtype("gather_grad", "grad", types[0], dt.NUMERIC)
     check_dtype("gather_grad", "indices", types[1], INTS)
     return [TensorType(types[0].dtype, types[2].shape)]
 

@@ -44,6 +44,8 @@ def sliced_dims(op: str, shape, spec: tuple):
     if shape is None:
         return None
     consumed = sum(1 for it in spec if it[0] in ("index", "slice"))
+    if sum(1 for it in spec if it[0] == "ellipsis") > 1:
+        raise fail(op, "an index can only have a single ellipsis ('...').")
     if consumed > len(shape):
         raise fail(op, f"too many indices ({consumed}) for a tensor of rank {len(shape)} "
                        f"(shape {format_dims(shape)}).")
@@ -109,6 +111,9 @@ strided_slice_op = OpDef(
 
 
 def _slice_grad_infer(types, spec):
+    check_dtype("strided_slice_grad", "grad", types[0], dt.NUMERIC)
+    for i, t in enumerate(types[2:]):
+        check_dtype("strided_slice_grad", f"index ${i}", t, dt.INTS)
     return [TensorType(types[0].dtype, types[1].shape)]
 
 

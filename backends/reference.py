@@ -1,0 +1,100 @@
+"""The reference backend: walks a graph calling the op table's NumPy kernels and interprets
+regions. It is the executable specification every other backend is tested against."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from stagecraft.backends.runtime import format_print, write
+from stagecraft.ir import OPS
+from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.graph import Eqn, Graph, Literal
+from stagecraft.ir.shapes import format_dims, is_compatible
+
+
+class Executable:
+    """A compiled graph function: ``exe(args) -> list of arrays``. Tensor parameters take
+    arrays; reference parameters take variable objects (anything holding its buffer in
+    ``_value``)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.source = None  # backends that generate code keep it here
+
+    def __call__(self, args: Sequence[Any]) -> list:
+        return run_graph(self.graph, args)
+
+
+def compile(graph: Graph) -> Executable:  # noqa: A001 (the backend protocol's name)
+    """The reference executable for ``graph`` (no preparation needed)."""
+    return Executable(graph)
+
+
+def run_graph(graph: Graph, args: Sequence[Any]) -> list:
+    env: dict[int, Any] = {p.uid: a for p, a in zip(graph.params, args)}
+
+    def get(x: Any) -> Any:
+        if isinstance(x, Literal):
+            return np.asarray(x.value, x.type.dtype.np)[()]
+        return env[x.uid]
+
+    for eqn in graph.eqns:
+        ins = [get(x) for x in eqn.inputs]
+        outs = _run_eqn(eqn, ins)
+        for v, o in zip(eqn.outputs, outs):
+            env[v.uid] = o
+    return [get(r) for r in graph.results]
+
+
+def _run_eqn(eqn: Eqn, ins: list) -> Sequence[Any]:
+    op, attrs = eqn.op, dict(eqn.attrs)
+    if op == "const":
+        return (attrs["value"],)
+    if op == "read":
+        return (ins[0]._value,)
+    if op == "assign":
+        _assign(eqn, ins[0], ins[1], attrs["mode"])
+        return ()
+    if op == "cond":
+        region = eqn.regions[0] if bool(ins[0]) else eqn.regions[1]
+        return run_graph(region, ins[1:])
+    if op == "while":
+        n = attrs["carry"]
+        carried, invariant = list(ins[:n]), list(ins[n:])
+        cond, body = eqn.regions
+        while bool(run_graph(cond, carried + invariant)[0]):
+            carried = run_graph(body, carried + invariant)
+        return carried
+    if op == "call":
+        return run_graph(eqn.regions[0], ins)
+    if op == "print":
+        write(attrs["stream"], format_print(attrs["template"], ins, attrs["sep"],
+                                            attrs["summarize"]) + attrs["end"])
+        return ()
+    if op == "py_function":
+        return attrs["fn"](*ins)
+    if op == "assert":
+        if not bool(np.all(ins[0])):
+            raise InvalidArgumentError(f"{attrs['message']}\n  at {eqn.loc}")
+        return ()
+    kernel = OPS[op].kernel
+    try:
+        out = kernel(*ins, **attrs)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
+        raise InvalidArgumentError(f"{op}: {e}\n  at {eqn.loc}") from None
+    return (out,) if OPS[op].num_outputs == 1 else tuple(out)
+
+
+def _assign(eqn: Eqn, var: Any, value: Any, mode: str) -> None:
+    old = var._value
+    if mode == "add":
+        value = old + value
+    elif mode == "sub":
+        value = old - value
+    value = np.asarray(value, dtype=old.dtype)
+    if not is_compatible(var._shape, value.shape):
+        raise InvalidArgumentError(
+            f"assign: cannot assign a value of shape {list(value.shape)} to a variable of shape "
+            f"{format_dims(var._shape)}\n  at {eqn.loc}")
+    var._value = value

@@ -1,0 +1,372 @@
+"""``cond`` and ``while_loop``: plain Python when eager, graph equations with traced regions
+when staged (with gradients through both)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from stagecraft import nest
+from stagecraft.bind import user_location
+from stagecraft.context import STATE
+from stagecraft.convert import convert_to_tensor
+from stagecraft.func_graph import FuncGraph, building
+from stagecraft.graph_tensor import GraphTensor, graph_tensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.graph import Graph, Value
+from stagecraft.ir.shapes import as_dims, format_dims, is_compatible, most_specific_common
+from stagecraft.ir.types import TensorType
+from stagecraft.tensor import Tensor
+
+
+# ------------------------------------------------------------------------ regions
+
+class Region:
+    """A traced branch or loop body: its graph builder, output structure and result values."""
+
+    def __init__(self, fg: FuncGraph, structure: Any, results: list):
+        self.fg, self.structure, self.results = fg, structure, results
+
+    def outer_operands(self) -> list[Value]:
+        return [outer for outer, _ in self.fg.captures]
+
+    def graph(self, union: Sequence[Value]) -> Graph:
+        """The closed region: explicit parameters, then one parameter per value in ``union``
+        (the operands shared by all regions of the equation)."""
+        mine = {outer.uid: p for outer, p in self.fg.captures}
+        params = list(self.fg.inputs) + [mine.get(u.uid) or Value(u.type, u.hint, u.ref)
+                                         for u in union]
+        b = self.fg.builder
+        return Graph(self.fg.name, tuple(params), tuple(b.eqns), tuple(self.results))
+
+
+def trace_region(fn: Callable, param_types: Sequence[TensorType], parent: FuncGraph, name: str,
+                 hints: Sequence[str | None] | None = None) -> Region:
+    fg = FuncGraph(name, parent=parent)
+    params = [fg.add_input(t, None if hints is None else hints[i])
+              for i, t in enumerate(param_types)]
+    with building(fg):
+        out = fn(*[graph_tensor(p, fg) for p in params])
+        results: list = []
+
+        def leaf(x: Any) -> Any:
+            if x is None:
+                return None
+            t = x if isinstance(x, Tensor) else convert_to_tensor(x)
+            v = fg.operand(t)
+            if not isinstance(v, Value):
+                v = fg.operand(convert_to_tensor(t))
+            results.append(v)
+            return len(results) - 1
+
+        structure = nest.map_structure(leaf, out)
+    return Region(fg, structure, results)
+
+
+def _union(*regions: Region) -> list[Value]:
+    seen, out = set(), []
+    for r in regions:
+        for v in r.outer_operands():
+            if v.uid not in seen:
+                seen.add(v.uid)
+                out.append(v)
+    return out
+
+
+def _record(tapes: tuple, inputs: list, outputs: list, backward: Callable) -> None:
+    for tape in tapes:
+        tape.record(None, {}, inputs, outputs, backward)
+
+
+# --------------------------------------------------------------------------- cond
+
+def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None = None,
+         name: str | None = None) -> Any:
+    """``true_fn()`` if ``pred`` else ``false_fn()``.
+
+    Behaves like ``true_fn() if pred else false_fn()``. When ``pred`` is a symbolic tensor
+    (inside ``@function``) both branches are traced and one ``cond`` equation chooses at run
+    time; then both must return the same structure with the same dtypes (shapes may differ:
+    the result gets the most specific common shape).
+
+    >>> import stagecraft as tf
+    >>> x = tf.constant(3.0)
+    >>> float(tf.cond(x > 0, lambda: x * 2.0, lambda: -x))
+    6.0
+    """
+    if true_fn is None or false_fn is None:
+        raise TypeError("cond: both true_fn and false_fn must be given (callables returning "
+                        "the branch results).")
+    if not callable(true_fn) or not callable(false_fn):
+        raise TypeError("cond: true_fn and false_fn must be callables, e.g. lambda: x * 2.")
+    fg = STATE.get().graph
+    if not isinstance(pred, GraphTensor):
+        return true_fn() if bool(pred) else false_fn()
+    if pred.dtype != _dt.bool_ or pred.shape.rank not in (0, None):
+        raise TypeError(f"cond: pred must be a scalar bool tensor, got {pred!r}. Reduce it "
+                        f"first, e.g. tf.reduce_all(pred).\n  at {user_location()}")
+    then_r = trace_region(true_fn, [], fg, "then")
+    else_r = trace_region(false_fn, [], fg, "else")
+    types = _branch_types(then_r, else_r)
+    union = _union(then_r, else_r)
+    pred_v = fg.operand(pred)
+    regions = [then_r.graph(union), else_r.graph(union)]
+    outs = fg.emit("cond", [pred_v] + union, types, regions=regions)
+    tapes = STATE.get().tapes
+    if tapes and outs:
+        inputs = [fg.tensor_for(v) for v in union]
+        _record(tapes, inputs, outs, lambda gouts: _cond_grad(pred, regions, inputs, outs, gouts))
+    return nest.map_structure(lambda i: None if i is None else outs[i], then_r.structure)
+
+
+def _branch_types(a: Region, b: Region) -> list[TensorType]:
+    sa, sb = a.structure, b.structure
+    try:
+        nest.pack_sequence_as(sa, nest.flatten(sb))
+        same = _shape_of(sa) == _shape_of(sb)
+    except ValueError:
+        same = False
+    if not same:
+        raise ValueError(f"cond: true_fn and false_fn must return the same structure; true_fn "
+                         f"returned {_describe(sa)} but false_fn returned {_describe(sb)}.\n"
+                         f"  at {user_location()}")
+    types = []
+    for i, (x, y) in enumerate(zip(a.results, b.results)):
+        if x.type.dtype != y.type.dtype:
+            raise TypeError(f"cond: output {i} is {x.type} in true_fn but {y.type} in false_fn; "
+                            f"both branches must return the same dtype. Cast one of them with "
+                            f"tf.cast.\n  at {user_location()}")
+        types.append(TensorType(x.type.dtype, most_specific_common(x.type.shape, y.type.shape)))
+    return types
+
+
+def _shape_of(structure: Any) -> Any:
+    return nest.map_structure(lambda x: x is None, structure)
+
+
+def _describe(structure: Any) -> str:
+    return repr(nest.map_structure(lambda i: "None" if i is None else "tensor", structure)) \
+        .replace("'", "")
+
+
+def _cond_grad(pred: Any, regions: list[Graph], inputs: list, outs: list, gouts: list) -> list:
+    """The gradient of a cond is a cond of the branches' gradients."""
+    from stagecraft.array_ops import zeros_like
+    seeds = [zeros_like(o) if g is None else g for g, o in zip(gouts, outs)]
+
+    def branch(graph: Graph) -> Callable:
+        def run() -> list:
+            return _region_vjp(graph, inputs, seeds)
+        return run
+
+    grads = cond(pred, branch(regions[0]), branch(regions[1]))
+    return list(grads)
+
+
+def _region_vjp(graph: Graph, inputs: list, seeds: list, n_explicit: int = 0,
+                explicit: Sequence[Any] = ()) -> list:
+    """Gradients of ``graph``'s float results (seeded) with respect to its parameters, with
+    zeros where none flows (so every branch returns the same structure)."""
+    from stagecraft.array_ops import zeros_like
+    from stagecraft.replay import inline_graph
+    from stagecraft.tape import GradientTape
+    args = list(explicit) + list(inputs)
+    with GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch([a for a in args if a.dtype.is_floating])
+        results = inline_graph(graph, args)
+    targets = [r for r in results if r.dtype.is_floating]
+    fseeds = [s for r, s in zip(results, seeds) if r.dtype.is_floating]
+    grads = tape.gradient(targets, args, output_gradients=fseeds)
+    return [zeros_like(a) if g is None and a.dtype.is_floating else g
+            for a, g in zip(args, grads)]
+
+
+# --------------------------------------------------------------------- while_loop
+
+def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants: Any = None,
+               parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+               maximum_iterations: Any = None, name: str | None = None,
+               _names: Sequence[str] | None = None) -> Any:
+    """Repeats ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``.
+
+    Behaves like ``while cond(*v): v = body(*v)`` (eagerly that is what runs). Inside
+    ``@function`` one ``while`` equation runs the loop: ``body`` must return the loop
+    variables' structure with the same dtypes and shapes, unless ``shape_invariants`` gives a
+    less specific shape (e.g. ``tf.TensorShape([None])``) for a variable whose shape changes.
+
+    >>> import stagecraft as tf
+    >>> tf.while_loop(lambda i: i < 4, lambda i: (i + 1,), (tf.constant(0),))
+    (<stagecraft.Tensor: shape=(), dtype=int32, numpy=4>,)
+    """
+    if not callable(cond) or not callable(body):
+        raise TypeError("while_loop: cond and body must be callables.")
+    single = not isinstance(loop_vars, (list, tuple))
+    vars_ = [loop_vars] if single else loop_vars
+    fg = STATE.get().graph
+    if fg is None:
+        return _eager_loop(cond, body, vars_, maximum_iterations, single)
+    if maximum_iterations is not None:
+        limit = maximum_iterations
+        inner_cond, inner_body = cond, body
+
+        def cond(i, *v):  # noqa: F811 (the counted loop's condition)
+            from stagecraft.math_ops import logical_and, less
+            return logical_and(less(i, limit), inner_cond(*v))
+
+        def body(i, *v):  # noqa: F811
+            out = inner_body(*v)
+            return (i + 1,) + (tuple(out) if isinstance(out, (list, tuple)) else (out,))
+
+        shape_invariants = None if shape_invariants is None else \
+            [as_dims([])] + list(shape_invariants)
+        _names = None if _names is None else ["iteration"] + list(_names)
+        out = _staged_loop(fg, cond, body, [convert_to_tensor(0)] + list(vars_), shape_invariants,
+                           _names)[1:]
+    else:
+        out = _staged_loop(fg, cond, body, list(vars_), shape_invariants, _names)
+    if single:
+        return out[0]
+    return type(loop_vars)(out) if isinstance(loop_vars, list) else nest.pack_sequence_as(
+        tuple(loop_vars), nest.flatten(out))
+
+
+def _eager_loop(cond: Callable, body: Callable, vars_: list, maximum_iterations: Any,
+                single: bool) -> Any:
+    i = 0
+    limit = None if maximum_iterations is None else int(maximum_iterations)
+    v = list(vars_)
+    while (limit is None or i < limit) and bool(cond(*v)):
+        out = body(*v)
+        v = list(out) if isinstance(out, (list, tuple)) else [out]
+        if len(v) != len(vars_):
+            raise ValueError(f"while_loop: body returned {len(v)} values but there are "
+                             f"{len(vars_)} loop variables; return one value per variable.")
+        i += 1
+    return v[0] if single else tuple(v) if isinstance(vars_, tuple) else type(vars_)(v)
+
+
+def _name(names: Sequence[str] | None, i: int) -> str:
+    return names[i] if names is not None and i < len(names) else f"loop_vars[{i}]"
+
+
+def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
+                 shape_invariants: Any, names: Sequence[str] | None) -> list:
+    flat = [convert_to_tensor(v) if not isinstance(v, Tensor) and not hasattr(v, "assign")
+            else v for v in vars_]
+    init = [fg.operand(v) for v in flat]
+    init = [v if isinstance(v, Value) else fg.operand(convert_to_tensor(flat[i]))
+            for i, v in enumerate(init)]
+    types = [v.type for v in init]
+    if shape_invariants is not None:
+        invariants = [as_dims(s) if s is not None else None for s in
+                      (shape_invariants if isinstance(shape_invariants, (list, tuple))
+                       else [shape_invariants])]
+        for i, (t, s) in enumerate(zip(types, invariants)):
+            if not is_compatible(t.shape, s):
+                raise ValueError(f"while_loop: '{_name(names, i)}' enters the loop with shape "
+                                 f"{format_dims(t.shape)}, which is not compatible with its "
+                                 f"shape invariant {format_dims(s)}.\n  at {user_location()}")
+        types = [TensorType(t.dtype, s) for t, s in zip(types, invariants)]
+    for _ in range(2):  # a second pass when the body returns less specific shapes
+        cond_r = trace_region(lambda *v: cond(*v), types, fg, "cond", names)
+        body_r = trace_region(_as_tuple(body), types, fg, "body", names)
+        relaxed = _check_body(body_r, types, shape_invariants is not None, names)
+        if relaxed == types:
+            break
+        types = relaxed
+    if len(cond_r.results) != 1 or cond_r.results[0].type.dtype != _dt.bool_:
+        raise TypeError(f"while_loop: cond must return one scalar bool tensor, got "
+                        f"{[str(r.type) for r in cond_r.results]}.\n  at {user_location()}")
+    union = _union(cond_r, body_r)
+    regions = [cond_r.graph(union), body_r.graph(union)]
+    outs = fg.emit("while", init + union, types, {"carry": len(init)}, regions=regions,
+                   hints=names)
+    tapes = STATE.get().tapes
+    if tapes:
+        inputs = [fg.tensor_for(v) for v in init + union]
+        _record(tapes, inputs, outs,
+                lambda gouts: _while_grad(regions, inputs, len(init), outs, gouts))
+    return outs
+
+
+def _as_tuple(body: Callable) -> Callable:
+    def run(*v: Any) -> tuple:
+        out = body(*v)
+        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+    return run
+
+
+def _check_body(body_r: Region, types: list, has_invariants: bool,
+                names: Sequence[str] | None) -> list:
+    results = body_r.results
+    if len(results) != len(types) or any(i is None for i in nest.flatten(body_r.structure)):
+        raise ValueError(f"while_loop: body must return {len(types)} tensors (one per loop "
+                         f"variable), got {len(results)}.\n  at {user_location()}")
+    relaxed = []
+    for i, (r, t) in enumerate(zip(results, types)):
+        if r.type.dtype != t.dtype:
+            raise TypeError(f"while_loop: '{_name(names, i)}' is {t} before the loop but "
+                            f"{r.type} after one iteration. Cast it in the loop body, e.g. "
+                            f"tf.cast(x, tf.{t.dtype.name}).\n  at {user_location()}")
+        if not is_compatible(r.type.shape, t.shape) or (
+                t.shape is not None and r.type.shape is not None and not has_invariants
+                and any(a is not None and b is not None and a != b
+                        for a, b in zip(r.type.shape, t.shape))):
+            raise ValueError(f"while_loop: '{_name(names, i)}' enters the loop with shape "
+                             f"{format_dims(t.shape)}, but has shape {format_dims(r.type.shape)} "
+                             f"after one iteration. To allow the shape to vary across iterations, "
+                             f"use the `shape_invariants` argument of tf.while_loop to specify a "
+                             f"less-specific shape (e.g. tf.TensorShape([None])).\n"
+                             f"  at {user_location()}")
+        relaxed.append(TensorType(t.dtype, most_specific_common(t.shape, r.type.shape)))
+    return relaxed
+
+
+def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: list) -> list:
+    """Reverse-mode through a loop: re-run it forward recording every iteration's carried
+    values on a stack, then run a loop backwards applying the body's VJP to each."""
+    from stagecraft.array_ops import concat, expand_dims, zeros_like
+    from stagecraft.math_ops import add, subtract
+    cond_g, body_g = regions
+    carried, invariant = inputs[:n], inputs[n:]
+    floats = [i for i, c in enumerate(carried) if c.dtype.is_floating]
+    zero = convert_to_tensor(0)
+
+    # Forward again, stacking the carried values seen at the start of each iteration.
+    from stagecraft.replay import inline_graph
+    stacks = [expand_dims(zeros_like(c), 0)[:0] for c in carried]
+
+    def fwd_cond(count, *state):
+        vals = list(state[:n])
+        return inline_graph(cond_g, vals + invariant)[0]
+
+    def fwd_body(count, *state):
+        vals, stk = list(state[:n]), list(state[n:])
+        new_stk = [concat([s, expand_dims(v, 0)], 0) for s, v in zip(stk, vals)]
+        nxt = inline_graph(body_g, vals + invariant)
+        return (count + 1,) + tuple(nxt) + tuple(new_stk)
+
+    res = while_loop(fwd_cond, fwd_body, (zero,) + tuple(carried) + tuple(stacks),
+                     shape_invariants=[[]] + [c.shape for c in carried] +
+                     [[None] + (c.shape.as_list() if c.shape.rank is not None else [])
+                      for c in carried])
+    count, history = res[0], list(res[1 + n:])
+
+    seeds = [zeros_like(o) if g is None else g for g, o in zip(gouts, outs)]
+    inv_zero = [zeros_like(v) for v in invariant]
+
+    def bwd_cond(i, *state):
+        from stagecraft.math_ops import greater_equal
+        return greater_equal(i, 0)
+
+    def bwd_body(i, *state):
+        g_carried, g_inv = list(state[:n]), list(state[n:])
+        vals = [h[i] for h in history]
+        grads = _region_vjp(body_g, invariant, g_carried, explicit=vals)
+        new_g = [grads[k] if grads[k] is not None else g_carried[k] for k in range(n)]
+        new_inv = [add(a, b) if b is not None and a.dtype.is_floating else a
+                   for a, b in zip(g_inv, grads[n:])]
+        return (subtract(i, 1),) + tuple(new_g) + tuple(new_inv)
+
+    out = while_loop(bwd_cond, bwd_body, (subtract(count, 1),) + tuple(seeds) + tuple(inv_zero))
+    g_carried, g_inv = list(out[1:1 + n]), list(out[1 + n:])
+    return [g if k in floats else None for k, g in enumerate(g_carried)] + \
+        [g if v.dtype.is_floating else None for g, v in zip(g_inv, invariant)]

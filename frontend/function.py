@@ -1,0 +1,694 @@
+"""``function``: stages a Python function into graph functions, one per input signature.
+
+``Function`` owns the trace cache and TensorFlow's tracing contract (retracing, the
+variable-creation rules, methods); ``ConcreteFunction`` is one traced graph plus what it
+captured, callable eagerly (through a backend), from another trace (as a ``call`` equation) and
+differentiable (one tape record whose backward is itself a staged function).
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import logging
+import threading
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from stagecraft import config, nest
+from stagecraft.backends import get_backend
+from stagecraft.context import STATE
+from stagecraft.convert import convert_to_tensor
+from stagecraft.func_graph import FuncGraph, building
+from stagecraft.graph_tensor import GraphTensor, graph_tensor
+from stagecraft.ir.graph import Graph, Value
+from stagecraft.ir.types import TensorType
+from stagecraft.tensor import Tensor, wrap
+from stagecraft.tensor_spec import TensorSpec
+from stagecraft.trace_cache import (TensorKey, generalize, is_subtype, make_key, specificity)
+from stagecraft.variables import Variable
+
+logger = logging.getLogger("stagecraft")
+
+
+class _Slot:
+    """A leaf of a traced structure: the position of a tensor (or variable) in the flat inputs
+    or outputs."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"<slot {self.index}>"
+
+
+# --------------------------------------------------------------------- tracing
+
+def _placeholders(structure: Any, fg: FuncGraph, hint: str, flat: list,
+                  relax: Any = None) -> Any:
+    """Replaces tensor leaves by placeholder GraphTensors (variables by reference inputs)."""
+    if isinstance(structure, dict):
+        return type(structure)((k, _placeholders(v, fg, f"{hint}_{k}", flat,
+                                                 _sub(relax, k))) for k, v in structure.items())
+    if isinstance(structure, tuple) and hasattr(type(structure), "_fields"):
+        return type(structure)(*[_placeholders(v, fg, f"{hint}_{i}", flat, _sub(relax, i))
+                                 for i, v in enumerate(structure)])
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(_placeholders(v, fg, f"{hint}_{i}", flat, _sub(relax, i))
+                               for i, v in enumerate(structure))
+    if isinstance(structure, Variable):
+        p = fg.add_input(TensorType(structure.dtype, structure._shape), hint, ref=True)
+        fg._var_refs[id(structure)] = p
+        fg.ref_objects[p.uid] = structure
+        flat.append(structure)
+        return structure
+    if isinstance(structure, (Tensor, np.ndarray, TensorSpec)):
+        t = structure if not isinstance(structure, np.ndarray) else convert_to_tensor(structure)
+        dims = t.shape.dims_tuple if relax is None else relax
+        p = fg.add_input(TensorType(t.dtype, dims), _safe(hint))
+        flat.append(structure)
+        return graph_tensor(p, fg)
+    return structure
+
+
+def _sub(relax: Any, k: Any) -> Any:
+    return None if relax is None else relax[k]
+
+
+def _safe(hint: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "arg"
+
+
+def _output_structure(outputs: Any, fg: FuncGraph, results: list) -> Any:
+    """Turns returned tensors into graph results and slots (None stays None; Python numbers
+    become constants; variables are read)."""
+    def leaf(x: Any) -> Any:
+        if x is None:
+            return None
+        if isinstance(x, Variable):
+            x = x.read_value()
+        if isinstance(x, (bool, int, float, np.generic, np.ndarray)):
+            x = convert_to_tensor(x)
+        if not isinstance(x, Tensor):
+            raise TypeError(f"To be compatible with tf.function, Python functions must return "
+                            f"zero or more Tensors or ExtensionTypes or None values; in "
+                            f"compilation of {fg.name}, found return value of type "
+                            f"{type(x).__name__}, which is not a Tensor: {x!r}.")
+        operand = fg.operand(x)
+        if not isinstance(operand, Value):
+            operand = fg.operand(convert_to_tensor(x))
+        results.append(operand)
+        return _Slot(len(results) - 1)
+    return nest.map_structure(leaf, outputs)
+
+
+def trace(python_function: Callable, args: tuple, kwargs: dict, name: str,
+          variable_policy: str = "allow", relax: Any = None,
+          backend: str | None = None) -> "ConcreteFunction":
+    """Traces ``python_function`` on placeholders for the tensors in ``args``/``kwargs``."""
+    fg = FuncGraph(name, variable_policy=variable_policy)
+    flat_inputs: list = []
+    names = _param_names(python_function, len(args))
+    sym_args = [_placeholders(a, fg, names[i], flat_inputs,
+                              None if relax is None else relax[0][i])
+                for i, a in enumerate(args)]
+    sym_kwargs = {k: _placeholders(v, fg, k, flat_inputs,
+                                   None if relax is None else relax[1][k])
+                  for k, v in kwargs.items()}
+    with building(fg):
+        outputs = python_function(*sym_args, **sym_kwargs)
+        results: list = []
+        structure = _output_structure(outputs, fg, results)
+    graph = fg.build(results)
+    return ConcreteFunction(graph, fg, structure, flat_inputs, (args, kwargs), name, backend)
+
+
+def _param_names(fn: Callable, n: int) -> list[str]:
+    """Names for the first ``n`` positional arguments: the Python parameter names."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "arg")
+    return [names[i] if i < len(names) else f"{var}_{i}" for i in range(n)]
+
+
+# ---------------------------------------------------------------- ConcreteFunction
+
+class ConcreteFunction:
+    """One traced graph function with its captured tensors and variables.
+
+    >>> import stagecraft as tf
+    >>> f = tf.function(lambda x: x * 2.0)
+    >>> c = f.get_concrete_function(tf.TensorSpec([None], tf.float32))
+    >>> c(tf.constant([1.0, 2.0])).numpy().tolist()
+    [2.0, 4.0]
+    """
+
+    def __init__(self, graph: Graph, func_graph: FuncGraph, structured_outputs: Any,
+                 flat_inputs: list, arguments: tuple, name: str, backend: str | None = None):
+        self.graph = graph
+        self.name = name
+        self._func_graph = func_graph
+        self._outputs = structured_outputs
+        self._arguments = arguments
+        self._input_types = [p.type for p in func_graph.inputs]
+        self._input_is_ref = [p.ref for p in func_graph.inputs]
+        self.captured_inputs = [t for t, _ in func_graph.captures]
+        self._captured_variables = [v for v, _ in func_graph.variables]
+        self.created_variables = list(func_graph.created_variables)
+        self.pending_inits = list(func_graph.pending_inits)
+        self._backend_name = backend
+        self._executable = None
+        self._backward = None
+        self._lock = threading.Lock()
+
+    # --------------------------------------------------------------- properties
+    @property
+    def structured_outputs(self) -> Any:
+        return nest.map_structure(
+            lambda s: None if s is None else graph_tensor(self.graph.results[s.index],
+                                                          self._func_graph), self._outputs)
+
+    @property
+    def inputs(self) -> list:
+        return [graph_tensor(p, self._func_graph) for p in self.graph.params]
+
+    @property
+    def outputs(self) -> list:
+        return [graph_tensor(r, self._func_graph) for r in self.graph.results]
+
+    @property
+    def variables(self) -> tuple:
+        return tuple(self._captured_variables)
+
+    @property
+    def trainable_variables(self) -> tuple:
+        return tuple(v for v in self._captured_variables if v.trainable)
+
+    @property
+    def executable(self) -> Any:
+        if self._executable is None:
+            with self._lock:
+                if self._executable is None:
+                    self._executable = get_backend(self._backend_name).compile(self.graph)
+        return self._executable
+
+    def pretty_printed_signature(self) -> str:
+        return str(self.graph).splitlines()[0]
+
+    def __repr__(self) -> str:
+        return f"<ConcreteFunction {self.pretty_printed_signature()}>"
+
+    # --------------------------------------------------------------------- calls
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls with tensors matching the traced signature; Python arguments must equal the
+        values the function was traced with."""
+        flat: list = []
+        _match(self._arguments, (list(args), kwargs), flat, self.name)
+        for i, (t, ty, ref) in enumerate(zip(flat, self._input_types, self._input_is_ref)):
+            if ref:
+                continue
+            t = convert_to_tensor(t, ty.dtype) if not isinstance(t, Tensor) else t
+            if t.dtype != ty.dtype or not TensorSpec(ty.shape, ty.dtype).is_compatible_with(t):
+                raise TypeError(f"{self.name}: argument {i} has dtype {t.dtype.name} and shape "
+                                f"{t.shape}, but the concrete function was traced for "
+                                f"{TensorSpec(ty.shape, ty.dtype)}. Can not cast it; call the "
+                                f"tf.function itself to trace a new signature.")
+            flat[i] = t
+        return self._call_flat(flat)
+
+    def _call_flat(self, flat: Sequence[Any]) -> Any:
+        args = list(flat) + self.captured_inputs + self._captured_variables
+        state = STATE.get()
+        if state.graph is not None:
+            outs = self._emit_call(state.graph, args)
+        else:
+            values = [a if isinstance(a, Variable) else
+                      (a._value if isinstance(a, Tensor) else convert_to_tensor(a)._value)
+                      for a in args]
+            if any(isinstance(a, GraphTensor) for a in args):
+                raise TypeError(f"{self.name}: a symbolic tensor from a finished trace was "
+                                f"passed to an eager call.")
+            outs = [wrap(o) for o in self.executable(values)]
+            if state.tapes:
+                self._record(state.tapes, args, outs)
+        return nest.map_structure(lambda s: None if s is None else outs[s.index], self._outputs)
+
+    def _emit_call(self, fg: FuncGraph, args: list) -> list:
+        operands = [fg.ref_for(a) if isinstance(a, Variable) else fg.operand(a) for a in args]
+        outs = fg.emit("call", operands, [r.type for r in self.graph.results],
+                       {"name": self.name}, regions=[self.graph])
+        tapes = STATE.get().tapes
+        if tapes:
+            self._record(tapes, [graph_tensor(o, fg) if not isinstance(a, Variable) else a
+                                 for a, o in zip(args, operands)], outs)
+        return outs
+
+    # ----------------------------------------------------------------- gradients
+    def _record(self, tapes: tuple, args: list, outs: list) -> None:
+        variables = [a for a in args if isinstance(a, Variable)]
+        for tape in tapes:
+            if tape._watch_accessed_variables:
+                for v in variables:
+                    if v.trainable:
+                        tape._watch_variable(v)
+            tape.record(None, {}, args, outs, functools.partial(self._backward_call, args, outs))
+
+    def _backward_call(self, args: list, outs: list, gouts: list) -> list:
+        """Gradients for ``args`` given output gradients, via the staged backward function."""
+        from stagecraft.array_ops import zeros_like
+        backward, connected = self._backward_function(args)
+        float_outs = [i for i, o in enumerate(outs) if o.dtype.is_floating]
+        seeds = [zeros_like(outs[i]) if gouts[i] is None else gouts[i] for i in float_outs]
+        tensors = [a for a in args if not isinstance(a, Variable)]
+        variables = [a for a in args if isinstance(a, Variable)]
+        grads = backward(tensors, variables, seeds) if connected else []
+        it = iter(grads)
+        return [next(it) if c else None for c in connected]
+
+    def _backward_function(self, args: list) -> tuple:
+        """The backward graph function (traced once) and which inputs receive a gradient."""
+        if self._backward is None:
+            graph = self.graph
+            mask: list = []
+
+            def backward(tensors: list, variables: list, seeds: list) -> list:
+                from stagecraft.tape import GradientTape
+                ordered, ti, vi = [], iter(tensors), iter(variables)
+                for p in graph.params:
+                    ordered.append(next(vi) if p.ref else next(ti))
+                with GradientTape(watch_accessed_variables=False) as tape:
+                    tape.watch([x for x in ordered if x.dtype.is_floating])
+                    results = [r for r in _inline(graph, ordered)]
+                targets = [r for r in results if r.dtype.is_floating]
+                grads = tape.gradient(targets, ordered, output_gradients=seeds)
+                mask[:] = [g is not None for g in grads]
+                return [g for g in grads if g is not None]
+
+            tensors = [a for a in args if not isinstance(a, Variable)]
+            variables = [a for a in args if isinstance(a, Variable)]
+            seeds = [o for o in self.outputs if o.dtype.is_floating]
+            concrete = trace(backward, (_specs(tensors), variables, _specs(seeds)), {},
+                             f"{self.name}_backward", backend=self._backend_name)
+            self._backward = (concrete, list(mask))
+        concrete, mask = self._backward
+        return (lambda t, v, s: nest.flatten(concrete._call_flat(list(t) + list(v) + list(s)))), \
+            mask
+
+
+def _inline(graph: Graph, args: list) -> list:
+    from stagecraft.replay import inline_graph
+    return inline_graph(graph, args)
+
+
+def _specs(tensors: list) -> list:
+    return [TensorSpec(t.shape, t.dtype) for t in tensors]
+
+
+def _match(template: Any, actual: Any, flat: list, name: str) -> None:
+    """Checks a call against the traced arguments, collecting tensors/variables into ``flat``."""
+    if isinstance(template, (Tensor, np.ndarray, TensorSpec, Variable)):
+        flat.append(actual)
+        return
+    if isinstance(template, dict):
+        if not isinstance(actual, dict) or set(actual) != set(template):
+            raise TypeError(f"{name}: expected keyword arguments {sorted(template)}, got "
+                            f"{sorted(actual) if isinstance(actual, dict) else actual!r}.")
+        for k in template:
+            _match(template[k], actual[k], flat, name)
+        return
+    if isinstance(template, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(template):
+            raise TypeError(f"{name}: expected {len(template)} arguments like {template!r}, got "
+                            f"{actual!r}.")
+        for t, a in zip(template, actual):
+            _match(t, a, flat, name)
+        return
+    if not (actual is template or actual == template):
+        raise TypeError(f"{name}: this concrete function was traced with the Python value "
+                        f"{template!r}; it cannot be called with {actual!r}. Call the "
+                        f"tf.function to trace a new concrete function for it.")
+
+
+# ------------------------------------------------------------------------ Function
+
+class _RetraceMonitor:
+    """TensorFlow's retracing warning: per code object, when 5 of the last 10 calls traced
+    (at most 2 warnings per code object)."""
+
+    def __init__(self) -> None:
+        self.history: dict[Any, collections.deque] = {}
+        self.warnings: dict[Any, int] = collections.Counter()
+
+    def called(self, code: Any, traced: bool, fn_repr: str, changed: str | None) -> None:
+        h = self.history.setdefault(code, collections.deque(maxlen=10))
+        h.append(traced)
+        n = sum(h)
+        if traced and n >= 5 and self.warnings[code] < 2:
+            self.warnings[code] += 1
+            because = f" The argument that changed in the latest call: '{changed}'." if changed \
+                else ""
+            logger.warning(
+                "%d out of the last %d calls to %s triggered tf.function retracing. Tracing is "
+                "expensive and the excessive number of tracings could be due to (1) creating "
+                "@tf.function repeatedly in a loop, (2) passing tensors with different shapes, "
+                "(3) passing Python objects instead of tensors.%s For (1), please define your "
+                "@tf.function outside of the loop. For (2), @tf.function has "
+                "reduce_retracing=True option that can avoid unnecessary retracing. For (3), "
+                "please refer to the tf.function guide.", n, len(h), fn_repr, because)
+
+
+_MONITOR = _RetraceMonitor()
+
+
+class _Entry:
+    __slots__ = ("key", "concrete", "refs")
+
+    def __init__(self, key: Any, concrete: ConcreteFunction, refs: list):
+        self.key, self.concrete, self.refs = key, concrete, refs
+
+    def alive(self) -> bool:
+        return all(r() is not None for r in self.refs)
+
+
+class Function:
+    """A Python function staged into graph functions, one per input signature (see
+    ``function``)."""
+
+    def __init__(self, python_function: Callable, name: str | None = None,
+                 input_signature: Sequence[Any] | None = None, autograph: bool = True,
+                 reduce_retracing: bool = False, jit_compile: bool | None = None,
+                 backend: str | None = None):
+        self._python_function = python_function
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._input_signature = _check_signature(input_signature, python_function)
+        self._autograph = autograph
+        self._reduce_retracing = reduce_retracing
+        self._jit_compile = jit_compile
+        self._backend = backend
+        self._entries: list[_Entry] = []
+        self._lock = threading.RLock()
+        self._created_variables: bool | None = None  # None until the first trace
+        self._descriptor_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        functools.update_wrapper(self, python_function)
+
+    @property
+    def python_function(self) -> Callable:
+        return self._python_function
+
+    @property
+    def input_signature(self) -> Any:
+        return self._input_signature
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def function_spec(self) -> inspect.Signature:
+        return inspect.signature(self._python_function)
+
+    def experimental_get_tracing_count(self) -> int:
+        """How many graph functions this Function has traced."""
+        return len(self._entries) + getattr(self, "_extra_traces", 0)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None:
+            return self
+        try:
+            return self._descriptor_cache[instance]
+        except KeyError:
+            pass
+        ref = weakref.ref(instance)
+        fn = self._python_function
+
+        @functools.wraps(fn)
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return fn(ref(), *args, **kwargs)
+
+        bound.__signature__ = inspect.signature(fn.__get__(instance, owner))
+        method = Function(bound, self._name, self._input_signature, self._autograph,
+                          self._reduce_retracing, self._jit_compile, self._backend)
+        self._descriptor_cache[instance] = method
+        return method
+
+    def __repr__(self) -> str:
+        return f"<stagecraft.Function {self._name}>"
+
+    # ----------------------------------------------------------------- calling
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.functions_run_eagerly():
+            return self._python_function(*args, **kwargs)
+        eager_top = STATE.get().graph is None
+        concrete, flat, traced, changed = self._lookup(args, kwargs)
+        if eager_top:
+            _MONITOR.called(getattr(self._python_function, "__code__", self._python_function),
+                            traced, repr(self._python_function), changed)
+        return concrete._call_flat(flat)
+
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        """The graph function for these arguments (tensors or TensorSpecs), tracing it if it
+        is not cached yet; it is not run."""
+        if not args and not kwargs and self._input_signature is not None:
+            args = tuple(self._input_signature)
+        concrete, _, _, _ = self._lookup(args, kwargs, run_inits=False)
+        return concrete
+
+    def _canonical(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
+        """Arguments bound to the Python signature (defaults applied): positional, keyword."""
+        try:
+            sig = inspect.signature(self._python_function)
+            ba = sig.bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{self._name}(): {e}") from None
+        ba.apply_defaults()
+        pos, kw = [], {}
+        for name, p in sig.parameters.items():
+            if name not in ba.arguments:
+                continue
+            v = ba.arguments[name]
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                pos.append(v)
+            elif p.kind == p.VAR_POSITIONAL:
+                pos.extend(v)
+            elif p.kind == p.KEYWORD_ONLY:
+                kw[name] = v
+            else:
+                kw.update(v)
+        return pos, kw
+
+    def _lookup(self, args: tuple, kwargs: dict, run_inits: bool = True) -> tuple:
+        pos, kw = self._canonical(args, kwargs)
+        signature = self._input_signature
+        key_pos = pos
+        if signature is not None:
+            pos = _apply_signature(signature, pos, self._name)
+            key_pos = list(signature) + pos[len(signature):]
+        aliases: dict = {}
+        refs: list = []
+        key = (make_key(key_pos, aliases, refs), make_key(kw, aliases, refs))
+        flat = _flat_tensors((pos, kw))
+        with self._lock:
+            entry = self._find(key)
+            if entry is not None:
+                return entry.concrete, flat, False, None
+            relax = key if signature is not None else self._relaxed(key)
+            changed = self._changed_argument(key)
+            concrete = self._trace_new(pos, kw, key if relax is None else relax, refs, flat,
+                                       relax, run_inits)
+            return concrete, flat, True, changed
+
+    def _find(self, key: Any) -> _Entry | None:
+        self._entries = [e for e in self._entries if e.alive()]
+        best = None
+        for e in self._entries:
+            if e.key == key:
+                return e
+            if is_subtype(key, e.key) and (best is None or
+                                           specificity(e.key) < specificity(best.key)):
+                best = e
+        return best
+
+    def _relaxed(self, key: Any) -> Any:
+        if not self._reduce_retracing or self._input_signature is not None:
+            return None
+        for e in self._entries:
+            g = generalize(key, e.key)
+            if g is not None and g != key:
+                return g
+        return None
+
+    def _changed_argument(self, key: Any) -> str | None:
+        if not self._entries:
+            return None
+        last = self._entries[-1].key
+        try:
+            names = list(inspect.signature(self._python_function).parameters)
+        except (TypeError, ValueError):
+            names = []
+        for i, (a, b) in enumerate(zip(key[0][1], last[0][1])):
+            if a != b:
+                return names[i] if i < len(names) else f"args[{i}]"
+        for k, _ in key[1][1]:
+            if dict(key[1][1]).get(k) != dict(last[1][1]).get(k):
+                return k
+        return None
+
+    def _trace_new(self, pos: list, kw: dict, key: Any, refs: list, flat: list, relax: Any,
+                   run_inits: bool) -> ConcreteFunction:
+        relax_dims = None if relax is None else _dims_of(relax)
+        fn = self._converted()
+        if self._created_variables is None:
+            first = trace(fn, tuple(pos), kw, self._name, "allow", relax_dims, self._backend)
+            self._created_variables = bool(first.created_variables)
+            if first.created_variables:
+                if first.pending_inits:
+                    _run_initializers(first, flat)
+                self._extra_traces = getattr(self, "_extra_traces", 0) + 1
+                concrete = trace(fn, tuple(pos), kw, self._name,
+                                 "first_call_only_second_trace", relax_dims, self._backend)
+            else:
+                concrete = first
+        else:
+            policy = "first_call_only_second_trace" if self._created_variables else "never"
+            concrete = trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend)
+        self._entries.append(_Entry(key, concrete, refs))
+        return concrete
+
+    def _converted(self) -> Callable:
+        """The function to trace (AutoGraph conversion plugs in here)."""
+        return self._python_function
+
+
+def _dims_of(key: Any) -> Any:
+    """Placeholder shapes from a (generalized) key, in the structure _placeholders walks."""
+    if isinstance(key, TensorKey):
+        return key.dims
+    if isinstance(key, tuple) and key and key[0] in ("list", "tuple"):
+        return [_dims_of(k) for k in key[1]]
+    if isinstance(key, tuple) and key and key[0] == "dict":
+        return {k: _dims_of(v) for k, v in key[1]}
+    if isinstance(key, tuple) and len(key) == 2 and not isinstance(key[0], str):
+        return (_dims_of(key[0]), _dims_of(key[1]))
+    return None
+
+
+def _flat_tensors(structure: Any) -> list:
+    out: list = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, dict):
+            for v in x.values():
+                visit(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                visit(v)
+        elif isinstance(x, (Tensor, Variable)):
+            out.append(x)
+        elif isinstance(x, np.ndarray):
+            out.append(convert_to_tensor(x))
+    visit(structure)
+    return out
+
+
+def _run_initializers(concrete: ConcreteFunction, flat: list) -> None:
+    """Evaluates variable initial values that depend on the arguments, with this call's
+    arguments (TensorFlow's 'initializer not constant' case)."""
+    from stagecraft.ir.passes.prune import prune
+    fg = concrete._func_graph
+    results = [fg.operand(t) for _, t in concrete.pending_inits]
+    graph = prune(fg.build(results))
+    args = [a if isinstance(a, Variable) else a._value for a in
+            list(flat) + concrete.captured_inputs + concrete._captured_variables]
+    values = get_backend(concrete._backend_name).compile(graph)(args)
+    for (var, _), value in zip(concrete.pending_inits, values):
+        var._value = np.array(value, dtype=var.dtype.np)
+
+
+def _check_signature(signature: Any, fn: Callable) -> Any:
+    if signature is None:
+        return None
+    if not isinstance(signature, (list, tuple)):
+        raise TypeError(f"input_signature must be a list or tuple of tf.TensorSpec, got "
+                        f"{type(signature).__name__}.")
+    for s in nest.flatten(list(signature)):
+        if not isinstance(s, TensorSpec):
+            raise TypeError(f"input_signature must contain only tf.TensorSpec objects, got "
+                            f"{s!r}.")
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return tuple(signature)
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        raise TypeError(f"{getattr(fn, '__name__', fn)}: a function with **kwargs cannot have "
+                        f"an input_signature.")
+    return tuple(signature)
+
+
+def _apply_signature(signature: tuple, pos: list, name: str) -> list:
+    """Converts the leading arguments to the signature's dtypes, checking shapes (TypeError)."""
+    if len(pos) < len(signature):
+        raise TypeError(f"{name}(): expected {len(signature)} arguments for the input_signature "
+                        f"{list(signature)}, got {len(pos)}.")
+    out = list(pos)
+    for i, spec in enumerate(signature):
+        out[i] = _conform(spec, pos[i], name, i)
+    return out
+
+
+def _conform(spec: Any, value: Any, name: str, i: int) -> Any:
+    if isinstance(spec, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(spec):
+            raise TypeError(f"Binding inputs to tf.function {name} failed: argument {i} "
+                            f"{value!r} does not match the nested signature {spec!r}.")
+        return type(spec)(_conform(s, v, name, i) for s, v in zip(spec, value))
+    if isinstance(value, Tensor):
+        t = value
+    else:
+        try:
+            t = convert_to_tensor(value, spec.dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"Binding inputs to tf.function {name} failed: argument {i}: {e}") \
+                from None
+    if not spec.is_compatible_with(t):
+        raise TypeError(f"Binding inputs to tf.function {name} failed due to: Can not cast "
+                        f"{TensorSpec(t.shape, t.dtype)} to {spec} (argument {i}). Pass a tensor "
+                        f"of dtype {spec.dtype.name} and shape {spec.shape}.")
+    return TensorSpec(spec.shape, spec.dtype, spec.name) if isinstance(value, TensorSpec) else t
+
+
+def function(func: Callable | None = None, input_signature: Sequence[Any] | None = None,
+             autograph: bool = True, jit_compile: bool | None = None,
+             reduce_retracing: bool = False, experimental_implements: Any = None,
+             experimental_autograph_options: Any = None, experimental_attributes: Any = None,
+             experimental_relax_shapes: bool | None = None,
+             backend: str | None = None) -> Any:
+    """Stages ``func``: each call with a new input signature traces it into a graph function,
+    which later calls with the same signature run instead of the Python code.
+
+    Behaves like the plain Python function, except: Python side effects (print, list appends)
+    happen only while tracing; tensors are symbolic inside (no ``.numpy()``, no ``bool()``);
+    Python-valued arguments are baked into the trace (each new value retraces); variables may
+    only be created on the first call.
+
+    >>> import stagecraft as tf
+    >>> @tf.function
+    ... def f(x):
+    ...     return x * x + 1.0
+    >>> float(f(tf.constant(3.0))), float(f(tf.constant(4.0))), f.experimental_get_tracing_count()
+    (10.0, 17.0, 1)
+    """
+    if experimental_relax_shapes is not None:
+        reduce_retracing = reduce_retracing or experimental_relax_shapes
+
+    def decorate(fn: Callable) -> Function:
+        return Function(fn, None, input_signature, autograph, reduce_retracing, jit_compile,
+                        backend)
+
+    return decorate if func is None else decorate(func)

@@ -1,0 +1,70 @@
+"""``inline_graph``: re-runs a graph's equations through the frontend (eagerly, or into the
+graph being traced), so tapes record them. The backward pass of a staged call is built by
+replaying its graph under a tape."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from stagecraft.bind import bind
+from stagecraft.ir import OPS
+from stagecraft.ir.graph import Graph, Literal
+from stagecraft.tensor import wrap
+
+
+def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
+    """The results of ``graph`` applied to ``args`` (tensors for tensor parameters, Variables
+    for reference parameters), computed with frontend ops."""
+    from stagecraft import control_flow, logging_ops
+    env: dict[int, Any] = {p.uid: a for p, a in zip(graph.params, args)}
+
+    def get(x: Any) -> Any:
+        if isinstance(x, Literal):
+            return wrap(x.type.dtype.np.type(x.value))
+        return env[x.uid]
+
+    for eqn in graph.eqns:
+        ins = [get(x) for x in eqn.inputs]
+        attrs = dict(eqn.attrs)
+        op = eqn.op
+        if op == "const":
+            outs = [wrap(attrs["value"])]
+        elif op == "read":
+            outs = [ins[0].read_value()]
+        elif op == "assign":
+            getattr(ins[0], {"assign": "assign", "add": "assign_add",
+                             "sub": "assign_sub"}[attrs["mode"]])(ins[1], read_value=False)
+            outs = []
+        elif op == "cond":
+            then_g, else_g = eqn.regions
+            rest = ins[1:]
+            outs = control_flow.cond(ins[0], lambda: inline_graph(then_g, rest),
+                                     lambda: inline_graph(else_g, rest))
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        elif op == "while":
+            n = attrs["carry"]
+            carried, inv = list(ins[:n]), list(ins[n:])
+            cond_g, body_g = eqn.regions
+            outs = control_flow.while_loop(
+                lambda *v: inline_graph(cond_g, list(v) + inv)[0],
+                lambda *v: tuple(inline_graph(body_g, list(v) + inv)), tuple(carried))
+            outs = list(outs)
+        elif op == "call":
+            outs = inline_graph(eqn.regions[0], ins)
+        elif op == "print":
+            logging_ops.emit_print(attrs["template"], ins, attrs["sep"], attrs["end"],
+                                   attrs["stream"], attrs["summarize"])
+            outs = []
+        elif op == "py_function":
+            from stagecraft.script_ops import py_function
+            res = py_function(attrs["fn"].func, ins, list(attrs["Tout"]))
+            outs = list(res)
+        elif op == "assert":
+            from stagecraft.logging_ops import emit_assert
+            emit_assert(ins[0], attrs["message"])
+            outs = []
+        else:
+            res = bind(OPS[op], *ins, **attrs)
+            outs = list(res) if OPS[op].num_outputs > 1 else [res]
+        for v, o in zip(eqn.outputs, outs):
+            env[v.uid] = o
+    return [get(r) for r in graph.results]

@@ -1,0 +1,135 @@
+"""Trace-cache keys for ``function``: TensorFlow's TraceType rules.
+
+Tensors and NumPy arrays key by (shape, dtype); variables by (shape, dtype, trainable, alias
+position); Python scalars by **(type, value)** — a documented deviation from TensorFlow, where
+``1``, ``1.0`` and ``True`` share one trace because they compare equal: stagecraft never hands a
+trace baked with ``1`` to a call that passed ``1.0``; lists, tuples, namedtuples and dicts
+element-wise (dict key order ignored); other objects by weak identity.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stagecraft.ir.shapes import as_dims
+from stagecraft.tensor import Tensor
+
+
+@dataclass(frozen=True)
+class TensorKey:
+    dims: tuple | None
+    dtype: str
+
+
+@dataclass(frozen=True)
+class VariableKey:
+    dims: tuple | None
+    dtype: str
+    trainable: bool
+    alias: int
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    ident: int
+    type_name: str
+
+
+def make_key(value: Any, aliases: dict, refs: list) -> Any:
+    """The hashable key of one argument; ``aliases`` numbers variables by first appearance,
+    ``refs`` collects weak references that must stay alive for the key to be valid."""
+    from stagecraft.tensor_spec import TensorSpec
+    from stagecraft.variables import Variable
+    if isinstance(value, Tensor) or isinstance(value, TensorSpec):
+        return TensorKey(value.shape.dims_tuple, value.dtype.name)
+    if isinstance(value, np.ndarray):
+        return TensorKey(tuple(value.shape), value.dtype.name)
+    if isinstance(value, Variable):
+        alias = aliases.setdefault(id(value), len(aliases))
+        return VariableKey(value._shape, value.dtype.name, value.trainable, alias)
+    if value is None or isinstance(value, (bool, int, float, str, bytes, np.generic)):
+        return ("literal", type(value).__name__, value)
+    if hasattr(value, "__tf_tracing_type__"):
+        key = value.__tf_tracing_type__(None)
+        hash(key)
+        return ("traced", key)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return ("namedtuple", type(value).__name__, type(value)._fields,
+                tuple(make_key(v, aliases, refs) for v in value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(make_key(v, aliases, refs) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, make_key(value[k], aliases, refs))
+                              for k in sorted(value, key=repr)))
+    if isinstance(value, weakref.ref):
+        raise TypeError(f"weakref.ref arguments are not supported by @function (got {value!r}); "
+                        f"pass the object itself.")
+    try:
+        refs.append(weakref.ref(value))
+        return ObjectKey(id(value), type(value).__name__)
+    except TypeError:
+        pass
+    try:
+        hash(value)
+        return ("hashable", value)
+    except TypeError:
+        raise TypeError(f"Could not generate a generic TraceType for {value!r} of type "
+                        f"{type(value).__name__}: @function arguments must be tensors, Python "
+                        f"scalars, nested lists/tuples/dicts, or objects that are hashable or "
+                        f"weak-referenceable.") from None
+
+
+def is_subtype(key: Any, general: Any) -> bool:
+    """True when a call with ``key`` may use a trace made for ``general`` (None dims match any
+    size; unknown rank matches any rank)."""
+    if isinstance(key, TensorKey) and isinstance(general, TensorKey):
+        return key.dtype == general.dtype and _dims_sub(key.dims, general.dims)
+    if isinstance(key, tuple) and isinstance(general, tuple):
+        return len(key) == len(general) and all(is_subtype(a, b) for a, b in zip(key, general))
+    return key == general
+
+
+def _dims_sub(dims: tuple | None, general: tuple | None) -> bool:
+    if general is None:
+        return True
+    if dims is None or len(dims) != len(general):
+        return False
+    return all(g is None or d == g for d, g in zip(dims, general))
+
+
+def generalize(a: Any, b: Any) -> Any:
+    """The most specific key both ``a`` and ``b`` are subtypes of, or None if there is none
+    (different dtypes, Python values or structure)."""
+    if isinstance(a, TensorKey) and isinstance(b, TensorKey):
+        if a.dtype != b.dtype:
+            return None
+        if a.dims is None or b.dims is None or len(a.dims) != len(b.dims):
+            return TensorKey(None, a.dtype)
+        return TensorKey(tuple(x if x == y else None for x, y in zip(a.dims, b.dims)), a.dtype)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        if len(a) != len(b):
+            return None
+        out = []
+        for x, y in zip(a, b):
+            g = generalize(x, y)
+            if g is None and not (x is None and y is None):
+                return None
+            out.append(g)
+        return tuple(out)
+    return a if a == b else None
+
+
+def specificity(key: Any) -> int:
+    """Smaller is more specific (fewer unknown dims/ranks)."""
+    if isinstance(key, TensorKey):
+        return 1000 if key.dims is None else sum(d is None for d in key.dims)
+    if isinstance(key, tuple):
+        return sum(specificity(k) for k in key)
+    return 0
+
+
+def spec_dims(key: Any) -> Any:
+    return as_dims(key.dims) if isinstance(key, TensorKey) else None
