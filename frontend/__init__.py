@@ -27,6 +27,7 @@ from stagecraft.control_flow import cond, while_loop
 from stagecraft.logging_ops import print_ as print  # noqa: A001 (TensorFlow's name)
 from stagecraft.script_ops import py_function
 from stagecraft.scopes import init_scope
+from stagecraft.tensor_array import TensorArray
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
 int32 = dtypes.int32

@@ -14,7 +14,7 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.shapes import TensorShape, as_dims
 from stagecraft.tensor import Tensor, wrap
 
-_O = OPS
+_O = dict(OPS)
 
 
 def _t(x: Any) -> Tensor:

@@ -35,7 +35,13 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     state = STATE.get()
     if state.graph is not None:
         return state.graph.bind(op, inputs, attrs)
-    values = [x._value for x in inputs if type(x) is Tensor]
+    # Unrolled for the common arities: this is the hottest line of eager execution.
+    if len(inputs) == 2 and type(inputs[0]) is Tensor and type(inputs[1]) is Tensor:
+        values = (inputs[0]._value, inputs[1]._value)
+    elif len(inputs) == 1 and type(inputs[0]) is Tensor:
+        values = (inputs[0]._value,)
+    else:
+        values = [x._value for x in inputs if type(x) is Tensor]
     if len(values) != len(inputs):
         inputs = normalize(op, inputs)
         values = [x._value for x in inputs]

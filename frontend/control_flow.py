@@ -203,6 +203,9 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
     fg = STATE.get().graph
     if fg is None:
         return _eager_loop(cond, body, vars_, maximum_iterations, single)
+    if any(hasattr(v, "_to_components") for v in vars_):
+        return _loop_over_components(cond, body, loop_vars, vars_, single, shape_invariants,
+                                     maximum_iterations, _names)
     if maximum_iterations is not None:
         limit = maximum_iterations
         inner_cond, inner_body = cond, body
@@ -226,6 +229,48 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
         return out[0]
     return type(loop_vars)(out) if isinstance(loop_vars, list) else nest.pack_sequence_as(
         tuple(loop_vars), nest.flatten(out))
+
+
+def _loop_over_components(cond: Callable, body: Callable, loop_vars: Any, vars_: list,
+                          single: bool, shape_invariants: Any, maximum_iterations: Any,
+                          names: Sequence[str] | None) -> Any:
+    """A staged loop whose variables include composites (TensorArray): it loops over their
+    component tensors and rebuilds the composites around cond, body and the results."""
+    flat, layout, invariants = [], [], []
+    given = list(shape_invariants) if shape_invariants is not None else [None] * len(vars_)
+    for v, inv in zip(vars_, given):
+        if hasattr(v, "_to_components"):
+            comps = v._to_components()
+            layout.append((v, len(comps)))
+            flat += comps
+            invariants += v._component_shapes()
+        else:
+            t = v if isinstance(v, Tensor) else convert_to_tensor(v)
+            layout.append((None, 1))
+            flat.append(t)
+            invariants.append(t.shape if inv is None else inv)
+
+    def rebuild(values: Sequence[Any]) -> list:
+        out, k = [], 0
+        for proto, n in layout:
+            out.append(values[k] if proto is None else proto._from_components(list(values[k:k + n])))
+            k += n
+        return out
+
+    def flatten(values: Any) -> list:
+        values = list(values) if isinstance(values, (list, tuple)) else [values]
+        out = []
+        for v in values:
+            out += v._to_components() if hasattr(v, "_to_components") else [v]
+        return out
+
+    result = while_loop(lambda *c: cond(*rebuild(c)), lambda *c: tuple(flatten(body(*rebuild(c)))),
+                        tuple(flat), shape_invariants=invariants,
+                        maximum_iterations=maximum_iterations)
+    out = rebuild(result)
+    if single:
+        return out[0]
+    return type(loop_vars)(out)
 
 
 def _eager_loop(cond: Callable, body: Callable, vars_: list, maximum_iterations: Any,

@@ -235,8 +235,20 @@ def _reduce_extreme(g, out, x, axes, keepdims):
 
 @vjp("reduce_prod")
 def _reduce_prod(g, out, x, axes, keepdims):
-    # d prod / d x_i = prod / x_i (inputs are assumed non-zero, as in TF's fast path).
-    return (m.truediv(_keepdims_grad(m.multiply(g, out), x, axes, keepdims), x),)
+    # d prod / d x_i is the product of the other elements: exclusive cumulative products from
+    # both ends, so zeros in x are handled exactly (no division by x).
+    rank = x.ndim
+    reduced = sorted(range(rank) if axes is None else {d % rank for d in axes})
+    kept = [d for d in range(rank) if d not in reduced]
+    perm = kept + reduced
+    dims = x.shape.as_list()
+    flat = a.reshape(a.transpose(x, perm),
+                     [dims[d] for d in kept] + [int(np.prod([dims[d] for d in reduced]))])
+    others = m.multiply(m.cumprod(flat, axis=-1, exclusive=True),
+                        m.cumprod(flat, axis=-1, exclusive=True, reverse=True))
+    others = a.transpose(a.reshape(others, [dims[d] for d in perm]),
+                         tuple(int(i) for i in np.argsort(perm)))
+    return (m.multiply(_keepdims_grad(g, x, axes, keepdims), others),)
 
 
 @vjp("cumsum")

@@ -10,7 +10,7 @@ from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.tensor import Tensor
 
-_O = OPS
+_O = dict(OPS)  # a plain dict: faster lookups than the read-only mapping
 
 
 # ----------------------------------------------------------------- elementwise binary

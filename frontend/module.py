@@ -4,8 +4,9 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
+from stagecraft import nest
 from stagecraft.variables import NAME_SCOPE, Variable
 
 _used_scopes: dict[str, int] = {}
@@ -110,17 +111,6 @@ class _NameScope:
         return self.name
 
 
-def _leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, dict):
-        for k in sorted(value, key=str):
-            yield from _leaves(value[k])
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
-
-
 def _walk(root: Module, predicate: Callable[[Any], bool]) -> list:
     """Matching objects: this module's attributes by sorted name, then each sub-module met (in
     order) the same way; every object at most once."""
@@ -133,7 +123,7 @@ def _walk(root: Module, predicate: Callable[[Any], bool]) -> list:
         for key in sorted(attrs):
             if key in module._TF_MODULE_IGNORED_PROPERTIES:
                 continue
-            for leaf in _leaves(attrs[key]):
+            for leaf in nest.flatten(attrs[key]):
                 if id(leaf) in seen:
                     continue
                 if predicate(leaf):

@@ -9,10 +9,10 @@ import itertools
 import secrets
 from typing import Any
 
+from stagecraft.array_ops import _static_dims
 from stagecraft.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
-from stagecraft.ir.shapes import as_dims
 from stagecraft.tensor import Tensor
 
 DEFAULT_GLOBAL_SEED = 87654321  # used when only an op seed is given, as in TensorFlow
@@ -57,15 +57,6 @@ def get_seed(op_seed: int | None) -> tuple[int, int, int]:
     return (g, int(op_seed), n)
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, Tensor):
-        shape = shape.numpy().tolist()
-    dims = as_dims(shape)
-    if dims is None or None in dims:
-        raise ValueError(f"random: the shape must be fully known, got {shape!r}.")
-    return dims
-
-
 def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
            seed: int | None = None, name: str | None = None) -> Tensor:
     """Samples from a normal distribution.
@@ -75,7 +66,7 @@ def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.floa
     TensorShape([2, 3])
     """
     d = _dt.as_dtype(dtype)
-    z = bind(OPS["random_normal"], shape=_shape(shape), dtype=d, seed=get_seed(seed))
+    z = bind(OPS["random_normal"], shape=_static_dims(shape, "random"), dtype=d, seed=get_seed(seed))
     from stagecraft.math_ops import add, cast, multiply
     return add(multiply(z, cast(stddev, d)), cast(mean, d))
 
@@ -90,8 +81,8 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
         if maxval is None:
             raise ValueError(f"random.uniform: maxval must be given for integer dtype {d.name}.")
         return bind(OPS["random_uniform_int"], cast(minval, d), cast(maxval, d),
-                    shape=_shape(shape), seed=get_seed(seed))
-    u = bind(OPS["random_uniform"], shape=_shape(shape), dtype=d, seed=get_seed(seed))
+                    shape=_static_dims(shape, "random"), seed=get_seed(seed))
+    u = bind(OPS["random_uniform"], shape=_static_dims(shape, "random"), dtype=d, seed=get_seed(seed))
     lo, hi = cast(minval, d), cast(1.0 if maxval is None else maxval, d)
     return add(multiply(u, subtract(hi, lo)), lo)
 
