@@ -67,3 +67,12 @@ class StagingError(Exception):
 
 class OpTypeError(TypeError):
     """Shape or dtype inference rejected an op's inputs at trace time (stagecraft-only)."""
+
+
+class VerificationError(InternalError):
+    """``ir.verify`` found a graph that breaks an IR invariant (stagecraft-only). The message's
+    first line says what is wrong; the printed IR around the equation follows."""
+
+
+class IRParseError(ValueError):
+    """``ir.parse`` could not read IR text (stagecraft-only); the message names the line."""

@@ -1,0 +1,52 @@
+"""Test-wide checks: every graph any test traces must pass ``ir.verify`` and print/parse back
+to the same text (the style guide's "always verify")."""
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Callable, Iterator
+
+import pytest
+
+from stagecraft.ir.graph import Graph
+from stagecraft.ir.parser import parse
+from stagecraft.ir.verify import verify
+
+
+def check_graph(graph: Graph) -> None:
+    """Verifies ``graph`` and checks the exact printer/parser round trip."""
+    verify(graph)
+    text = str(graph)
+    again = str(parse(text))
+    if again != text:
+        import difflib
+        diff = "\n".join(difflib.unified_diff(text.splitlines(), again.splitlines(),
+                                              "printed", "parsed and printed", lineterm=""))
+        raise AssertionError(f"IR round trip changed graph @{graph.name}:\n{diff}")
+
+
+_WRAPPER = """
+def traced(*args, **kwargs):
+    concrete = trace(*args, **kwargs)
+    check_graph(concrete.graph)
+    return concrete
+"""
+
+
+def _checked(trace: Callable) -> Callable:
+    # Defined with a stagecraft module name so that ``user_location`` (which blames the first
+    # frame outside stagecraft) skips this wrapper, as it skips the real ``trace``.
+    namespace: dict = {"__name__": "stagecraft.function", "trace": trace,
+                       "check_graph": check_graph}
+    exec(compile(_WRAPPER, __file__, "exec"), namespace)
+    traced = functools.wraps(trace)(namespace["traced"])
+    traced.__wrapped_for_checks__ = True
+    return traced
+
+
+@pytest.fixture(autouse=True)
+def _verify_every_trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    module = importlib.import_module("stagecraft.function")  # the module, not tf.function
+    if not getattr(module.trace, "__wrapped_for_checks__", False):
+        monkeypatch.setattr(module, "trace", _checked(module.trace))
+    yield
