@@ -1,0 +1,99 @@
+"""Common-subexpression elimination: an equation identical to an earlier one reuses its outputs.
+
+Two equations are identical when they are stateless primitives of the op table (or ``const``
+equations) with the same op, the same operands (values by identity, literals by dtype and bit
+pattern, so ``0.0`` and ``-0.0`` differ), the same attributes (arrays by dtype, shape and
+bytes) and the same output types. Stateful equations (random ops, ``read``, ``print``...) and
+control flow are never merged: two ``random_normal`` draws are different values, and two
+``read`` of one variable may see different contents. Each region is its own scope.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Hashable
+
+import numpy as np
+
+from stagecraft.ir.graph import Eqn, Graph, Literal, Value
+from stagecraft.ir.ops import OPS
+from stagecraft.ir.passes.rewrite import map_regions, rebuild, rename_inputs, rename_results
+
+
+def eliminate_common_subexpressions(graph: Graph) -> tuple[bool, Graph]:
+    """``(changed, graph')`` with repeated pure equations merged into their first occurrence.
+
+    >>> import stagecraft as tf
+    >>> @tf.function
+    ... def f(x):
+    ...     return tf.exp(x) + tf.exp(x)
+    >>> print(eliminate_common_subexpressions(
+    ...     f.get_concrete_function(tf.TensorSpec([], tf.float32)).graph)[1])
+    graph @f(%x: f32[]) -> (f32[]) {
+      %0: f32[] = exp %x
+      %1: f32[] = add %0, %0
+      return %1
+    }
+    """
+    return _cse(graph, {})
+
+
+def _cse(graph: Graph, memo: dict) -> tuple[bool, Graph]:
+    subst: dict = {}
+    seen: dict[Hashable, tuple] = {}
+    changed = False
+    eqns = []
+    for eqn in graph.eqns:
+        eqn = rename_inputs(eqn, subst)
+        c, eqn = map_regions(eqn, lambda r: _cse(r, memo), memo)
+        changed |= c
+        key = eqn_key(eqn)
+        if key is not None:
+            earlier = seen.get(key)
+            if earlier is not None:
+                for old, new in zip(eqn.outputs, earlier):
+                    subst[old.uid] = new
+                changed = True
+                continue
+            seen[key] = eqn.outputs
+        eqns.append(eqn)
+    return rebuild(graph, changed, eqns, rename_results(graph, subst))
+
+
+def eqn_key(eqn: Eqn) -> Hashable | None:
+    """A hashable key equal for interchangeable equations, or None for those never merged.
+
+    >>> import numpy as np
+    >>> from stagecraft.ir.graph import Eqn, make_attrs
+    >>> c = lambda v: Eqn("const", (), (), make_attrs({"value": np.array(v, np.float32)}))
+    >>> eqn_key(c(1.0)) == eqn_key(c(1.0)), eqn_key(c(0.0)) == eqn_key(c(-0.0))
+    (True, False)
+    """
+    if eqn.regions or any(getattr(o, "ref", False) for o in eqn.outputs):
+        return None
+    if eqn.op != "const":
+        op = OPS.get(eqn.op)
+        if op is None or op.stateful:
+            return None
+    operands = tuple(("v", x.uid) if isinstance(x, Value) else _literal_key(x)
+                     for x in eqn.inputs)
+    return (eqn.op, operands, _attr_key(eqn.attrs), tuple(o.type for o in eqn.outputs))
+
+
+def _literal_key(x: Literal) -> tuple:
+    return ("l", x.type.dtype.name, np.asarray(x.value, x.type.dtype.np).tobytes())
+
+
+def _attr_key(v: Any) -> Hashable:
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, np.ascontiguousarray(v).tobytes())
+    if isinstance(v, np.generic):
+        return ("np", v.dtype.str, v.tobytes())
+    if isinstance(v, tuple):
+        return ("t",) + tuple(_attr_key(x) for x in v)
+    if isinstance(v, float):
+        return ("f", struct.pack("<d", v))  # tells 0.0 from -0.0
+    try:
+        hash(v)
+    except TypeError:
+        return ("id", id(v))  # unhashable: equal only to itself (kept alive by the graph)
+    return (type(v).__name__, v)
