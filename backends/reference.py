@@ -2,6 +2,7 @@
 regions. It is the executable specification every other backend is tested against."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,14 +22,25 @@ class Executable:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.source = None  # backends that generate code keep it here
+        self._pruned = prune_unused(graph)
 
     def __call__(self, args: Sequence[Any]) -> list:
-        return run_graph(self.graph, args)
+        return run_graph(self._pruned, args)
 
 
 def compile(graph: Graph) -> Executable:  # noqa: A001 (the backend protocol's name)
-    """The reference executable for ``graph`` (no preparation needed)."""
+    """The reference executable for ``graph``: unused stateless equations are dropped (also
+    inside regions), so they never run; stateful ones always run, in program order."""
     return Executable(graph)
+
+
+def prune_unused(graph: Graph) -> Graph:
+    """``graph`` without the stateless equations no result (or stateful equation) needs,
+    recursively in the regions of control-flow and call equations."""
+    from stagecraft.ir.passes.prune import prune
+    eqns = tuple(dataclasses.replace(e, regions=tuple(prune_unused(r) for r in e.regions))
+                 if e.regions else e for e in graph.eqns)
+    return prune(Graph(graph.name, graph.params, eqns, graph.results), keep_stateful=True)
 
 
 def run_graph(graph: Graph, args: Sequence[Any]) -> list:

@@ -112,7 +112,7 @@ def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None =
     outs = fg.emit("cond", [pred_v] + union, types, regions=regions)
     tapes = STATE.get().tapes
     if tapes and outs:
-        inputs = [fg.tensor_for(v) for v in union]
+        inputs = [fg.source_tensor(v) for v in union]
         _record(tapes, inputs, outs, lambda gouts: _cond_grad(pred, regions, inputs, outs, gouts))
     return nest.map_structure(lambda i: None if i is None else outs[i], then_r.structure)
 
@@ -326,7 +326,7 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
                    hints=names)
     tapes = STATE.get().tapes
     if tapes:
-        inputs = [fg.tensor_for(v) for v in init + union]
+        inputs = [fg.source_tensor(v) for v in init + union]
         _record(tapes, inputs, outs,
                 lambda gouts: _while_grad(regions, inputs, len(init), outs, gouts))
     return outs
@@ -368,16 +368,40 @@ def _check_body(body_r: Region, types: list, has_invariants: bool,
 def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: list) -> list:
     """Reverse-mode through a loop: re-run it forward recording every iteration's carried
     values on a stack, then run a loop backwards applying the body's VJP to each."""
-    from stagecraft.array_ops import concat, expand_dims, zeros_like
+    from stagecraft.array_ops import expand_dims, zeros_like
     from stagecraft.math_ops import add, subtract
     cond_g, body_g = regions
     carried, invariant = inputs[:n], inputs[n:]
     floats = [i for i, c in enumerate(carried) if c.dtype.is_floating]
     zero = convert_to_tensor(0)
 
-    # Forward again, stacking the carried values seen at the start of each iteration.
+    # Forward again, recording the carried values seen at the start of each iteration. The
+    # history buffers are preallocated ([trip count, *shape], written with a select at row i)
+    # rather than grown by concatenation, so the recording loop's own carried values keep one
+    # shape: differentiating it again (higher order) needs stacks of them to be rectangular.
+    from stagecraft.array_ops import gather, range as range_, reshape
+    from stagecraft.math_ops import cast, equal, where
     from stagecraft.replay import inline_graph
-    stacks = [expand_dims(zeros_like(c), 0)[:0] for c in carried]
+    # The loop's own types (outs), not the initial values' shapes, are the invariants: the
+    # forward loop may have relaxed them (shape_invariants, or a second-pass relaxation).
+    shapes = [o.shape for o in outs]
+    for k, sh in enumerate(shapes):
+        if sh.rank is None:
+            raise ValueError(f"while_loop gradient: loop variable {k} has an unknown rank; give "
+                             f"it a shape invariant of known rank to differentiate the loop.")
+
+    def count_cond(count, *vals):
+        return inline_graph(cond_g, list(vals) + invariant)[0]
+
+    def count_body(count, *vals):
+        return (count + 1,) + tuple(inline_graph(body_g, list(vals) + invariant))
+
+    trips = while_loop(count_cond, count_body, (zero,) + tuple(carried),
+                       shape_invariants=[[]] + shapes)[0]
+    rows = range_(trips)
+    stored = [_dt.int32 if c.dtype == _dt.bool_ else c.dtype for c in carried]
+    stacks = [gather(expand_dims(zeros_like(cast(c, d)), 0), rows * 0, axis=0)
+              for c, d in zip(carried, stored)]
 
     def fwd_cond(count, *state):
         vals = list(state[:n])
@@ -385,15 +409,17 @@ def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: l
 
     def fwd_body(count, *state):
         vals, stk = list(state[:n]), list(state[n:])
-        new_stk = [concat([s, expand_dims(v, 0)], 0) for s, v in zip(stk, vals)]
+        here = equal(rows, count)
+        new_stk = [where(reshape(here, [-1] + [1] * sh.rank), expand_dims(cast(v, d), 0), s)
+                   for s, v, d, sh in zip(stk, vals, stored, shapes)]
         nxt = inline_graph(body_g, vals + invariant)
         return (count + 1,) + tuple(nxt) + tuple(new_stk)
 
     res = while_loop(fwd_cond, fwd_body, (zero,) + tuple(carried) + tuple(stacks),
-                     shape_invariants=[[]] + [c.shape for c in carried] +
-                     [[None] + (c.shape.as_list() if c.shape.rank is not None else [])
-                      for c in carried])
+                     shape_invariants=[[]] + shapes + [s.shape for s in stacks])
     count, history = res[0], list(res[1 + n:])
+    history = [h if c.dtype != _dt.bool_ else cast(h, _dt.bool_)
+               for h, c in zip(history, carried)]
 
     seeds = [zeros_like(o) if g is None else g for g, o in zip(gouts, outs)]
     inv_zero = [zeros_like(v) for v in invariant]
@@ -411,7 +437,8 @@ def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: l
                    for a, b in zip(g_inv, grads[n:])]
         return (subtract(i, 1),) + tuple(new_g) + tuple(new_inv)
 
-    out = while_loop(bwd_cond, bwd_body, (subtract(count, 1),) + tuple(seeds) + tuple(inv_zero))
+    out = while_loop(bwd_cond, bwd_body, (subtract(count, 1),) + tuple(seeds) + tuple(inv_zero),
+                     shape_invariants=[[]] + shapes + [v.shape for v in invariant])
     g_carried, g_inv = list(out[1:1 + n]), list(out[1 + n:])
     return [g if k in floats else None for k, g in enumerate(g_carried)] + \
         [g if v.dtype.is_floating else None for g, v in zip(g_inv, invariant)]

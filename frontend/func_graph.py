@@ -36,6 +36,7 @@ class FuncGraph:
         self.inputs: list[Value] = []            # explicit parameters, in order
         self.captures: list[tuple[Any, Value]] = []  # (outer Value or eager Tensor, param)
         self._captured: dict[int, Value] = {}
+        self._capture_source: dict[int, Any] = {}  # capture param uid -> outer Value / Tensor
         self.variables: list[tuple[Any, Value]] = []  # (Variable, ref param), top level only
         self._var_refs: dict[int, Value] = {}
         self.ref_objects: dict[int, Any] = {}    # ref param uid -> Variable (top level)
@@ -112,6 +113,7 @@ class FuncGraph:
         if key not in self._captured:
             p = Value(TensorType(t.dtype, tuple(t.shape.as_list())), "capture")
             self._captured[key] = p
+            self._capture_source[p.uid] = t
             self.captures.append((t, p))
         return self._captured[key]
 
@@ -122,6 +124,7 @@ class FuncGraph:
         if key not in self._captured:
             p = Value(value.type, value.hint, value.ref)
             self._captured[key] = p
+            self._capture_source[p.uid] = value
             self.captures.append((value, p))
         return self._captured[key]
 
@@ -152,6 +155,20 @@ class FuncGraph:
             v, g = outer, g.parent
         raise LookupError(f"no variable found for reference {v!r}")
 
+    def source_tensor(self, v: Value) -> Any:
+        """What stands for operand ``v`` on a gradient tape: for a captured parameter the
+        tensor it captures (an enclosing graph's symbolic tensor, or an eager tensor), so that
+        a tape watching that tensor sees its uses inside branches and loop bodies; otherwise
+        ``tensor_for(v)``."""
+        if v.ref:
+            return self.tensor_for(v)
+        src = self._capture_source.get(v.uid)
+        if src is None:
+            return graph_tensor(v, self)
+        if isinstance(src, Tensor):
+            return src
+        return self.parent.source_tensor(src)
+
     # ------------------------------------------------------------------- ops
     def bind(self, op: OpDef, inputs: Sequence[Any], attrs: dict) -> Any:
         unify = range(len(inputs)) if op.unify == "all" else op.unify_indices
@@ -175,7 +192,9 @@ class FuncGraph:
         results = [graph_tensor(o, self) for o in outs]
         tapes = STATE.get().tapes
         if tapes:
-            tensors = [graph_tensor(o, self) for o in operands]
+            tensors = [x if type(x) is Tensor else
+                       self.source_tensor(o) if isinstance(o, Value) else graph_tensor(o, self)
+                       for x, o in zip(inputs, operands)]
             for tape in tapes:
                 tape.record(op, attrs, tensors, results)
         return results[0] if op.num_outputs == 1 else tuple(results)

@@ -52,8 +52,11 @@ def _placeholders(structure: Any, fg: FuncGraph, hint: str, flat: list,
                   relax: Any = None) -> Any:
     """Replaces tensor leaves by placeholder GraphTensors (variables by reference inputs)."""
     if isinstance(structure, dict):
-        return type(structure)((k, _placeholders(v, fg, f"{hint}_{k}", flat,
-                                                 _sub(relax, k))) for k, v in structure.items())
+        # Placeholders in sorted-key order (the order of the cache key and of _flat_tensors),
+        # the dict itself in the caller's order.
+        built = {k: _placeholders(structure[k], fg, f"{hint}_{k}", flat, _sub(relax, k))
+                 for k in _keys(structure)}
+        return type(structure)((k, built[k]) for k in structure)
     if isinstance(structure, tuple) and hasattr(type(structure), "_fields"):
         return type(structure)(*[_placeholders(v, fg, f"{hint}_{i}", flat, _sub(relax, i))
                                  for i, v in enumerate(structure)])
@@ -73,6 +76,12 @@ def _placeholders(structure: Any, fg: FuncGraph, hint: str, flat: list,
         flat.append(structure)
         return graph_tensor(p, fg)
     return structure
+
+
+def _keys(d: dict) -> list:
+    """A dict's keys in the canonical order shared by trace keys, placeholders and calls
+    (insertion order is irrelevant to the cache, so it must be to the flat inputs too)."""
+    return sorted(d, key=repr)
 
 
 def _sub(relax: Any, k: Any) -> Any:
@@ -116,15 +125,17 @@ def trace(python_function: Callable, args: tuple, kwargs: dict, name: str,
     sym_args = [_placeholders(a, fg, names[i], flat_inputs,
                               None if relax is None else relax[0][i])
                 for i, a in enumerate(args)]
-    sym_kwargs = {k: _placeholders(v, fg, k, flat_inputs,
+    sym_kwargs = {k: _placeholders(kwargs[k], fg, k, flat_inputs,
                                    None if relax is None else relax[1][k])
-                  for k, v in kwargs.items()}
+                  for k in _keys(kwargs)}
     with building(fg):
         outputs = python_function(*sym_args, **sym_kwargs)
         results: list = []
         structure = _output_structure(outputs, fg, results)
     graph = fg.build(results)
-    return ConcreteFunction(graph, fg, structure, flat_inputs, (args, kwargs), name, backend)
+    concrete = ConcreteFunction(graph, fg, structure, flat_inputs, (args, kwargs), name, backend)
+    concrete._arg_names = names
+    return concrete
 
 
 def _param_names(fn: Callable, n: int) -> list[str]:
@@ -196,8 +207,19 @@ class ConcreteFunction:
         if self._executable is None:
             with self._lock:
                 if self._executable is None:
-                    self._executable = get_backend(self._backend_name).compile(self.graph)
+                    self._executable = get_backend(self._backend_name).compile(
+                        self.optimized_graph)
         return self._executable
+
+    @property
+    def optimized_graph(self) -> Graph:
+        """``self.graph`` after ``stagecraft.ir.passes.optimize``: what the backend compiles
+        (``self.graph`` itself stays as traced, for printing and for calls from other graphs)."""
+        graph = getattr(self, "_optimized_graph", None)
+        if graph is None:
+            from stagecraft.ir.passes.manager import optimize
+            graph = self._optimized_graph = optimize(self.graph)
+        return graph
 
     def pretty_printed_signature(self) -> str:
         return str(self.graph).splitlines()[0]
@@ -206,11 +228,15 @@ class ConcreteFunction:
         return f"<ConcreteFunction {self.pretty_printed_signature()}>"
 
     # --------------------------------------------------------------------- calls
+    _arg_names: Sequence[str] = ()  # Python names of the traced positional arguments
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Calls with tensors matching the traced signature; Python arguments must equal the
-        values the function was traced with."""
+        """Calls with tensors matching the traced signature (positionally or by parameter /
+        TensorSpec name); Python arguments may be omitted or must equal the values the function
+        was traced with."""
         flat: list = []
-        _match(self._arguments, (list(args), kwargs), flat, self.name)
+        args, kwargs = self._bind_call(list(args), dict(kwargs))
+        _match(self._arguments, (args, kwargs), flat, self.name)
         for i, (t, ty, ref) in enumerate(zip(flat, self._input_types, self._input_is_ref)):
             if ref:
                 continue
@@ -222,6 +248,31 @@ class ConcreteFunction:
                                 f"tf.function itself to trace a new signature.")
             flat[i] = t
         return self._call_flat(flat)
+
+    def _bind_call(self, args: list, kwargs: dict) -> tuple[list, dict]:
+        """Moves keyword arguments naming traced positional parameters into place and fills in
+        omitted Python-valued parameters with their traced values."""
+        pos_t, kw_t = self._arguments
+        if len(args) > len(pos_t):
+            raise TypeError(f"{self.name}: takes {len(pos_t)} positional arguments but "
+                            f"{len(args)} were given.")
+        for i in range(len(args), len(pos_t)):
+            template = pos_t[i]
+            names = [self._arg_names[i]] if i < len(self._arg_names) else []
+            if isinstance(template, TensorSpec) and template.name:
+                names.insert(0, template.name)
+            given = next((n for n in names if n in kwargs), None)
+            if given is not None:
+                args.append(kwargs.pop(given))
+            elif not _has_tensor(template):
+                args.append(template)
+            else:
+                raise TypeError(f"{self.name}: missing required argument "
+                                f"'{names[0] if names else i}'.")
+        for k, template in kw_t.items():
+            if k not in kwargs and not _has_tensor(template):
+                kwargs[k] = template
+        return args, kwargs
 
     def _call_flat(self, flat: Sequence[Any]) -> Any:
         args = list(flat) + self.captured_inputs + self._captured_variables
@@ -311,6 +362,11 @@ def _specs(tensors: list) -> list:
     return [TensorSpec(t.shape, t.dtype) for t in tensors]
 
 
+def _has_tensor(template: Any) -> bool:
+    return any(isinstance(x, (Tensor, np.ndarray, TensorSpec, Variable))
+               for x in nest.flatten(template))
+
+
 def _match(template: Any, actual: Any, flat: list, name: str) -> None:
     """Checks a call against the traced arguments, collecting tensors/variables into ``flat``."""
     if isinstance(template, (Tensor, np.ndarray, TensorSpec, Variable)):
@@ -320,7 +376,7 @@ def _match(template: Any, actual: Any, flat: list, name: str) -> None:
         if not isinstance(actual, dict) or set(actual) != set(template):
             raise TypeError(f"{name}: expected keyword arguments {sorted(template)}, got "
                             f"{sorted(actual) if isinstance(actual, dict) else actual!r}.")
-        for k in template:
+        for k in _keys(template):
             _match(template[k], actual[k], flat, name)
         return
     if isinstance(template, (list, tuple)):
@@ -425,17 +481,39 @@ class Function:
             return self._descriptor_cache[instance]
         except KeyError:
             pass
+        except TypeError:  # an unhashable instance (e.g. a dataclass): keyed by identity
+            return self._get_unhashable(instance, owner)
+        return self._make_method(instance, owner, cache=True)
+
+    def _get_unhashable(self, instance: Any, owner: Any) -> "Function":
+        cache = self.__dict__.setdefault("_identity_cache", {})
+        entry = cache.get(id(instance))
+        if entry is not None and entry[0]() is instance:
+            return entry[1]
+        method = self._make_method(instance, owner, cache=False)
+        key = id(instance)
+        cache[key] = (weakref.ref(instance, lambda _: cache.pop(key, None)), method)
+        return method
+
+    def _make_method(self, instance: Any, owner: Any, cache: bool) -> "Function":
         ref = weakref.ref(instance)
         fn = self._python_function
 
         @functools.wraps(fn)
         def bound(*args: Any, **kwargs: Any) -> Any:
-            return fn(ref(), *args, **kwargs)
+            obj = ref()
+            if obj is None:  # the per-instance Function holds its instance weakly
+                raise ReferenceError(
+                    f"{self._name}: the instance this @function method was bound to no longer "
+                    f"exists. Keep a reference to the object while calling its method (e.g. "
+                    f"`m = Model(); m.{self._name}(x)` rather than `Model().{self._name}(x)`).")
+            return fn(obj, *args, **kwargs)
 
         bound.__signature__ = inspect.signature(fn.__get__(instance, owner))
         method = Function(bound, self._name, self._input_signature, self._autograph,
                           self._reduce_retracing, self._jit_compile, self._backend)
-        self._descriptor_cache[instance] = method
+        if cache:
+            self._descriptor_cache[instance] = method
         return method
 
     def __repr__(self) -> str:
@@ -574,6 +652,8 @@ def _dims_of(key: Any) -> Any:
         return [_dims_of(k) for k in key[1]]
     if isinstance(key, tuple) and key and key[0] == "dict":
         return {k: _dims_of(v) for k, v in key[1]}
+    if isinstance(key, tuple) and key and key[0] == "namedtuple":
+        return [_dims_of(k) for k in key[3]]
     if isinstance(key, tuple) and len(key) == 2 and not isinstance(key[0], str):
         return (_dims_of(key[0]), _dims_of(key[1]))
     return None
@@ -584,8 +664,8 @@ def _flat_tensors(structure: Any) -> list:
 
     def visit(x: Any) -> None:
         if isinstance(x, dict):
-            for v in x.values():
-                visit(v)
+            for k in _keys(x):
+                visit(x[k])
         elif isinstance(x, (list, tuple)):
             for v in x:
                 visit(v)
@@ -648,6 +728,11 @@ def _conform(spec: Any, value: Any, name: str, i: int) -> Any:
             raise TypeError(f"Binding inputs to tf.function {name} failed: argument {i} "
                             f"{value!r} does not match the nested signature {spec!r}.")
         return type(spec)(_conform(s, v, name, i) for s, v in zip(spec, value))
+    if isinstance(value, TensorSpec):  # get_concrete_function(TensorSpec(...))
+        if value.dtype != spec.dtype or not _shape_within(value.shape, spec.shape):
+            raise TypeError(f"Binding inputs to tf.function {name} failed due to: Can not cast "
+                            f"{value} to {spec} (argument {i}).")
+        return TensorSpec(spec.shape, spec.dtype, value.name or spec.name)
     if isinstance(value, Tensor):
         t = value
     else:
@@ -660,7 +745,13 @@ def _conform(spec: Any, value: Any, name: str, i: int) -> Any:
         raise TypeError(f"Binding inputs to tf.function {name} failed due to: Can not cast "
                         f"{TensorSpec(t.shape, t.dtype)} to {spec} (argument {i}). Pass a tensor "
                         f"of dtype {spec.dtype.name} and shape {spec.shape}.")
-    return TensorSpec(spec.shape, spec.dtype, spec.name) if isinstance(value, TensorSpec) else t
+    return t
+
+
+def _shape_within(shape: Any, general: Any) -> bool:
+    """True when every tensor of ``shape`` also has shape ``general``."""
+    from stagecraft.trace_cache import _dims_sub
+    return _dims_sub(shape.dims_tuple, general.dims_tuple)
 
 
 def function(func: Callable | None = None, input_signature: Sequence[Any] | None = None,

@@ -320,9 +320,19 @@ def _concat(g, out, *xs, axis):
     grads, start = [], 0
     for x in xs:
         size = x.shape[ax]
-        spec = (("slice", None, None, None),) * ax + (("slice", start, start + size, None),)
-        grads.append(bind(OPS["strided_slice"], g, spec=spec))
-        start += size
+        if size is None:  # unknown while tracing (e.g. a stack grown in a loop): a tensor
+            size = a.shape(x)[ax]
+        stop = start + size
+        dyn: list = []
+
+        def bound(v):
+            if isinstance(v, (int, np.integer)):
+                return int(v)
+            dyn.append(v)
+            return f"${len(dyn) - 1}"
+        spec = (("slice", None, None, None),) * ax + (("slice", bound(start), bound(stop), None),)
+        grads.append(bind(OPS["strided_slice"], g, *dyn, spec=spec))
+        start = stop
     return tuple(grads)
 
 

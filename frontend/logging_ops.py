@@ -13,7 +13,7 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.tensor import Tensor
 
 
-def print_(*inputs: Any, output_stream: Any = sys.stderr, sep: str = " ", end: str = "\n",
+def print_(*inputs: Any, output_stream: Any = "stderr", sep: str = " ", end: str = "\n",
            summarize: int = 3, name: str | None = None) -> None:
     """Prints tensors and Python values, every time it runs (also inside ``@function``, where
     Python's print runs only while tracing). Writes to stderr by default, like ``tf.print``.
@@ -22,9 +22,14 @@ def print_(*inputs: Any, output_stream: Any = sys.stderr, sep: str = " ", end: s
     >>> tf.print("x:", tf.constant([1, 2, 3]), output_stream=sys.stdout)
     x: [1 2 3]
     """
-    if output_stream in (sys.stdout, "stdout"):
+    # Compared by identity with the current and the original streams (the default is the name
+    # "stderr", resolved when printing: a sys.stderr bound at import time may have been
+    # replaced since, e.g. by output capturing).
+    if output_stream is sys.stdout or output_stream is sys.__stdout__ or \
+            (isinstance(output_stream, str) and output_stream == "stdout"):
         stream = "stdout"
-    elif output_stream in (sys.stderr, "stderr"):
+    elif output_stream is sys.stderr or output_stream is sys.__stderr__ or \
+            (isinstance(output_stream, str) and output_stream == "stderr"):
         stream = "stderr"
     elif STATE.get().graph is None and hasattr(output_stream, "write"):
         _direct(output_stream, inputs, sep, end, summarize)

@@ -44,9 +44,11 @@ def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
             n = attrs["carry"]
             carried, inv = list(ins[:n]), list(ins[n:])
             cond_g, body_g = eqn.regions
+            # The equation's output types are the loop's (possibly relaxed) shape invariants.
             outs = control_flow.while_loop(
                 lambda *v: inline_graph(cond_g, list(v) + inv)[0],
-                lambda *v: tuple(inline_graph(body_g, list(v) + inv)), tuple(carried))
+                lambda *v: tuple(inline_graph(body_g, list(v) + inv)), tuple(carried),
+                shape_invariants=[o.type.shape for o in eqn.outputs])
             outs = list(outs)
         elif op == "call":
             outs = inline_graph(eqn.regions[0], ins)

@@ -1,0 +1,281 @@
+"""Staged execution against eager execution, generated from the op table.
+
+For every op in ``stagecraft.ir.OPS``, every dtype in ``OpDef.test_dtypes`` (default
+``dtypes``) and every example ``OpDef.examples`` produces, a ``tf.function`` applying the op
+to placeholders is run by the reference backend on ``tf.constant`` inputs and must give the
+eager ``bind`` result: same dtype, shape and values (random ops: the same ``seed`` attribute
+gives the same values), and the traced output type (shape inference) must agree with it. The
+same holds for traces with unknown dimensions (``TensorSpec([None, ...])``) and unknown ranks
+(``TensorSpec(None)``; there inference may refuse negative axes, "needs a known rank").
+
+Gradients: for every op with a VJP rule (``stagecraft.gradients.VJPS``) and every float64
+example, the gradient of ``sum(out * w)`` through a staged function (tape outside the call, and
+tape inside the traced body) must equal the eager tape's; second order (Hessian-vector
+products with nested tapes around the call) on the first example of each op.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.bind import bind
+from stagecraft.gradients import VJPS
+from stagecraft.ir import OPS
+from stagecraft.ir import dtypes as dt
+from stagecraft.ir.errors import InvalidArgumentError
+
+RTOL, ATOL = 1e-12, 1e-12        # identical kernels: staged values must match bit for bit-ish
+GRAD_RTOL, GRAD_ATOL = 1e-9, 1e-11  # gradients: the same rules, possibly reassociated sums
+
+
+def _seed(*parts) -> int:
+    return zlib.crc32("/".join(map(str, parts)).encode())
+
+
+def _examples(name: str, d: dt.DType) -> list:
+    return list(OPS[name].examples(np.random.default_rng(_seed(name, d.name)), d))
+
+
+def _value_cases() -> list:
+    cases = []
+    for name in sorted(OPS):
+        op = OPS[name]
+        for d in op.test_dtypes or op.dtypes:
+            for i, ex in enumerate(_examples(name, d)):
+                cases.append(pytest.param(name, d, i, id=f"{name}-{d.name}-{i}"))
+    return cases
+
+
+def _has_float_output(name: str, ex) -> bool:
+    outs = _as_list(bind(OPS[name], *_inputs(ex), **ex.attrs))
+    return any(o.dtype.is_floating for o in outs)
+
+
+def _grad_cases(second_order: bool) -> list:
+    """Float64 examples with a float output (casts to int/bool have nothing to differentiate);
+    for second order the first such example of each op."""
+    cases = []
+    for name in sorted(VJPS):
+        op = OPS[name]
+        if dt.float64 not in op.dtypes:
+            continue
+        usable = [i for i, ex in enumerate(_examples(name, dt.float64))
+                  if _has_float_output(name, ex)]
+        for i in usable[:1] if second_order else usable:
+            cases.append(pytest.param(name, i, id=f"{name}-{i}"))
+    return cases
+
+
+def _is_python(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def _inputs(ex) -> list:
+    """tf.constant for arrays and NumPy scalars; Python scalars stay Python values (eager and
+    staged get the very same objects)."""
+    return [x if _is_python(x) else tf.constant(np.asarray(x)) for x in ex.inputs]
+
+
+def _as_list(out) -> list:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _staged(op, attrs):
+    return tf.function(lambda *xs: bind(op, *xs, **attrs), backend="reference")
+
+
+def _assert_same_tensor(actual, expected, where: str) -> None:
+    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
+    a, e = np.asarray(actual.numpy()), np.asarray(expected.numpy())
+    assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=where)
+    else:
+        np.testing.assert_array_equal(a, e, err_msg=where)
+
+
+@pytest.mark.parametrize("name,d,i", _value_cases())
+def test_staged_equals_eager(name, d, i):
+    op = OPS[name]
+    ex = _examples(name, d)[i]
+    xs = _inputs(ex)
+    expected = _as_list(bind(op, *xs, **ex.attrs))
+    f = _staged(op, ex.attrs)
+    actual = _as_list(f(*xs))
+    assert len(actual) == len(expected)
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        _assert_same_tensor(a, e, f"{name}[{i}] output {k}")
+    # the traced output types (shape/dtype inference) describe what the backend produced
+    concrete = f.get_concrete_function(*xs)
+    for k, (t, e) in enumerate(zip(concrete.outputs, expected)):
+        assert t.dtype == e.dtype, f"{name}[{i}] output {k}: inferred dtype {t.dtype}"
+        assert t.shape.is_compatible_with(e.shape), \
+            f"{name}[{i}] output {k}: inferred shape {t.shape}, actual {e.shape}"
+    # a second call runs the cached trace and gives the same result again
+    again = _as_list(f(*xs))
+    for k, (a, e) in enumerate(zip(again, expected)):
+        _assert_same_tensor(a, e, f"{name}[{i}] output {k} (second call)")
+    assert f.experimental_get_tracing_count() == 1
+    tensors = [x for x in xs if isinstance(x, tf.Tensor)]
+    if len(tensors) != len(xs):
+        return
+    # a trace for unknown dimensions (known rank) runs the same kernels
+    relaxed = f.get_concrete_function(*[tf.TensorSpec([None] * x.ndim, x.dtype) for x in xs])
+    for k, (a, e) in enumerate(zip(_as_list(relaxed(*xs)), expected)):
+        _assert_same_tensor(a, e, f"{name}[{i}] output {k} (unknown dims)")
+    # ... and for unknown ranks, except where inference needs the rank (negative axes)
+    try:
+        unranked = f.get_concrete_function(*[tf.TensorSpec(None, x.dtype) for x in xs])
+    except InvalidArgumentError as e:
+        assert "needs a known rank" in str(e), str(e)
+        return
+    for k, (a, e) in enumerate(zip(_as_list(unranked(*xs)), expected)):
+        _assert_same_tensor(a, e, f"{name}[{i}] output {k} (unknown rank)")
+
+
+def test_every_op_has_value_cases():
+    covered = {p.values[0] for p in _value_cases()}
+    assert covered == set(OPS)
+
+
+def test_random_ops_same_seed_same_values_different_seed_differs():
+    for name in ("random_normal", "random_uniform"):
+        op = OPS[name]
+        a = _staged(op, {"shape": (50,), "dtype": dt.float64, "seed": (1, 2, 3)})()
+        b = _staged(op, {"shape": (50,), "dtype": dt.float64, "seed": (1, 2, 3)})()
+        c = _staged(op, {"shape": (50,), "dtype": dt.float64, "seed": (4, 5, 6)})()
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert not np.array_equal(a.numpy(), c.numpy())
+
+
+def test_staged_ops_on_relaxed_shapes():
+    """A trace for unknown dimensions (reduce_retracing's ``[None, ...]`` placeholders) runs
+    the same kernels: elementwise, matmul and reductions."""
+    cases = [("add", {}), ("multiply", {}), ("matmul", {"transpose_a": False,
+                                                        "transpose_b": False}),
+             ("reduce_sum", {"axes": (0,), "keepdims": False}),
+             ("transpose", {"perm": (1, 0)})]
+    rng = np.random.default_rng(0)
+    for name, attrs in cases:
+        op = OPS[name]
+        x = rng.uniform(-1, 1, (3, 3))
+        y = rng.uniform(-1, 1, (3, 3))
+        xs = [tf.constant(x)] + ([tf.constant(y)] if len(op.inputs) > 1 else [])
+        f = _staged(op, attrs)
+        spec = [tf.TensorSpec([None, None], tf.float64)] * len(xs)
+        c = f.get_concrete_function(*spec)
+        _assert_same_tensor(c(*xs), bind(op, *xs, **attrs), f"{name} relaxed")
+
+
+# -------------------------------------------------------------------------------- gradients
+
+def _weights(out, seed: int):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(0.5, 1.5, np.shape(out)) * rng.choice([-1.0, 1.0], np.shape(out))
+
+
+class _Objective:
+    """sum_k sum(out_k * w_k) (+ sum(out_k**2 * u_k) / 2 with ``quadratic``) over the float
+    outputs of ``op`` applied to the inputs."""
+
+    def __init__(self, name: str, ex, quadratic: bool = False):
+        self.op, self.attrs, self.quadratic = OPS[name], ex.attrs, quadratic
+        self.xs = _inputs(ex)
+        outs = _as_list(bind(self.op, *self.xs, **self.attrs))
+        seed = _seed(name)
+        self.w = [tf.constant(_weights(o.numpy(), seed + k).astype(o.dtype.np))
+                  if o.dtype.is_floating else None for k, o in enumerate(outs)]
+        self.u = [tf.constant(_weights(o.numpy(), seed + 99 + k).astype(o.dtype.np))
+                  if o.dtype.is_floating else None for k, o in enumerate(outs)]
+        self.sources = [i for i, x in enumerate(self.xs)
+                        if isinstance(x, tf.Tensor) and x.dtype.is_floating]
+
+    def __call__(self, *xs):
+        total = None
+        for o, w, u in zip(_as_list(bind(self.op, *xs, **self.attrs)), self.w, self.u):
+            if w is None:
+                continue
+            term = tf.reduce_sum(o * w)
+            if self.quadratic:
+                term = term + tf.reduce_sum(o * o * u) * 0.5
+            total = term if total is None else total + term
+        return total
+
+
+def _first_order(fn, xs, sources):
+    with tf.GradientTape() as tape:
+        for i in sources:
+            tape.watch(xs[i])
+        y = fn(*xs)
+    return y, tape.gradient(y, [xs[i] for i in sources])
+
+
+def _second_order(fn, xs, sources, vs):
+    with tf.GradientTape() as outer:
+        for i in sources:
+            outer.watch(xs[i])
+        with tf.GradientTape() as inner:
+            for i in sources:
+                inner.watch(xs[i])
+            y = fn(*xs)
+        gs = inner.gradient(y, [xs[i] for i in sources])
+        dot = tf.add_n([tf.reduce_sum(g * v) for g, v in zip(gs, vs) if g is not None]) \
+            if any(g is not None for g in gs) else None
+    if dot is None:
+        return gs, [None] * len(sources)
+    return gs, outer.gradient(dot, [xs[i] for i in sources])
+
+
+def _assert_same_grads(actual, expected, where: str) -> None:
+    assert len(actual) == len(expected)
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        if e is None or a is None:
+            assert a is None and e is None, f"{where}: gradient {k} is {a} staged, {e} eager"
+            continue
+        assert a.dtype == e.dtype, f"{where}: gradient {k} dtype"
+        np.testing.assert_allclose(np.asarray(a.numpy()), np.asarray(e.numpy()),
+                                   rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=f"{where}: grad {k}")
+
+
+@pytest.mark.parametrize("name,i", _grad_cases(second_order=False))
+def test_staged_gradient_equals_eager(name, i):
+    ex = _examples(name, dt.float64)[i]
+    obj = _Objective(name, ex)
+    y_e, g_e = _first_order(obj, obj.xs, obj.sources)
+    staged = tf.function(obj)
+    y_s, g_s = _first_order(staged, obj.xs, obj.sources)
+    np.testing.assert_allclose(y_s.numpy(), y_e.numpy(), rtol=RTOL, atol=ATOL)
+    _assert_same_grads(g_s, g_e, f"{name}[{i}] tape outside")
+
+    # the tape inside the traced body: the VJP rules themselves are staged
+    sources = obj.sources
+
+    @tf.function
+    def inside(*xs):
+        with tf.GradientTape() as tape:
+            for j in sources:
+                tape.watch(xs[j])
+            y = obj(*xs)
+        return tape.gradient(y, [xs[j] for j in sources])
+
+    _assert_same_grads(inside(*obj.xs), g_e, f"{name}[{i}] tape inside")
+
+
+@pytest.mark.parametrize("name,i", _grad_cases(second_order=True))
+def test_staged_second_order_equals_eager(name, i):
+    ex = _examples(name, dt.float64)[i]
+    obj = _Objective(name, ex, quadratic=True)
+    rng = np.random.default_rng(_seed(name, "v"))
+    vs = [tf.constant(rng.uniform(-1, 1, np.shape(obj.xs[j].numpy()))) for j in obj.sources]
+    g_e, h_e = _second_order(obj, obj.xs, obj.sources, vs)
+    g_s, h_s = _second_order(tf.function(obj), obj.xs, obj.sources, vs)
+    _assert_same_grads(g_s, g_e, f"{name}[{i}] first order")
+    _assert_same_grads(h_s, h_e, f"{name}[{i}] second order")
+
+
+def test_every_differentiable_op_has_gradient_cases():
+    names = {p.values[0] for p in _grad_cases(second_order=True)}
+    assert names == {n for n in VJPS if dt.float64 in OPS[n].dtypes}
