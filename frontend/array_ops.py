@@ -12,7 +12,7 @@ from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.shapes import TensorShape, as_dims
-from stagecraft.tensor import Tensor, wrap
+from stagecraft.tensor import Tensor
 
 _O = dict(OPS)
 
@@ -140,7 +140,7 @@ def size(input: Any, out_type: Any = _dt.int32, name: str | None = None) -> Tens
 
 def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
     """The number of dimensions of ``input`` as a scalar int32 tensor."""
-    return wrap(np.array(_t(input).ndim, np.int32))
+    return convert_to_tensor(np.array(_t(input).ndim, np.int32))
 
 
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:

@@ -13,7 +13,6 @@ import numpy as np
 
 from stagecraft.context import STATE
 from stagecraft.convert import CONVERTERS, convert_to_tensor
-from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops.opdef import OpDef
@@ -36,8 +35,21 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     if state.graph is not None:
         return state.graph.bind(op, inputs, attrs)
     # Unrolled for the common arities: this is the hottest line of eager execution.
-    if len(inputs) == 2 and type(inputs[0]) is Tensor and type(inputs[1]) is Tensor:
-        values = (inputs[0]._value, inputs[1]._value)
+    if len(inputs) == 2:
+        a, b = inputs
+        ta, tb = type(a), type(b)
+        if ta is Tensor and tb is Tensor:
+            values = (a._value, b._value)
+        elif ta is Tensor and (tb is float or tb is int) and op.unify_indices == (0, 1) and \
+                _exact_scalar(b, a._value.dtype):
+            values = (a._value, a._value.dtype.type(b))  # `x * 2.0`: the scalar adopts x's dtype
+            inputs = (a, wrap(values[1]))
+        elif tb is Tensor and (ta is float or ta is int) and op.unify_indices == (0, 1) and \
+                _exact_scalar(a, b._value.dtype):
+            values = (b._value.dtype.type(a), b._value)
+            inputs = (wrap(values[0]), b)
+        else:
+            values = [x._value for x in inputs if type(x) is Tensor]
     elif len(inputs) == 1 and type(inputs[0]) is Tensor:
         values = (inputs[0]._value,)
     else:
@@ -75,6 +87,15 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     return results
 
 
+def _exact_scalar(x: Any, dtype: np.dtype) -> bool:
+    """Whether Python number ``x`` converts to ``dtype`` exactly (else the general path raises
+    TensorFlow's error): floats into float dtypes, ints into float or fitting int dtypes."""
+    kind = dtype.kind
+    if kind == "f":
+        return True
+    return kind == "i" and type(x) is int and -2**31 <= x < 2**31
+
+
 def normalize(op: OpDef, inputs: tuple) -> tuple:
     """Converts every input to a tensor; Python values in the dtype-sharing group adopt the
     dtype of the first tensor (or NumPy array, or variable) in it, as TensorFlow's binary
@@ -83,7 +104,10 @@ def normalize(op: OpDef, inputs: tuple) -> tuple:
     target = None
     for i in unify:
         x = inputs[i] if i < len(inputs) else None
-        if isinstance(x, (Tensor, np.ndarray)) or type(x) in CONVERTERS:
+        if isinstance(x, Tensor):
+            target = x.dtype
+            break
+        if isinstance(x, np.ndarray) or type(x) in CONVERTERS:
             target = convert_to_tensor(x).dtype
             break
     out = []

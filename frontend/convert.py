@@ -7,7 +7,7 @@ import numpy as np
 
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.dtypes import DType
-from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.context import STATE
 from stagecraft.tensor import Tensor, wrap
 
 # Objects that convert themselves (Variables): type -> fn(obj, dtype) -> Tensor.
@@ -86,12 +86,22 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
 
     Python floats become float32 and ints int32 (int64 when they do not fit); NumPy arrays keep
     their dtype. With ``dtype``, Python data is converted to it (lossy conversions raise
-    TypeError) and a tensor of another dtype raises ValueError.
+    TypeError) and a tensor of another dtype raises ValueError. While a function is being
+    traced, new data becomes a constant of the graph.
 
     >>> import stagecraft as tf
     >>> tf.convert_to_tensor([1, 2]).dtype, tf.convert_to_tensor(1.5).dtype
     (stagecraft.int32, stagecraft.float32)
     """
+    t = to_eager(value, dtype, dtype_hint)
+    if t is value or t._value is None:
+        return t
+    graph = STATE.get().graph
+    return t if graph is None else graph.constant(t)
+
+
+def to_eager(value: Any, dtype: Any = None, dtype_hint: Any = None) -> Tensor:
+    """``convert_to_tensor`` without the graph: new data always becomes an eager tensor."""
     if isinstance(value, Tensor):
         if dtype is not None and _dt.as_dtype(dtype) != value.dtype:
             raise ValueError(f"Tensor conversion requested dtype {_dt.as_dtype(dtype).name} for "
@@ -103,9 +113,9 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
         return conv(value, None if dtype is None else _dt.as_dtype(dtype))
     if dtype is None and dtype_hint is not None:
         try:
-            return convert_to_tensor(value, dtype_hint)
+            return to_eager(value, dtype_hint)
         except (TypeError, ValueError):
-            return convert_to_tensor(value)
+            return to_eager(value)
     target = None if dtype is None else _dt.as_dtype(dtype)
     if isinstance(value, np.ndarray) or isinstance(value, np.generic) and not isinstance(
             value, (np.str_, np.bytes_)):
@@ -117,7 +127,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, dtype_hint: Any = None,
             return wrap(arr.copy() if isinstance(value, np.ndarray) else arr)
         return wrap(_cast_python(arr, value, target))
     if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
-        return convert_to_tensor(np.asarray(value), dtype)
+        return to_eager(np.asarray(value), dtype)
     arr = _natural_array(value)
     if arr is None:  # a list holding tensors: pack them like tf.stack
         from stagecraft.array_ops import stack
@@ -139,17 +149,22 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
     if isinstance(value, Tensor) and dtype is not None and _dt.as_dtype(dtype) != value.dtype:
         raise TypeError(f"constant: the value is a {value.dtype.name} tensor but dtype="
                         f"{_dt.as_dtype(dtype).name} was requested; use tf.cast instead.")
-    t = convert_to_tensor(value, dtype)
-    if shape is None:
-        return t
-    dims = tuple(int(d) for d in shape)
-    v = t._value
-    if v.size == 1 and v.shape != dims:
-        return wrap(np.full(dims, v.reshape(()), dtype=v.dtype))
-    if v.size != int(np.prod(dims)):
-        raise TypeError(f"constant: expected a value with {int(np.prod(dims))} elements for "
-                        f"shape {list(dims)}, got {v.size}.")
-    return wrap(v.reshape(dims))
+    t = to_eager(value, dtype)
+    if t._value is None:
+        raise TypeError(f"constant: {value!r} is a symbolic tensor; constants are made from "
+                        f"Python or NumPy data. Use tf.identity or tf.reshape instead.")
+    if shape is not None:
+        dims = tuple(int(d) for d in shape)
+        v = t._value
+        if v.size == 1 and v.shape != dims:
+            t = wrap(np.full(dims, v.reshape(()), dtype=v.dtype))
+        elif v.size != int(np.prod(dims)):
+            raise TypeError(f"constant: expected a value with {int(np.prod(dims))} elements "
+                            f"for shape {list(dims)}, got {v.size}.")
+        else:
+            t = wrap(v.reshape(dims))
+    graph = STATE.get().graph
+    return t if graph is None or isinstance(value, Tensor) and t is value else graph.constant(t)
 
 
 __all__ = ["constant", "convert_to_tensor", "register_conversion"]

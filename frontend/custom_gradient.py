@@ -50,7 +50,7 @@ def custom_gradient(f: Callable | None = None) -> Callable:
                             f"accept a keyword argument 'variables' and return "
                             f"(input_grads, variable_grads).")
         flat = nest.flatten(result)
-        outs = [wrap(convert_to_tensor(o)._value) for o in flat]
+        outs = [_fresh(convert_to_tensor(o)) for o in flat]
         tensor_inputs = [a for a in inputs if isinstance(a, Tensor)]
 
         def backward(gouts: list) -> tuple:
@@ -76,3 +76,11 @@ def custom_gradient(f: Callable | None = None) -> Callable:
         return nest.pack_sequence_as(result, outs)
 
     return wrapped
+
+
+def _fresh(t: Tensor) -> Tensor:
+    """A new tensor object with ``t``'s value, so the tape can tell the outputs apart."""
+    if t._value is not None:
+        return wrap(t._value)
+    from stagecraft.array_ops import identity
+    return identity(t)

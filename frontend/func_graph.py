@@ -11,7 +11,7 @@ import numpy as np
 
 from stagecraft.bind import user_location
 from stagecraft.context import STATE
-from stagecraft.convert import CONVERTERS, convert_to_tensor
+from stagecraft.convert import CONVERTERS, convert_to_tensor, to_eager
 from stagecraft.graph_tensor import GraphTensor, graph_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.errors import InaccessibleTensorError, InvalidArgumentError
@@ -83,19 +83,25 @@ class FuncGraph:
                 f"function (or pass it in as an argument) instead of keeping a reference.\n"
                 f"  at {user_location()}")
         if type(x) is Tensor:
-            return self._embed(x)
+            # An eager tensor from outside the trace (a closure or global): captured by value
+            # as an input, so tapes outside can differentiate with respect to it.
+            return self._capture_eager(x)
         conv = CONVERTERS.get(type(x))
         if conv is not None and hasattr(x, "_uid"):  # a Variable: read it here
             return x.read_value()._node
         if isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.ndarray):
-            t = convert_to_tensor(x, dtype)
+            t = to_eager(x, dtype)
             if STATE.get().tapes:
                 return self._embed(t)
             return Literal(t._value[()].item(), TensorType(t.dtype, ()))
         if isinstance(x, (list, tuple)) and _contains_graph_tensor(x):
             from stagecraft.array_ops import stack
             return self.operand(stack(list(x)), dtype)
-        return self._embed(convert_to_tensor(x, dtype))
+        return self._embed(to_eager(x, dtype))
+
+    def constant(self, t: Tensor) -> GraphTensor:
+        """A constant of this graph holding eager tensor ``t``'s value."""
+        return graph_tensor(self._embed(t), self)
 
     def _embed(self, t: Tensor) -> Value:
         arr = np.asarray(t._value)

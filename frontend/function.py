@@ -402,7 +402,7 @@ class _RetraceMonitor:
         self.history: dict[Any, collections.deque] = {}
         self.warnings: dict[Any, int] = collections.Counter()
 
-    def called(self, code: Any, traced: bool, fn_repr: str, changed: str | None) -> None:
+    def called(self, code: Any, traced: bool, fn: Any, changed: str | None) -> None:
         h = self.history.setdefault(code, collections.deque(maxlen=10))
         h.append(traced)
         n = sum(h)
@@ -417,7 +417,7 @@ class _RetraceMonitor:
                 "(3) passing Python objects instead of tensors.%s For (1), please define your "
                 "@tf.function outside of the loop. For (2), @tf.function has "
                 "reduce_retracing=True option that can avoid unnecessary retracing. For (3), "
-                "please refer to the tf.function guide.", n, len(h), fn_repr, because)
+                "please refer to the tf.function guide.", n, len(h), repr(fn), because)
 
 
 _MONITOR = _RetraceMonitor()
@@ -449,6 +449,14 @@ class Function:
         self._jit_compile = jit_compile
         self._backend = backend
         self._entries: list[_Entry] = []
+        self._by_key: dict[Any, _Entry] = {}  # exact-key index of _entries
+        try:
+            self._signature: inspect.Signature | None = inspect.signature(python_function)
+            params = list(self._signature.parameters.values())
+            simple = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+            self._n_positional = len(params) if simple else -1
+        except (TypeError, ValueError):
+            self._signature, self._n_positional = None, -1
         self._lock = threading.RLock()
         self._created_variables: bool | None = None  # None until the first trace
         self._descriptor_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -527,7 +535,7 @@ class Function:
         concrete, flat, traced, changed = self._lookup(args, kwargs)
         if eager_top:
             _MONITOR.called(getattr(self._python_function, "__code__", self._python_function),
-                            traced, repr(self._python_function), changed)
+                            traced, self._python_function, changed)
         return concrete._call_flat(flat)
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
@@ -540,8 +548,11 @@ class Function:
 
     def _canonical(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
         """Arguments bound to the Python signature (defaults applied): positional, keyword."""
+        if not kwargs and len(args) == self._n_positional:
+            return list(args), {}  # the common call: every parameter given positionally
         try:
-            sig = inspect.signature(self._python_function)
+            sig = self._signature if self._signature is not None else \
+                inspect.signature(self._python_function)
             ba = sig.bind(*args, **kwargs)
         except (TypeError, ValueError) as e:
             raise TypeError(f"{self._name}(): {e}") from None
@@ -572,6 +583,9 @@ class Function:
         refs: list = []
         key = (make_key(key_pos, aliases, refs), make_key(kw, aliases, refs))
         flat = _flat_tensors((pos, kw))
+        exact = self._by_key.get(key)
+        if exact is not None and exact.alive():
+            return exact.concrete, flat, False, None
         with self._lock:
             entry = self._find(key)
             if entry is not None:
@@ -584,6 +598,7 @@ class Function:
 
     def _find(self, key: Any) -> _Entry | None:
         self._entries = [e for e in self._entries if e.alive()]
+        self._by_key = {e.key: e for e in self._entries}
         best = None
         for e in self._entries:
             if e.key == key:
@@ -637,6 +652,7 @@ class Function:
             policy = "first_call_only_second_trace" if self._created_variables else "never"
             concrete = trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend)
         self._entries.append(_Entry(key, concrete, refs))
+        self._by_key[key] = self._entries[-1]
         return concrete
 
     def _converted(self) -> Callable:

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from stagecraft.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir.graph import Graph, Literal
-from stagecraft.tensor import wrap
+from stagecraft.convert import convert_to_tensor
 
 
 def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
@@ -19,7 +19,7 @@ def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
 
     def get(x: Any) -> Any:
         if isinstance(x, Literal):
-            return wrap(x.type.dtype.np.type(x.value))
+            return convert_to_tensor(x.type.dtype.np.type(x.value))
         return env[x.uid]
 
     for eqn in graph.eqns:
@@ -27,7 +27,7 @@ def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
         attrs = dict(eqn.attrs)
         op = eqn.op
         if op == "const":
-            outs = [wrap(attrs["value"])]
+            outs = [convert_to_tensor(attrs["value"])]
         elif op == "read":
             outs = [ins[0].read_value()]
         elif op == "assign":

@@ -14,20 +14,23 @@ from typing import Any
 
 import numpy as np
 
+from stagecraft.ir.dtypes import DType, from_numpy
 from stagecraft.ir.shapes import as_dims
 from stagecraft.tensor import Tensor
+from stagecraft.tensor_spec import TensorSpec
+from stagecraft.variables import Variable
 
 
 @dataclass(frozen=True)
 class TensorKey:
     dims: tuple | None
-    dtype: str
+    dtype: DType
 
 
 @dataclass(frozen=True)
 class VariableKey:
     dims: tuple | None
-    dtype: str
+    dtype: DType
     trainable: bool
     alias: int
 
@@ -41,15 +44,16 @@ class ObjectKey:
 def make_key(value: Any, aliases: dict, refs: list) -> Any:
     """The hashable key of one argument; ``aliases`` numbers variables by first appearance,
     ``refs`` collects weak references that must stay alive for the key to be valid."""
-    from stagecraft.tensor_spec import TensorSpec
-    from stagecraft.variables import Variable
+    if type(value) is Tensor:  # the common case first
+        v = value._value
+        return TensorKey(v.shape, from_numpy(v.dtype))
     if isinstance(value, Tensor) or isinstance(value, TensorSpec):
-        return TensorKey(value.shape.dims_tuple, value.dtype.name)
+        return TensorKey(value.shape.dims_tuple, value.dtype)
     if isinstance(value, np.ndarray):
-        return TensorKey(tuple(value.shape), value.dtype.name)
+        return TensorKey(tuple(value.shape), from_numpy(value.dtype))
     if isinstance(value, Variable):
         alias = aliases.setdefault(id(value), len(aliases))
-        return VariableKey(value._shape, value.dtype.name, value.trainable, alias)
+        return VariableKey(value._shape, value.dtype, value.trainable, alias)
     if value is None or isinstance(value, (bool, int, float, str, bytes, np.generic)):
         return ("literal", type(value).__name__, value)
     if hasattr(value, "__tf_tracing_type__"):
