@@ -171,7 +171,7 @@ def _region_vjp(graph: Graph, inputs: list, seeds: list, n_explicit: int = 0,
     args = list(explicit) + list(inputs)
     with GradientTape(watch_accessed_variables=False) as tape:
         tape.watch([a for a in args if a.dtype.is_floating])
-        results = inline_graph(graph, args)
+        results = inline_graph(graph, args, effects=False)
     targets = [r for r in results if r.dtype.is_floating]
     fseeds = [s for r, s in zip(results, seeds) if r.dtype.is_floating]
     grads = tape.gradient(targets, args, output_gradients=fseeds)
@@ -391,10 +391,10 @@ def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: l
                              f"it a shape invariant of known rank to differentiate the loop.")
 
     def count_cond(count, *vals):
-        return inline_graph(cond_g, list(vals) + invariant)[0]
+        return inline_graph(cond_g, list(vals) + invariant, effects=False)[0]
 
     def count_body(count, *vals):
-        return (count + 1,) + tuple(inline_graph(body_g, list(vals) + invariant))
+        return (count + 1,) + tuple(inline_graph(body_g, list(vals) + invariant, effects=False))
 
     trips = while_loop(count_cond, count_body, (zero,) + tuple(carried),
                        shape_invariants=[[]] + shapes)[0]
@@ -405,14 +405,14 @@ def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: l
 
     def fwd_cond(count, *state):
         vals = list(state[:n])
-        return inline_graph(cond_g, vals + invariant)[0]
+        return inline_graph(cond_g, vals + invariant, effects=False)[0]
 
     def fwd_body(count, *state):
         vals, stk = list(state[:n]), list(state[n:])
         here = equal(rows, count)
         new_stk = [where(reshape(here, [-1] + [1] * sh.rank), expand_dims(cast(v, d), 0), s)
                    for s, v, d, sh in zip(stk, vals, stored, shapes)]
-        nxt = inline_graph(body_g, vals + invariant)
+        nxt = inline_graph(body_g, vals + invariant, effects=False)
         return (count + 1,) + tuple(nxt) + tuple(new_stk)
 
     res = while_loop(fwd_cond, fwd_body, (zero,) + tuple(carried) + tuple(stacks),

@@ -355,7 +355,7 @@ class ConcreteFunction:
 
 def _inline(graph: Graph, args: list) -> list:
     from stagecraft.replay import inline_graph
-    return inline_graph(graph, args)
+    return inline_graph(graph, args, effects=False)
 
 
 def _specs(tensors: list) -> list:

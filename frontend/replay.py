@@ -1,6 +1,7 @@
 """``inline_graph``: re-runs a graph's equations through the frontend (eagerly, or into the
 graph being traced), so tapes record them. The backward pass of a staged call is built by
-replaying its graph under a tape."""
+replaying its graph under a tape (rematerializing the forward values it needs); that replay
+skips the side effects (assign, print, assert) the forward call already performed."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -11,9 +12,11 @@ from stagecraft.ir.graph import Graph, Literal
 from stagecraft.convert import convert_to_tensor
 
 
-def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
+def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True) -> list:
     """The results of ``graph`` applied to ``args`` (tensors for tensor parameters, Variables
-    for reference parameters), computed with frontend ops."""
+    for reference parameters), computed with frontend ops. With ``effects=False`` variable
+    writes, prints and asserts are skipped: reads then see the values the forward call left,
+    which is what they read after its writes."""
     from stagecraft import control_flow, logging_ops
     env: dict[int, Any] = {p.uid: a for p, a in zip(graph.params, args)}
 
@@ -30,6 +33,8 @@ def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
             outs = [convert_to_tensor(attrs["value"])]
         elif op == "read":
             outs = [ins[0].read_value()]
+        elif op in ("assign", "print", "assert") and not effects:
+            outs = []
         elif op == "assign":
             getattr(ins[0], {"assign": "assign", "add": "assign_add",
                              "sub": "assign_sub"}[attrs["mode"]])(ins[1], read_value=False)
@@ -37,8 +42,8 @@ def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
         elif op == "cond":
             then_g, else_g = eqn.regions
             rest = ins[1:]
-            outs = control_flow.cond(ins[0], lambda: inline_graph(then_g, rest),
-                                     lambda: inline_graph(else_g, rest))
+            outs = control_flow.cond(ins[0], lambda: inline_graph(then_g, rest, effects),
+                                     lambda: inline_graph(else_g, rest, effects))
             outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         elif op == "while":
             n = attrs["carry"]
@@ -46,12 +51,12 @@ def inline_graph(graph: Graph, args: Sequence[Any]) -> list:
             cond_g, body_g = eqn.regions
             # The equation's output types are the loop's (possibly relaxed) shape invariants.
             outs = control_flow.while_loop(
-                lambda *v: inline_graph(cond_g, list(v) + inv)[0],
-                lambda *v: tuple(inline_graph(body_g, list(v) + inv)), tuple(carried),
+                lambda *v: inline_graph(cond_g, list(v) + inv, effects)[0],
+                lambda *v: tuple(inline_graph(body_g, list(v) + inv, effects)), tuple(carried),
                 shape_invariants=[o.type.shape for o in eqn.outputs])
             outs = list(outs)
         elif op == "call":
-            outs = inline_graph(eqn.regions[0], ins)
+            outs = inline_graph(eqn.regions[0], ins, effects)
         elif op == "print":
             logging_ops.emit_print(attrs["template"], ins, attrs["sep"], attrs["end"],
                                    attrs["stream"], attrs["summarize"])

@@ -1228,3 +1228,23 @@ def test_gradient_of_concat_with_unknown_sizes_in_function():
     ga, gb = f(tf.ones([2]), tf.ones([3]))
     np.testing.assert_array_equal(ga.numpy(), [0.0, 1.0])
     np.testing.assert_array_equal(gb.numpy(), [2.0, 3.0, 4.0])
+
+
+def test_gradient_through_function_runs_side_effects_once(capfd):
+    """The backward pass rematerializes the forward values without repeating its writes and
+    prints (a regression: it used to apply assign_add a second time)."""
+    v = tf.Variable(2.0)
+
+    @tf.function
+    def g(x):
+        v.assign_add(1.0)
+        tf.print("called")
+        return x * v
+
+    x = tf.constant(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = g(x)
+    dx, dv = tape.gradient(y, [x, v])
+    assert (float(y), float(dx), float(dv), float(v)) == (9.0, 3.0, 3.0, 3.0)
+    assert capfd.readouterr().err.count("called") == 1
