@@ -28,6 +28,8 @@ from stagecraft.logging_ops import print_ as print  # noqa: A001 (TensorFlow's n
 from stagecraft.script_ops import py_function
 from stagecraft.scopes import init_scope
 from stagecraft.tensor_array import TensorArray
+from stagecraft import autograph
+from stagecraft.autograph import show_converted
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
 int32 = dtypes.int32

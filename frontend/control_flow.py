@@ -105,7 +105,14 @@ def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None =
                         f"first, e.g. tf.reduce_all(pred).\n  at {user_location()}")
     then_r = trace_region(true_fn, [], fg, "then")
     else_r = trace_region(false_fn, [], fg, "else")
-    types = _branch_types(then_r, else_r)
+    outs = emit_cond(fg, pred, then_r, else_r, _branch_types(then_r, else_r))
+    return nest.map_structure(lambda i: None if i is None else outs[i], then_r.structure)
+
+
+def emit_cond(fg: FuncGraph, pred: GraphTensor, then_r: Region, else_r: Region,
+              types: Sequence[TensorType]) -> list:
+    """Adds the ``cond`` equation for two traced branches (whose results have ``types``) and
+    records it on the active tapes; returns its outputs."""
     union = _union(then_r, else_r)
     pred_v = fg.operand(pred)
     regions = [then_r.graph(union), else_r.graph(union)]
@@ -114,7 +121,7 @@ def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None =
     if tapes and outs:
         inputs = [fg.source_tensor(v) for v in union]
         _record(tapes, inputs, outs, lambda gouts: _cond_grad(pred, regions, inputs, outs, gouts))
-    return nest.map_structure(lambda i: None if i is None else outs[i], then_r.structure)
+    return outs
 
 
 def _branch_types(a: Region, b: Region) -> list[TensorType]:

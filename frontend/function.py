@@ -12,6 +12,7 @@ import functools
 import inspect
 import logging
 import threading
+import types
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -518,6 +519,7 @@ class Function:
             return fn(obj, *args, **kwargs)
 
         bound.__signature__ = inspect.signature(fn.__get__(instance, owner))
+        bound.__sc_method__ = (fn, ref)  # what AutoGraph converts: the method itself
         method = Function(bound, self._name, self._input_signature, self._autograph,
                           self._reduce_retracing, self._jit_compile, self._backend)
         if cache:
@@ -656,8 +658,27 @@ class Function:
         return concrete
 
     def _converted(self) -> Callable:
-        """The function to trace (AutoGraph conversion plugs in here)."""
-        return self._python_function
+        """The function to trace: with autograph=True, its AutoGraph conversion (an error
+        when it cannot be converted, never a silent fallback)."""
+        fn = self._python_function
+        if not self._autograph or getattr(fn, "__sc_do_not_convert__", False):
+            return fn
+        from stagecraft.converters.api import convert
+        method = getattr(fn, "__sc_method__", None)
+        if method is not None:
+            target, ref = method
+            converted = convert(target)
+
+            @functools.wraps(fn)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                obj = ref()
+                if obj is None:
+                    return fn(*args, **kwargs)  # raises the clear dead-instance error
+                return converted(obj, *args, **kwargs)
+            return call
+        if not isinstance(fn, types.FunctionType):
+            return fn  # a callable object or builtin: traced as is
+        return convert(fn)
 
 
 def _dims_of(key: Any) -> Any:

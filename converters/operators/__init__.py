@@ -1,0 +1,13 @@
+"""The runtime that converted code calls as ``sc__.*``: each operator runs plain Python for
+Python values and eager tensors, and stages graph control flow for symbolic tensors."""
+from stagecraft.converters.operators.builtins import len_, print_
+from stagecraft.converters.operators.calls import converted_call
+from stagecraft.converters.operators.control_flow import (RangeSpec, for_stmt, if_stmt,
+                                                          range_, while_stmt)
+from stagecraft.converters.operators.logical import and_, compare_chain, if_exp, not_, or_
+from stagecraft.converters.operators.variables import (Undefined, UndefinedReturnValue,
+                                                       is_undefined, retval)
+
+__all__ = ["len_", "print_", "converted_call", "RangeSpec", "for_stmt", "if_stmt", "range_",
+           "while_stmt", "and_", "compare_chain", "if_exp", "not_", "or_", "Undefined",
+           "UndefinedReturnValue", "is_undefined", "retval"]

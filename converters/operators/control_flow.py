@@ -1,0 +1,421 @@
+"""Runtime operators for converted ``if``/``while``/``for``: plain Python when the condition
+or iterable is a Python value or an eager tensor, graph control flow when it is symbolic.
+
+Generated code passes each statement's body as a nested function that reads and writes the
+enclosing function's locals, plus ``get_state``/``set_state`` closures over the variables the
+statement carries and their ``names`` (for messages).
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from stagecraft import control_flow as _cf
+from stagecraft.context import STATE
+from stagecraft.convert import convert_to_tensor
+from stagecraft import nest
+from stagecraft.converters.operators.variables import (Undefined, UndefinedReturnValue,
+                                                       is_undefined)
+from stagecraft.func_graph import FuncGraph, building
+from stagecraft.graph_tensor import GraphTensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.graph import Value
+from stagecraft.ir.shapes import most_specific_common
+from stagecraft.ir.types import TensorType
+from stagecraft.tensor import Tensor
+
+
+def _tensorlike(v: Any) -> bool:
+    return isinstance(v, (Tensor, bool, int, float, np.ndarray, np.generic)) or \
+        hasattr(v, "read_value")
+
+
+def _check_pred(pred: GraphTensor, what: str, loc: str) -> None:
+    if pred.dtype != _dt.bool_ or pred.shape.rank not in (0, None):
+        raise TypeError(f"The condition of this {what} is a {pred.dtype.name} tensor of shape "
+                        f"{pred.shape} ({loc}); a tensor condition must be a scalar bool. Compare "
+                        f"it (x > 0) or reduce it (tf.reduce_any(x)).")
+
+
+# ---------------------------------------------------------------------------- if
+
+def if_stmt(cond: Any, body: Callable, orelse: Callable, get_state: Callable,
+            set_state: Callable, names: Sequence[str], loc: str) -> None:
+    """``if cond: body() else: orelse()``; a symbolic ``cond`` stages both branches."""
+    if is_undefined(cond):
+        raise cond.error()
+    if not isinstance(cond, GraphTensor):
+        if cond:
+            body()
+        else:
+            orelse()
+        return
+    _check_pred(cond, "if", loc)
+    fg = STATE.get().graph
+    init = _snapshot(get_state())
+    branches = []
+    for fn, label in ((body, "if"), (orelse, "else")):
+        rg = FuncGraph(label, parent=fg)
+        with building(rg):
+            set_state(_snapshot(init))  # fresh containers: one branch's d[k] = v stays its own
+            fn()
+            branches.append((rg, _snapshot(get_state())))
+    set_state(init)
+    (then_g, then_vals), (else_g, else_vals) = branches
+    merged = _Merge(then_g, else_g, loc)
+    final = [merged.value(name, a, b) for name, a, b in zip(names, then_vals, else_vals)]
+    if merged.types or then_g.builder.eqns or else_g.builder.eqns:
+        outs = _cf.emit_cond(fg, cond, _cf.Region(then_g, None, merged.then_results),
+                             _cf.Region(else_g, None, merged.else_results), merged.types)
+    else:
+        outs = []
+    set_state([nest.map_structure(lambda s: outs[s.index] if isinstance(s, _Out) else s, v)
+               if not isinstance(v, Undefined) else v for v in final])
+
+
+class _Out:
+    """A placeholder for the cond output at ``index``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+class _Merge:
+    """Reconciles what the two branches of a staged ``if`` leave in each carried variable."""
+
+    def __init__(self, then_g: FuncGraph, else_g: FuncGraph, loc: str):
+        self.then_g, self.else_g, self.loc = then_g, else_g, loc
+        self.then_results: list = []
+        self.else_results: list = []
+        self.types: list = []
+
+    def value(self, name: str, a: Any, b: Any) -> Any:
+        loc = self.loc
+        if is_undefined(a) or is_undefined(b):
+            if is_undefined(a) and is_undefined(b):
+                return a
+            missing = "else" if is_undefined(b) else "if"
+            return Undefined(name, (
+                f"'{name}' must also be initialized in the {missing} branch ({loc}): a "
+                f"tensor-dependent if can only define a variable that both branches define. "
+                f"Assign '{name}' before the if, or in both branches."))
+        # A return in only one branch: the other branch's value is never used, give it the
+        # same structure (zeros) so both branches agree.
+        if isinstance(a, UndefinedReturnValue) and not isinstance(b, UndefinedReturnValue):
+            a = self._zeros_like(self.then_g, b)
+        elif isinstance(b, UndefinedReturnValue) and not isinstance(a, UndefinedReturnValue):
+            b = self._zeros_like(self.else_g, a)
+        if (a is None) != (b is None):
+            branch = "if" if a is None else "else"
+            raise ValueError(f"'{name}' is None in the {branch} branch of a tensor-dependent if "
+                             f"but a value in the other ({loc}); both branches must give it a "
+                             f"tensor. Give it a value (e.g. tf.zeros_like(...)) in both.")
+        leaves_a, leaves_b = nest.flatten(a), nest.flatten(b)
+        try:
+            nest.pack_sequence_as(a, leaves_b)
+            same_structure = _skeleton(a) == _skeleton(b)
+        except ValueError:
+            same_structure = False
+        if not same_structure:
+            raise ValueError(f"'{name}' has a different structure in the two branches of a "
+                             f"tensor-dependent if ({loc}): {_skeleton(a)} vs {_skeleton(b)}. "
+                             f"Both branches must assign the same kind of value.")
+        merged = [self._leaf(name, x, y) for x, y in zip(leaves_a, leaves_b)]
+        return nest.pack_sequence_as(a, merged)
+
+    def _leaf(self, name: str, a: Any, b: Any) -> Any:
+        if _same(a, b) and not isinstance(a, Tensor):
+            return a
+        if not (_tensorlike(a) and _tensorlike(b)):
+            raise ValueError(f"'{name}' is a Python value set differently by the branches of a "
+                             f"tensor-dependent if ({a!r} vs {b!r}, {self.loc}); only tensors "
+                             f"can depend on a tensor condition. Make it a tensor, e.g. "
+                             f"tf.constant(...).")
+        va, vb = _result(self.then_g, a), _result(self.else_g, b)
+        if va.type.dtype != vb.type.dtype:
+            raise TypeError(f"'{name}' is {va.type} in the if branch but {vb.type} in the else "
+                            f"branch ({self.loc}); both branches must give it the same dtype. "
+                            f"Cast one, e.g. tf.cast({name}, tf.{va.type.dtype.name}).")
+        self.then_results.append(va)
+        self.else_results.append(vb)
+        self.types.append(TensorType(va.type.dtype, most_specific_common(va.type.shape,
+                                                                         vb.type.shape)))
+        return _Out(len(self.types) - 1)
+
+    def _zeros_like(self, fg: FuncGraph, like: Any) -> Any:
+        with building(fg):
+            return nest.map_structure(
+                lambda x: _zeros(x, "the return value", self.loc) if isinstance(x, Tensor)
+                else x, like)
+
+
+def _skeleton(x: Any) -> Any:
+    return nest.map_structure(lambda _: "*", x)
+
+
+def _snapshot(state: Sequence[Any]) -> list:
+    """The state with new lists/tuples/dicts (same leaves), so in-place item assignments made
+    while tracing one branch or iteration do not leak into another."""
+    return [nest.map_structure(lambda x: x, v) if isinstance(v, (list, tuple, dict)) else v
+            for v in state]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # objects whose == is elementwise or raises: not the same
+        return False
+
+
+def _result(fg: FuncGraph, value: Any) -> Value:
+    with building(fg):
+        operand = fg.operand(value if isinstance(value, Tensor) else convert_to_tensor(value))
+        if not isinstance(operand, Value):
+            operand = fg.operand(convert_to_tensor(value))
+    return operand
+
+
+# ------------------------------------------------------------------------- while
+
+def while_stmt(test: Callable, body: Callable, get_state: Callable, set_state: Callable,
+               names: Sequence[str], loc: str) -> None:
+    """``while test(): body()``; once ``test()`` is a symbolic tensor the loop is staged."""
+    while True:
+        c = test()
+        if is_undefined(c):
+            raise c.error()
+        if isinstance(c, GraphTensor):
+            _staged_while(c, test, body, get_state, set_state, names, loc)
+            return
+        if not c:
+            return
+        body()
+
+
+def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state: Callable,
+                  set_state: Callable, names: Sequence[str], loc: str) -> None:
+    _check_pred(first, "while loop", loc)
+    fg = STATE.get().graph
+    init = list(get_state())
+    seeds, must_run = _first_assigned(fg, body, set_state, get_state, init, names, loc)
+    start = [seeds.get(i, v) for i, v in enumerate(init)]
+    # Carried variables whose values are (structures of) tensors become loop variables, one
+    # per leaf; the others are Python values the loop must leave alone.
+    layout = []   # (index, template, number of leaves)
+    flat = []
+    for i, v in enumerate(start):
+        leaves = nest.flatten(v) if v is not None and not is_undefined(v) else []
+        if leaves and all(_tensorlike(x) and not isinstance(x, UndefinedReturnValue)
+                          for x in leaves):
+            layout.append((i, v, len(leaves)))
+            flat += [x if isinstance(x, Tensor) else convert_to_tensor(x) for x in leaves]
+    tensor_names = [names[i] if n == 1 else f"{names[i]}[{k}]"
+                    for i, _, n in layout for k in range(n)]
+    counted = bool(must_run)
+
+    def rebuild(values: Sequence[Any]) -> list:
+        state, k = list(start), 0
+        for i, template, n in layout:
+            state[i] = nest.pack_sequence_as(template, list(values[k:k + n]))
+            k += n
+        return state
+
+    def cond_fn(*values: Any) -> Any:
+        set_state(rebuild(values[1:] if counted else values))
+        c = test()
+        return c if isinstance(c, Tensor) else convert_to_tensor(bool(c))
+
+    def body_fn(*values: Any) -> tuple:
+        set_state(rebuild(values[1:] if counted else values))
+        body()
+        after = list(get_state())
+        carried = {i for i, _, _ in layout}
+        for i, (name, before, now) in enumerate(zip(names, start, after)):
+            if i not in carried and not (now is before or is_undefined(now)
+                                         or _same(now, before)):
+                raise ValueError(
+                    f"'{name}' is a Python value that a tensor-dependent while loop changes "
+                    f"({before!r} -> {now!r}, {loc}); only tensors can change in a staged "
+                    f"loop. Make it a tensor before the loop, e.g. "
+                    f"{name} = tf.constant({before!r}).")
+        out = []
+        for i, template, n in layout:
+            v = after[i]
+            if is_undefined(v):
+                raise v.error()
+            if v is None or _skeleton(v) != _skeleton(template):
+                raise ValueError(f"'{names[i]}' changes structure inside a tensor-dependent "
+                                 f"while loop ({_skeleton(template)} before, {_skeleton(v)} "
+                                 f"after one iteration, {loc}); loop variables must keep "
+                                 f"their structure.")
+            out += nest.flatten(v)
+        return ((values[0] + 1,) if counted else ()) + tuple(out)
+
+    loop_vars = ((convert_to_tensor(0),) if counted else ()) + tuple(flat)
+    result = _cf.while_loop(cond_fn, body_fn, loop_vars,
+                            _names=(["iteration"] if counted else []) + tensor_names)
+    result = list(result) if isinstance(result, (list, tuple)) else [result]
+    if counted:
+        from stagecraft.logging_ops import emit_assert
+        from stagecraft.math_ops import greater
+        which = ", ".join(f"'{names[i]}'" for i in must_run)
+        emit_assert(greater(result[0], 0),
+                    f"The loop at {loc} must iterate at least once to initialize {which}, which "
+                    f"it defines and code after it uses. Initialize it before the loop.")
+        result = result[1:]
+    set_state(rebuild(result))
+
+
+def _first_assigned(fg: FuncGraph, body: Callable, set_state: Callable, get_state: Callable,
+                    init: list, names: Sequence[str], loc: str) -> tuple[dict, list]:
+    """Variables a staged loop defines for the first time (undefined before it, or the return
+    value of a ``return`` inside it): trace the body once in a scratch graph to learn their
+    types and seed them with zeros. Returns the seeds and the variables that make the loop
+    need at least one iteration (not the return value, which is only read after a return)."""
+    pending = [i for i, v in enumerate(init) if is_undefined(v)
+               or isinstance(v, UndefinedReturnValue)]
+    if not pending:
+        return {}, []
+    scratch = FuncGraph("scratch", parent=fg)
+    with building(scratch):
+        set_state(init)
+        body()
+        after = list(get_state())
+    set_state(init)
+    seeds, must_run = {}, []
+    for i in pending:
+        v = after[i]
+        leaves = nest.flatten(v) if v is not None and not is_undefined(v) else []
+        if not leaves or not all(isinstance(x, Tensor) or _tensorlike(x) for x in leaves):
+            continue  # still undefined, or a Python value: not carried
+        seeds[i] = nest.map_structure(lambda x: _zeros(x, names[i], loc), v)
+        if is_undefined(init[i]):
+            must_run.append(i)
+    return seeds, must_run
+
+
+def _zeros(x: Any, name: str, loc: str) -> Tensor:
+    from stagecraft.array_ops import zeros
+    t = x if isinstance(x, Tensor) else convert_to_tensor(x)
+    if not t.shape.is_fully_defined():
+        raise ValueError(f"'{name}' is first assigned inside the loop at {loc} with shape "
+                         f"{t.shape}, which is not fully known; initialize it before the loop.")
+    return zeros(t.shape.as_list(), t.dtype)
+
+
+# --------------------------------------------------------------------------- for
+
+class RangeSpec:
+    """``range(...)`` with tensor bounds: iterated by a staged loop without materializing."""
+
+    def __init__(self, start: Any, limit: Any, delta: Any):
+        self.start, self.limit, self.delta = start, limit, delta
+
+    def __iter__(self):
+        raise TypeError("range() with tensor bounds can only be used in a for loop inside "
+                        "@function (it becomes a staged loop); use tf.range(...) elsewhere.")
+
+
+def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, get_state: Callable,
+             set_state: Callable, names: Sequence[str], loc: str) -> None:
+    """``for x in iterable: body(x)`` (checking ``extra_test()``, from ``break``, before each
+    iteration). Tensor ranges and symbolic tensors become staged loops; anything else iterates
+    in Python."""
+    if isinstance(iterable, RangeSpec):
+        _staged_range(iterable.start, iterable.limit, iterable.delta, None, extra_test, body,
+                      get_state, set_state, names, loc)
+        return
+    if isinstance(iterable, GraphTensor):
+        spec = _range_operands(iterable)
+        if spec is not None:
+            _staged_range(*spec, None, extra_test, body, get_state, set_state, names, loc)
+            return
+        from stagecraft.array_ops import shape
+        _staged_range(convert_to_tensor(0), shape(iterable)[0], convert_to_tensor(1), iterable,
+                      extra_test, body, get_state, set_state, names, loc)
+        return
+    if hasattr(iterable, "_to_components") and hasattr(iterable, "stack"):  # a TensorArray
+        iterable = iterable.stack()
+        if isinstance(iterable, GraphTensor):
+            for_stmt(iterable, extra_test, body, get_state, set_state, names, loc)
+            return
+    for value in iterable:
+        if extra_test is not None:
+            ok = extra_test()
+            if isinstance(ok, GraphTensor):
+                raise ValueError(
+                    f"A break (or return) that depends on a tensor inside a Python for loop "
+                    f"({loc}): the loop iterates over a Python {type(iterable).__name__}, so it "
+                    f"runs in Python and cannot stop on a tensor condition. Iterate over a "
+                    f"tensor instead, e.g. `for i in tf.range(n):`.")
+            if not ok:
+                return
+        body(value)
+
+
+def _range_operands(t: GraphTensor) -> tuple | None:
+    """The (start, limit, delta) of a tensor made by tf.range in the current graph."""
+    fg = t._graph
+    for eqn in reversed(fg.builder.eqns):
+        if any(o.uid == t._node.uid for o in eqn.outputs):
+            if eqn.op != "range":
+                return None
+            from stagecraft.graph_tensor import graph_tensor
+            return tuple(graph_tensor(x, fg) if isinstance(x, Value) else
+                         convert_to_tensor(x.type.dtype.np.type(x.value)) for x in eqn.inputs)
+    return None
+
+
+def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: Callable | None,
+                  body: Callable, get_state: Callable, set_state: Callable,
+                  names: Sequence[str], loc: str) -> None:
+    from stagecraft.math_ops import add, cast, greater, less, logical_and, where
+    start = start if isinstance(start, Tensor) else convert_to_tensor(start)
+    dtype = start.dtype
+    limit = cast(limit, dtype)
+    delta = cast(delta, dtype)
+    index = [start]
+
+    def get_state2() -> tuple:
+        return (index[0],) + tuple(get_state())
+
+    def set_state2(values: Sequence[Any]) -> None:
+        index[0] = values[0]
+        set_state(list(values[1:]))
+
+    def test() -> Any:
+        i = index[0]
+        going = where(greater(delta, 0), less(i, limit), greater(i, limit))
+        if extra_test is not None:
+            extra = extra_test()
+            extra = extra if isinstance(extra, Tensor) else convert_to_tensor(bool(extra))
+            going = logical_and(going, extra)
+        return going
+
+    def body2() -> None:
+        i = index[0]
+        body(i if source is None else source[i])
+        index[0] = add(i, delta)
+
+    first = test()
+    if not isinstance(first, GraphTensor):  # all bounds eager: a Python loop over their values
+        while bool(test()):
+            body2()
+        return
+    _staged_while(first, test, body2, get_state2, set_state2, ("iterate",) + tuple(names), loc)
+
+
+def range_(*args: Any) -> Any:
+    """``range`` in converted code: a Python range for Python ints, a staged range for tensor
+    bounds."""
+    if any(isinstance(a, GraphTensor) for a in args):
+        if len(args) == 1:
+            return RangeSpec(0, args[0], 1)
+        return RangeSpec(args[0], args[1], args[2] if len(args) > 2 else 1)
+    return builtins.range(*[int(a) if isinstance(a, Tensor) else a for a in args])

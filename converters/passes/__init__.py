@@ -1,0 +1,1 @@
+"""The AST conversion passes: each module has ``convert(node, ctx) -> node``."""

@@ -1,0 +1,214 @@
+"""``if``/``while``/``for`` → runtime operator calls with explicit carried state.
+
+Each statement's body becomes a nested function that writes the enclosing function's locals
+(``nonlocal``); ``get_state``/``set_state`` closures expose the variables it carries (those it
+modifies that are read later), so the operator can run it as Python or stage it. Every local of
+a converted function starts as ``sc__.Undefined('name')``, which keeps ``nonlocal`` valid and
+lets staged code report a variable defined on only one path. Input must be jump-free (the
+break/continue/return passes run first).
+
+    >>> import gast, astunparse
+    >>> from stagecraft.converters.context import Context, Namer
+    >>> src = "def f(x):\\n    if x > 0:\\n        y = 1\\n    else:\\n        y = 2\\n    return y"
+    >>> tree = gast.parse(src).body[0]
+    >>> out = convert(tree, Context("f.py", "f", Namer({"f", "x", "y"})))
+    >>> print(astunparse.unparse(gast.gast_to_ast(out)).strip())  # doctest: +ELLIPSIS
+    def f(x):
+        y = sc__.Undefined('y')
+    <BLANKLINE>
+        def if_body():
+            nonlocal y
+            y = 1
+    ...
+        sc__.if_stmt((x > 0), if_body, else_body, get_state, set_state, ('y',), 'f.py:2')
+        return y
+"""
+from __future__ import annotations
+
+import gast
+
+from stagecraft.converters.analysis.activity import assigned_names, declared, read_names
+from stagecraft.converters.analysis.liveness import live_after
+from stagecraft.converters.context import RUNTIME, Context
+from stagecraft.converters.templates import copy_location, template
+
+
+def _params(fn: gast.FunctionDef) -> set[str]:
+    a = fn.args
+    names = [x.id for x in a.posonlyargs + a.args + a.kwonlyargs]
+    names += [x.id for x in (a.vararg, a.kwarg) if x is not None]
+    return set(names)
+
+
+def _tuple(names: list[str]) -> gast.Tuple:
+    return gast.Tuple(elts=[gast.Name(n, gast.Load(), None, None) for n in names],
+                      ctx=gast.Load())
+
+
+def _names_constant(names: list[str]) -> gast.Tuple:
+    return gast.Tuple(elts=[gast.Constant(n, None) for n in names], ctx=gast.Load())
+
+
+class _ControlFlow(gast.NodeTransformer):
+    def __init__(self, ctx: Context, fn: gast.FunctionDef):
+        self.ctx = ctx
+        self.live = live_after(fn)
+        self.globals, _ = declared(fn)
+        self.reads_in: dict = {}
+        # What each compound statement modifies, computed on the user's statements before any
+        # rewriting (generated helper functions must not count as the user's variables).
+        self.modified: dict = {}
+        for node in gast.walk(fn):
+            if isinstance(node, (gast.If, gast.While, gast.For)):
+                targets = assigned_names([gast.Assign(targets=[node.target], value=None,
+                                                      type_comment=None)]) \
+                    if isinstance(node, gast.For) else set()
+                body = assigned_names(node.body) | assigned_names(node.orelse) | targets | \
+                    _subscript_bases(node.body + node.orelse)
+                self.modified[node] = sorted(body - self.globals)
+                self.reads_in[node] = read_names(node)
+
+    def _carried(self, node: gast.stmt, loop: bool) -> list[str]:
+        live = set(self.live.get(node, ()))
+        if loop:
+            live |= self.reads_in[node]
+        return [n for n in self.modified[node] if n in live]
+
+    def _state_functions(self, carried: list[str]) -> tuple[str, str, list]:
+        get, set_ = self.ctx.namer.new("get_state"), self.ctx.namer.new("set_state")
+        values = self.ctx.namer.new("vars_")
+        if carried:
+            stmts = template(f"""
+                def {get}():
+                    return names_tuple
+                def {set_}({values}):
+                    nonlocal carried
+                    names_store = {values}
+            """, names_tuple=_tuple(carried), carried=carried,
+                names_store=gast.Tuple(elts=[gast.Name(n, gast.Store(), None, None)
+                                             for n in carried], ctx=gast.Store()))
+        else:
+            stmts = template(f"""
+                def {get}():
+                    return ()
+                def {set_}({values}):
+                    pass
+            """)
+        return get, set_, stmts
+
+    def _body_function(self, name: str, body: list, modified: list[str],
+                       args: list[str] = (), prologue: list = ()) -> gast.FunctionDef:
+        arg_list = ", ".join(args)
+        (fdef,) = template(f"""
+            def {name}({arg_list}):
+                nonlocal modified
+                prologue
+                body
+        """, modified=list(modified), prologue=list(prologue), body=list(body) or
+            [gast.Pass()])
+        return fdef
+
+    # ---------------------------------------------------------------- statements
+    def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
+        return convert(node, self.ctx)  # a nested user function: its own scope
+
+    def visit_Lambda(self, node: gast.Lambda) -> gast.Lambda:
+        return node
+
+    def visit_If(self, node: gast.If) -> list:
+        self.generic_visit(node)
+        modified = self.modified[node]
+        carried = self._carried(node, loop=False)
+        body_name, else_name = self.ctx.namer.new("if_body"), self.ctx.namer.new("else_body")
+        get, set_, state = self._state_functions(carried)
+        out = [self._body_function(body_name, node.body, modified),
+               self._body_function(else_name, node.orelse, modified)] + state
+        out += template(f"{RUNTIME}.if_stmt(test, {body_name}, {else_name}, {get}, {set_}, "
+                        f"names, loc)", test=node.test, names=_names_constant(carried),
+                        loc=gast.Constant(self.ctx.loc(node), None))
+        return copy_location(out, node)
+
+    def visit_While(self, node: gast.While) -> list:
+        self.generic_visit(node)
+        modified = self.modified[node]
+        carried = self._carried(node, loop=True)
+        test_name, body_name = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
+        get, set_, state = self._state_functions(carried)
+        (test_fn,) = template(f"""
+            def {test_name}():
+                return test
+        """, test=node.test)
+        out = [test_fn, self._body_function(body_name, node.body, modified)] + state
+        out += template(f"{RUNTIME}.while_stmt({test_name}, {body_name}, {get}, {set_}, names, "
+                        f"loc)", names=_names_constant(carried),
+                        loc=gast.Constant(self.ctx.loc(node), None))
+        out += list(node.orelse)  # only reached without a break (break lowering guards it)
+        return copy_location(out, node)
+
+    def visit_For(self, node: gast.For) -> list:
+        extra = getattr(node, "sc_extra_test", None)
+        self.generic_visit(node)
+        modified = self.modified[node]
+        carried = self._carried(node, loop=True)
+        body_name = self.ctx.namer.new("loop_body")
+        item = self.ctx.namer.new("itr")
+        get, set_, state = self._state_functions(carried)
+        target = node.target
+        (assign,) = template("target = item", target=target, item=item)
+        out = [self._body_function(body_name, node.body, modified, [item], [assign])]
+        extra_name = "None"
+        if extra is not None:
+            extra_name = self.ctx.namer.new("extra_test")
+            out += template(f"""
+                def {extra_name}():
+                    return test
+            """, test=extra)
+        out += state
+        out += template(f"{RUNTIME}.for_stmt(iterable, {extra_name}, {body_name}, {get}, "
+                        f"{set_}, names, loc)", iterable=node.iter,
+                        names=_names_constant(carried), loc=gast.Constant(self.ctx.loc(node), None))
+        out += list(node.orelse)
+        return copy_location(out, node)
+
+
+def convert(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Converts the control flow of ``node`` (and of functions nested in it)."""
+    globals_, nonlocals = declared(node)
+    # The user's locals, before their assignments move into generated body functions.
+    local = sorted(_all_assigned(node) - _params(node) - globals_ - nonlocals)
+    transformer = _ControlFlow(ctx, node)
+    node.body = [s for stmt in node.body for s in _as_list(transformer.visit(stmt))]
+    inits = []
+    for name in local:
+        inits += template(f"{name} = {RUNTIME}.Undefined({name!r})")
+    node.body = copy_location(inits, node) + node.body
+    return node
+
+
+def _subscript_bases(stmts: list) -> set[str]:
+    """Names whose items are assigned (``d['k'] = v``, ``x[i] += 1``): the container is state
+    the statement modifies (AutoGraph's composite symbols, carried whole)."""
+    out = set()
+    for stmt in stmts:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
+                base = node.value
+                while isinstance(base, gast.Subscript):
+                    base = base.value
+                if isinstance(base, gast.Name):
+                    out.add(base.id)
+    return out
+
+
+def _all_assigned(fn: gast.FunctionDef) -> set[str]:
+    """Names bound anywhere in ``fn``'s own scope (including inside if/while/for bodies)."""
+    names = assigned_names(fn.body)
+    for node in gast.walk(fn):
+        if isinstance(node, gast.For):
+            names |= assigned_names([gast.Assign(targets=[node.target], value=None,
+                                                 type_comment=None)])
+    return names
+
+
+def _as_list(x: object) -> list:
+    return x if isinstance(x, list) else [x]

@@ -1,0 +1,77 @@
+"""Getting a function's source and its syntax tree (functions, methods, nested functions,
+lambdas, decorated functions), with a clear error when there is none (REPL, exec)."""
+from __future__ import annotations
+
+import inspect
+import textwrap
+from typing import Any, Callable
+
+import gast
+
+from stagecraft.ir.errors import ConversionError
+
+
+def function_tree(fn: Callable) -> tuple[gast.FunctionDef, str, int]:
+    """The function's definition as a gast ``FunctionDef`` (a lambda becomes an equivalent
+    def), with line numbers of the user's file, plus that file's name and the first line."""
+    code = fn.__code__
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        raise ConversionError(
+            f"Cannot convert '{getattr(fn, '__qualname__', fn)}': its source code is not "
+            f"available (functions defined in a REPL, with exec() or in a compiled module have "
+            f"none). Define it in a .py file, or decorate it with "
+            f"@tf.autograph.experimental.do_not_convert / use tf.function(autograph=False).") \
+            from None
+    source = textwrap.dedent("".join(lines))
+    try:
+        module = gast.parse(source)
+    except SyntaxError:
+        # A lambda inside a larger expression: parse its line on its own.
+        module = _parse_fragment(source, fn)
+    gast.increment_lineno(module, first - 1)
+    node = _find(module, fn)
+    if node is None:
+        raise ConversionError(f"Cannot convert '{fn.__qualname__}': its definition was not found "
+                              f"in its source at {code.co_filename}:{first}.")
+    if isinstance(node, gast.Lambda):
+        node = _lambda_to_def(node, fn)
+    node.decorator_list = []  # the decorators already ran; converting must not re-apply them
+    return node, code.co_filename, first
+
+
+def _parse_fragment(source: str, fn: Callable) -> gast.Module:
+    text = source.strip()
+    while text:
+        try:
+            return gast.parse(text)
+        except SyntaxError:
+            text = text[:-1]
+    raise ConversionError(f"Cannot convert '{fn.__qualname__}': its source does not parse.")
+
+
+def _find(module: gast.Module, fn: Callable) -> Any:
+    name = fn.__code__.co_name
+    if name == "<lambda>":
+        lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)]
+        args = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+        matching = [n for n in lambdas if [a.id for a in n.args.args] == args]
+        if len(matching) > 1:
+            raise ConversionError(
+                f"Cannot convert the lambda at {fn.__code__.co_filename}:"
+                f"{fn.__code__.co_firstlineno}: several lambdas with the same arguments share "
+                f"that line. Put it on its own line or make it a def.")
+        return matching[0] if matching else None
+    for n in gast.walk(module):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n.name == name:
+            return n
+    return None
+
+
+def _lambda_to_def(node: gast.Lambda, fn: Callable) -> gast.FunctionDef:
+    ret = gast.Return(value=node.body)
+    gast.copy_location(ret, node.body)
+    fdef = gast.FunctionDef(name="lambda_", args=node.args, body=[ret], decorator_list=[],
+                            returns=None, type_comment=None, type_params=[])
+    return gast.copy_location(fdef, node)

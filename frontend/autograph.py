@@ -1,0 +1,43 @@
+"""``stagecraft.autograph``: inspect and control AutoGraph conversion."""
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+
+def to_code(entity: Any, recursive: bool = True, experimental_optional_features: Any = None) -> str:
+    """The Python source AutoGraph generates for ``entity`` (a function or @function).
+
+    >>> import stagecraft as tf
+    >>> def f(x):
+    ...     while x > 0:
+    ...         x = x - 1
+    ...     return x
+    >>> "while_stmt" in tf.autograph.to_code(f)
+    True
+    """
+    from stagecraft.converters.api import to_code as _to_code
+    return _to_code(entity)
+
+
+def show_converted(f: Any) -> str:
+    """Prints and returns the converted source of ``f`` (stagecraft-only).
+
+    >>> import stagecraft as tf
+    >>> def f(x):
+    ...     return x if x > 0 else -x
+    >>> _ = tf.show_converted(f)  # doctest: +ELLIPSIS
+    def f(x):
+    ...
+    """
+    from stagecraft.converters.api import show_converted as _show
+    return _show(f)
+
+
+def _do_not_convert(func: Callable | None = None) -> Callable:
+    """Marks a function so AutoGraph calls it unconverted."""
+    from stagecraft.converters.api import do_not_convert
+    return do_not_convert(func)
+
+
+experimental = types.SimpleNamespace(do_not_convert=_do_not_convert)
