@@ -1,5 +1,6 @@
 """Flattening and rebuilding nested structures (lists, tuples, namedtuples, dicts by sorted
-key), the way ``tf.nest`` does."""
+key), the way ``tf.nest`` does. Composite values (a TensorArray being traced) flatten to the
+tensors they are made of."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator
@@ -22,8 +23,17 @@ def flatten(structure: Any) -> list:
     return list(_leaves(structure))
 
 
+def _components(x: Any) -> list | None:
+    """The tensors a composite value (a staged TensorArray) is made of, or None for a leaf."""
+    fn = getattr(x, "_nest_components", None)
+    return fn() if fn is not None else None
+
+
 def _leaves(x: Any) -> Iterator[Any]:
-    if isinstance(x, dict):
+    comps = _components(x)
+    if comps is not None:
+        yield from comps
+    elif isinstance(x, dict):
         for k in sorted(x):
             yield from _leaves(x[k])
     elif isinstance(x, (list, tuple)):
@@ -46,6 +56,9 @@ _END = object()
 
 
 def _pack(x: Any, it: Iterator[Any]) -> Any:
+    comps = _components(x)
+    if comps is not None:
+        return x._from_components([next(it) for _ in comps])
     if isinstance(x, dict):
         values = {k: _pack(x[k], it) for k in sorted(x)}
         return type(x)((k, values[k]) for k in x) if type(x) is not dict else \

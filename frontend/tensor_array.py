@@ -146,7 +146,10 @@ class TensorArray:
         from stagecraft.array_ops import shape
         return shape(self._stacked())[0]
 
-    # Loop variables are flattened to tensors: a TensorArray is its buffer.
+    # Loop variables are flattened to tensors: a TensorArray being traced is its buffer.
+    def _nest_components(self) -> list | None:
+        return None if self._items is not None or self._buffer is None else [self._buffer]
+
     def _to_components(self) -> list:
         return [self._stacked()]
 

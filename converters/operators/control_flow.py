@@ -154,7 +154,16 @@ class _Merge:
 
 
 def _skeleton(x: Any) -> Any:
-    return nest.map_structure(lambda _: "*", x)
+    """A comparable description of a value's structure (leaves are '*')."""
+    comps = getattr(x, "_nest_components", None)
+    if comps is not None and comps() is not None:
+        return f"{type(x).__name__}"
+    if isinstance(x, dict):
+        return {k: _skeleton(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_skeleton(v) for v in x) if not hasattr(type(x), "_fields") else \
+            tuple(_skeleton(v) for v in x)
+    return "*"
 
 
 def _snapshot(state: Sequence[Any]) -> list:
@@ -258,7 +267,12 @@ def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state:
         return ((values[0] + 1,) if counted else ()) + tuple(out)
 
     loop_vars = ((convert_to_tensor(0),) if counted else ()) + tuple(flat)
-    result = _cf.while_loop(cond_fn, body_fn, loop_vars,
+    # Components of composites (a TensorArray's buffer) may grow along their first dimension.
+    growing = {id(c) for _, template, _ in layout for x in _composites(template)
+               for c in x._nest_components()}
+    invariants = ([[]] if counted else []) + [
+        [None] + t.shape.as_list()[1:] if id(t) in growing else t.shape for t in flat]
+    result = _cf.while_loop(cond_fn, body_fn, loop_vars, shape_invariants=invariants,
                             _names=(["iteration"] if counted else []) + tensor_names)
     result = list(result) if isinstance(result, (list, tuple)) else [result]
     if counted:
@@ -270,6 +284,17 @@ def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state:
                     f"it defines and code after it uses. Initialize it before the loop.")
         result = result[1:]
     set_state(rebuild(result))
+
+
+def _composites(structure: Any) -> list:
+    """The composite values (TensorArrays being traced) inside a structure."""
+    if getattr(structure, "_nest_components", None) is not None:
+        return [structure] if structure._nest_components() is not None else []
+    if isinstance(structure, dict):
+        return [c for v in structure.values() for c in _composites(v)]
+    if isinstance(structure, (list, tuple)):
+        return [c for v in structure for c in _composites(v)]
+    return []
 
 
 def _first_assigned(fg: FuncGraph, body: Callable, set_state: Callable, get_state: Callable,

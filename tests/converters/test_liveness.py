@@ -191,7 +191,7 @@ def _poisoned(fn: gast.FunctionDef, index: int, names: list[str]) -> gast.Functi
 _INPUTS = [(x, y) for x in (-3, 0, 2, 5) for y in (-1, 0, 3)]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=programs())
 def test_dead_names_can_be_overwritten(source: str) -> None:
     original = compile_source(source)
