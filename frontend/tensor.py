@@ -69,6 +69,23 @@ class TensorOperators:
 
     __hash__ = None  # == is elementwise; use .ref() as a key
 
+    # Python conversions of an eager value (symbolic tensors override them with errors).
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __index__(self) -> int:
+        v = self._value
+        if not (v.ndim == 0 and v.dtype.kind in "iu"):
+            raise TypeError(f"Only scalar integer tensors can be used as an index, got a "
+                            f"{self.dtype.name} tensor of shape {self.shape}.")
+        return int(v)
+
 
 class Tensor(TensorOperators):
     """An eager tensor: a value computed by an op, held in a NumPy buffer.
@@ -131,21 +148,6 @@ class Tensor(TensorOperators):
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = np.asarray(self._value)
         return a if dtype is None else a.astype(dtype)
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __int__(self) -> int:
-        return int(self._value)
-
-    def __float__(self) -> float:
-        return float(self._value)
-
-    def __index__(self) -> int:
-        if not (self._value.ndim == 0 and self._value.dtype.kind in "iu"):
-            raise TypeError(f"Only scalar integer tensors can be used as an index, got a "
-                            f"{self.dtype.name} tensor of shape {self.shape}.")
-        return int(self._value)
 
     def __len__(self) -> int:
         if self._value.ndim == 0:

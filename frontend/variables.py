@@ -113,18 +113,6 @@ class Variable(TensorOperators):
         a = np.array(self._value)
         return a if dtype is None else a.astype(dtype)
 
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __int__(self) -> int:
-        return int(self._value)
-
-    def __float__(self) -> float:
-        return float(self._value)
-
-    def __index__(self) -> int:
-        return wrap(self._value).__index__()
-
     def __hash__(self) -> int:
         raise TypeError("Variable is unhashable (== is elementwise). Use variable.ref() as the "
                         "key instead.")
