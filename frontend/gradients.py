@@ -8,7 +8,7 @@ they take no tensor inputs, so the tape never needs one.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -211,8 +211,14 @@ def _keepdims_grad(g: Tensor, x: Tensor, axes, keepdims: bool) -> Tensor:
     return bind(OPS["broadcast_like"], g, x)
 
 
-def _count(x: Tensor, out: Tensor) -> int:
-    return int(np.prod(x.shape.as_list())) // max(int(np.prod(out.shape.as_list())), 1)
+def _count(x: Tensor, out: Tensor) -> Any:
+    """How many inputs each output of a reduction averaged: a Python int for static shapes,
+    a tensor (in x's dtype) when dimensions are only known at run time."""
+    if x.shape.is_fully_defined() and out.shape.is_fully_defined():
+        return max(int(np.prod(x.shape.as_list())) // max(int(np.prod(out.shape.as_list())), 1),
+                   1)
+    n = m.truediv(m.cast(a.size(x), x.dtype), m.maximum(m.cast(a.size(out), x.dtype), 1))
+    return m.maximum(n, 1)
 
 
 @vjp("reduce_sum")
@@ -222,7 +228,7 @@ def _reduce_sum(g, out, x, axes, keepdims):
 
 @vjp("reduce_mean")
 def _reduce_mean(g, out, x, axes, keepdims):
-    return (m.truediv(_keepdims_grad(g, x, axes, keepdims), max(_count(x, out), 1)),)
+    return (m.truediv(_keepdims_grad(g, x, axes, keepdims), _count(x, out)),)
 
 
 @vjp("reduce_max", "reduce_min")
