@@ -12,17 +12,19 @@ import astunparse
 import gast
 
 from stagecraft.converters import loader, operators
-from stagecraft.converters.context import Context, Namer
-from stagecraft.converters.passes import (break_statements, call_trees, checks,
+from stagecraft.converters.context import RUNTIME, Context, Namer
+from stagecraft.converters.passes import (asserts, break_statements, call_trees, checks,
                                           continue_statements, control_flow, expressions,
                                           return_statements)
 from stagecraft.converters.source import function_tree
 
 # The passes, in order. Jumps are lowered first so control_flow sees structured code;
+# asserts follow them (an assert becomes an ordinary call statement, and call_trees leaves
+# sc__.* calls alone while still converting the calls inside the test and message);
 # call_trees runs before control_flow so the operator calls it generates are not rerouted;
 # expressions runs last so the flag tests the jump passes wrote (`not brk`) become lazy too.
-PIPELINE = (checks, break_statements, continue_statements, return_statements, call_trees,
-            control_flow, expressions)
+PIPELINE = (checks, break_statements, continue_statements, return_statements, asserts,
+            call_trees, control_flow, expressions)
 
 _lock = threading.RLock()
 _by_code: dict[types.CodeType, tuple[Callable, str]] = {}  # code -> (a converted fn, source)
@@ -94,8 +96,13 @@ def to_code(f: Any) -> str:
     return transform(_python_function(f))[1]
 
 
-def show_converted(f: Any) -> str:
+def show_converted(f: Any, trace: bool = False) -> str:
     """Prints and returns the code AutoGraph generates for ``f``.
+
+    With ``trace=True`` a report follows the code, as comment lines: for each of ``f``'s
+    converted ``if``/``while``/``for`` (by 'file:line'), whether the last trace of ``f`` ran it
+    as Python or staged it, and the variables it carried; then the statements of functions it
+    called in that trace. For a plain function, the last time each statement ran.
 
     >>> import stagecraft as tf
     >>> src = tf.show_converted(_example)  # doctest: +ELLIPSIS
@@ -103,10 +110,93 @@ def show_converted(f: Any) -> str:
     ...
     >>> "sc__.if_stmt" in src
     True
+    >>> g = tf.function(_example)
+    >>> _ = g(tf.constant(3))
+    >>> src = tf.show_converted(g, trace=True)  # doctest: +ELLIPSIS
+    def _example(x):
+    ...
+    # Trace report (last trace of _example):
+    #   ...api.py:...  if     staged  carries: x
     """
-    source = to_code(f)
+    fn = _python_function(f)
+    node, source = transform(fn)
+    if trace:
+        source += trace_report_text(f, node)
     print(source, end="")
     return source
+
+
+_STATEMENTS = {"if_stmt": "if", "while_stmt": "while", "for_stmt": "for"}
+
+
+def _statements(node: gast.AST) -> list[tuple[str, str]]:
+    """(kind, 'file:line') of every converted control-flow statement in a converted tree, in
+    source order."""
+    found = {}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Attribute) and \
+                isinstance(sub.func.value, gast.Name) and sub.func.value.id == RUNTIME and \
+                sub.func.attr in _STATEMENTS and sub.args and \
+                isinstance(sub.args[-1], gast.Constant) and isinstance(sub.args[-1].value, str):
+            found[sub.args[-1].value] = _STATEMENTS[sub.func.attr]
+
+    def line(loc: str) -> int:
+        tail = loc.rsplit(":", 1)[-1]
+        return int(tail) if tail.isdigit() else 0
+    return [(kind, loc) for loc, kind in sorted(found.items(), key=lambda kv: line(kv[0]))]
+
+
+def trace_report_text(f: Any, node: gast.AST | None = None) -> str:
+    """The trace report of ``f`` as comment lines (what ``show_converted(f, trace=True)``
+    appends): per control-flow statement, Python or staged in the last trace, and what it
+    carried.
+
+    >>> def h(n):
+    ...     for i in range(n):
+    ...         n = n + 1
+    ...     return n
+    >>> print(trace_report_text(h), end="")  # doctest: +ELLIPSIS
+    # Trace report (h has not run converted yet: call it, e.g. through stagecraft.function):
+    #   ...:2  for    not reached
+    >>> _ = convert(h)(2)
+    >>> print(trace_report_text(h), end="")  # doctest: +ELLIPSIS
+    # Trace report (last run of h):
+    #   ...:2  for    python  carries: n
+    """
+    from stagecraft.converters.operators import trace_report
+    fn = _python_function(f)
+    if node is None:
+        node = transform(fn)[0]
+    statements = _statements(node)
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))
+    if hasattr(f, "_last_trace_report"):  # a stagecraft.function
+        report = f._last_trace_report
+        lookup = report.get if report is not None else (lambda loc: None)
+        header = f"last trace of {name}" if report is not None else \
+            f"{name} has not been traced yet: call it first"
+        if not getattr(f, "_autograph", True):
+            header = f"{name} is traced without AutoGraph (autograph=False): nothing converted"
+            lookup = lambda loc: None
+    else:
+        report = None
+        lookup = trace_report.latest
+        header = f"last run of {name}"
+        if not any(lookup(loc) for _, loc in statements):
+            header = (f"{name} has not run converted yet: call it, e.g. through "
+                      f"stagecraft.function")
+    lines = [f"# Trace report ({header}):"]
+    if not statements:
+        lines.append("#   (no converted if/while/for statements)")
+    for kind, loc in statements:
+        entry = lookup(loc)
+        lines.append(f"#   {entry.describe()}" if entry is not None else
+                     f"#   {loc}  {kind:5s}  not reached")
+    own = {loc for _, loc in statements}
+    others = [e for e in report.entries() if e.loc not in own] if report is not None else []
+    if others:
+        lines.append("# In functions it called:")
+        lines += [f"#   {e.describe()}" for e in others]
+    return "\n".join(lines) + "\n"
 
 
 def _example(x):

@@ -1,10 +1,10 @@
 """Turning a converted syntax tree back into a function with the original globals, closure
-cells and defaults. The code is compiled from the tree with the user's file name and line
-numbers, so tracebacks and stagecraft's messages point at the user's source."""
+cells and defaults. The code is compiled from the tree itself with the user's file name and
+line numbers (rather than from generated text registered in linecache), so tracebacks and
+stagecraft's messages point at the user's own source lines: the source map is the identity."""
 from __future__ import annotations
 
 import ast
-import linecache
 import types
 from typing import Any, Callable
 
@@ -67,10 +67,3 @@ def _remember(code: types.CodeType) -> None:
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             _remember(c)
-
-
-def register_source(name: str, source: str) -> str:
-    """Registers generated source in linecache under a pseudo file name (for inspection)."""
-    filename = f"<stagecraft converted {name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return filename

@@ -94,10 +94,17 @@ def template_expr(source: str, **replacements: Any) -> gast.expr:
 def copy_location(nodes: Sequence[gast.AST] | gast.AST, origin: gast.AST) -> Any:
     """Gives every node without a location the location of ``origin`` (so errors raised in
     generated code point at the user's line)."""
+    # Generated code sits on the origin's first line only: spanning the origin's lines would
+    # let Python 3.11+ report a multi-line statement's generated call (sc__.if_stmt(...)) at
+    # its last line.
+    line, col = getattr(origin, "lineno", None), getattr(origin, "col_offset", None)
+    where = {"lineno": line, "col_offset": col, "end_lineno": line, "end_col_offset": col}
+    if getattr(origin, "end_lineno", None) == line:
+        where["end_col_offset"] = getattr(origin, "end_col_offset", col)
     items = nodes if isinstance(nodes, (list, tuple)) else [nodes]
     for n in items:
         for sub in gast.walk(n):
             for attr in _LOCATION:
                 if attr in getattr(sub, "_attributes", ()) and getattr(sub, attr, None) is None:
-                    setattr(sub, attr, getattr(origin, attr, None))
+                    setattr(sub, attr, where[attr])
     return nodes

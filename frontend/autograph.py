@@ -20,8 +20,11 @@ def to_code(entity: Any, recursive: bool = True, experimental_optional_features:
     return _to_code(entity)
 
 
-def show_converted(f: Any) -> str:
-    """Prints and returns the converted source of ``f`` (stagecraft-only).
+def show_converted(f: Any, trace: bool = False) -> str:
+    """Prints and returns the converted source of ``f`` (stagecraft-only). With
+    ``trace=True``, comment lines after the code report, for each converted ``if``/``while``/
+    ``for`` ('file:line'), whether the last trace of ``f`` ran it as Python or staged it and
+    which variables it carried.
 
     >>> import stagecraft as tf
     >>> def f(x):
@@ -29,9 +32,17 @@ def show_converted(f: Any) -> str:
     >>> _ = tf.show_converted(f)  # doctest: +ELLIPSIS
     def f(x):
     ...
+    >>> from stagecraft.converters.api import _example
+    >>> g = tf.function(_example)
+    >>> _ = g(3)  # a Python int: the if runs as Python
+    >>> _ = tf.show_converted(g, trace=True)  # doctest: +ELLIPSIS
+    def _example(x):
+    ...
+    # Trace report (last trace of _example):
+    #   ...  if     python  carries: x
     """
     from stagecraft.converters.api import show_converted as _show
-    return _show(f)
+    return _show(f, trace=trace)
 
 
 def _do_not_convert(func: Callable | None = None) -> Callable:

@@ -129,13 +129,15 @@ def trace(python_function: Callable, args: tuple, kwargs: dict, name: str,
     sym_kwargs = {k: _placeholders(kwargs[k], fg, k, flat_inputs,
                                    None if relax is None else relax[1][k])
                   for k in _keys(kwargs)}
-    with building(fg):
+    from stagecraft.converters.operators.trace_report import recording
+    with recording() as report, building(fg):  # what AutoGraph's statements did in this trace
         outputs = python_function(*sym_args, **sym_kwargs)
         results: list = []
         structure = _output_structure(outputs, fg, results)
     graph = fg.build(results)
     concrete = ConcreteFunction(graph, fg, structure, flat_inputs, (args, kwargs), name, backend)
     concrete._arg_names = names
+    concrete._trace_report = report
     return concrete
 
 
@@ -461,6 +463,8 @@ class Function:
         self._lock = threading.RLock()
         self._created_variables: bool | None = None  # None until the first trace
         self._descriptor_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._last_trace_report: Any = None  # AutoGraph's decisions in the last trace
+        self._method_of: "Function | None" = None  # the class's Function, for a method's
         functools.update_wrapper(self, python_function)
 
     @property
@@ -522,6 +526,7 @@ class Function:
         bound.__sc_method__ = (fn, ref)  # what AutoGraph converts: the method itself
         method = Function(bound, self._name, self._input_signature, self._autograph,
                           self._reduce_retracing, self._jit_compile, self._backend)
+        method._method_of = self
         if cache:
             self._descriptor_cache[instance] = method
         return method
@@ -655,6 +660,11 @@ class Function:
             concrete = trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend)
         self._entries.append(_Entry(key, concrete, refs))
         self._by_key[key] = self._entries[-1]
+        # show_converted(f, trace=True) reports the last trace (on the class's Function too
+        # when this is a method's per-instance Function).
+        self._last_trace_report = concrete._trace_report
+        if self._method_of is not None:
+            self._method_of._last_trace_report = concrete._trace_report
         return concrete
 
     def _converted(self) -> Callable:

@@ -23,3 +23,16 @@ def test_eager_overhead_benchmark_runs(tmp_path) -> None:
                                                  "eager_overhead.py"), "--repeat", "2",
                     "--number", "50", "--json", str(path)], check=True, capture_output=True)
     assert path.read_text().count("median_us") >= 8
+
+
+def test_autograph_conversion_benchmark_runs(tmp_path) -> None:
+    path = tmp_path / "bench.json"
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks",
+                                                       "autograph_conversion.py"),
+                          "--repeat", "2", "--number", "10", "--json", str(path)],
+                         check=True, capture_output=True, text=True)
+    import json
+    rows = {r["what"].strip(): r["median_ms"] for r in json.loads(path.read_text())["rows"]}
+    assert rows["convert (fresh, caches cleared)"] > rows["convert (cache hit)"] > 0
+    assert "convert (cache hit)" in out.stdout
+    assert "retracing" not in out.stdout + out.stderr

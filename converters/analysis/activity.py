@@ -10,11 +10,11 @@
 """
 from __future__ import annotations
 
-from typing import Iterable, Union
+from collections.abc import Iterable
 
 import gast
 
-Code = Union[gast.AST, Iterable[gast.AST]]
+Code = gast.AST | Iterable[gast.AST]
 
 _FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef)
 _COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)

@@ -21,8 +21,8 @@ break/continue/return lowering produces, it also handles ``break``/``continue``/
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import gast
 

@@ -48,6 +48,8 @@ def converted_call(f: Any, args: tuple, kwargs: dict) -> Any:
             result = converted(*f.args, *args, **{**f.keywords, **kwargs})
         else:
             result = converted(*args, **kwargs)
+    if is_undefined(result):  # `return y` where y was never assigned on the path taken
+        raise result.error()
     return None if isinstance(result, UndefinedReturnValue) else result
 
 

@@ -16,6 +16,7 @@ from stagecraft import control_flow as _cf
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
 from stagecraft import nest
+from stagecraft.converters.operators import trace_report as _report
 from stagecraft.converters.operators.variables import (Undefined, UndefinedReturnValue,
                                                        is_undefined)
 from stagecraft.func_graph import FuncGraph, building
@@ -42,10 +43,16 @@ def _check_pred(pred: GraphTensor, what: str, loc: str) -> None:
 # ---------------------------------------------------------------------------- if
 
 def if_stmt(cond: Any, body: Callable, orelse: Callable, get_state: Callable,
-            set_state: Callable, names: Sequence[str], loc: str) -> None:
-    """``if cond: body() else: orelse()``; a symbolic ``cond`` stages both branches."""
+            set_state: Callable, names: Sequence[str], loc: str,
+            restore: Sequence[str] = ()) -> None:
+    """``if cond: body() else: orelse()``; a symbolic ``cond`` stages both branches.
+
+    The state is ``names`` (merged after the branches) followed by ``restore``: variables a
+    branch modifies that another branch reads but nothing reads after the ``if``; each
+    branch's trace starts from their values before the ``if``, and they are not merged."""
     if is_undefined(cond):
         raise cond.error()
+    _report.record("if", loc, "staged" if isinstance(cond, GraphTensor) else "python", names)
     if not isinstance(cond, GraphTensor):
         if cond:
             body()
@@ -72,7 +79,7 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, get_state: Callable,
     else:
         outs = []
     set_state([nest.map_structure(lambda s: outs[s.index] if isinstance(s, _Out) else s, v)
-               if not isinstance(v, Undefined) else v for v in final])
+               if not isinstance(v, Undefined) else v for v in final] + init[len(names):])
 
 
 class _Out:
@@ -200,9 +207,11 @@ def while_stmt(test: Callable, body: Callable, get_state: Callable, set_state: C
         if is_undefined(c):
             raise c.error()
         if isinstance(c, GraphTensor):
+            _report.record("while", loc, "staged", names)
             _staged_while(c, test, body, get_state, set_state, names, loc)
             return
         if not c:
+            _report.record("while", loc, "python", names)
             return
         body()
 
@@ -263,7 +272,14 @@ def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state:
                                  f"while loop ({_skeleton(template)} before, {_skeleton(v)} "
                                  f"after one iteration, {loc}); loop variables must keep "
                                  f"their structure.")
-            out += nest.flatten(v)
+            leaves = nest.flatten(v)
+            bad = next((x for x in leaves if not _tensorlike(x)), None)
+            if bad is not None:
+                raise ValueError(f"'{names[i]}' is a loop variable of the tensor-dependent "
+                                 f"loop at {loc}, but one iteration sets it to the Python "
+                                 f"{type(bad).__name__} {bad!r}; loop variables must stay "
+                                 f"tensors (or numbers, which become tensors).")
+            out += leaves
         return ((values[0] + 1,) if counted else ()) + tuple(out)
 
     loop_vars = ((convert_to_tensor(0),) if counted else ()) + tuple(flat)
@@ -304,18 +320,28 @@ def _first_assigned(fg: FuncGraph, body: Callable, set_state: Callable, get_stat
     types and seed them with zeros. Returns the seeds and the variables that make the loop
     need at least one iteration (not the return value, which is only read after a return)."""
     pending = [i for i, v in enumerate(init) if is_undefined(v)
-               or isinstance(v, UndefinedReturnValue)]
+               or isinstance(v, UndefinedReturnValue) or _unwritten_array(v)]
     if not pending:
         return {}, []
     scratch = FuncGraph("scratch", parent=fg)
     with building(scratch):
-        set_state(init)
+        # The loop variables as symbolic inputs (as in the staged loop), so the body's
+        # conditions on them are staged, not decided by the values before the loop.
+        set_state([_placeholders(scratch, v) for v in init])
         body()
         after = list(get_state())
     set_state(init)
     seeds, must_run = {}, []
     for i in pending:
         v = after[i]
+        if _unwritten_array(init[i]):
+            # A TensorArray created in the function with an unknown element shape: the body
+            # writes it, so start the loop from an empty buffer of the written element shape.
+            if isinstance(v, type(init[i])) and v._nest_components() is not None:
+                from stagecraft.array_ops import zeros
+                seeds[i] = v._from_components(
+                    [zeros([0] + v.element_shape.as_list(), v.dtype)])
+            continue
         leaves = nest.flatten(v) if v is not None and not is_undefined(v) else []
         if not leaves or not all(isinstance(x, Tensor) or _tensorlike(x) for x in leaves):
             continue  # still undefined, or a Python value: not carried
@@ -323,6 +349,30 @@ def _first_assigned(fg: FuncGraph, body: Callable, set_state: Callable, get_stat
         if is_undefined(init[i]):
             must_run.append(i)
     return seeds, must_run
+
+
+def _unwritten_array(v: Any) -> bool:
+    """A TensorArray being traced that has no buffer yet (nothing written, shape unknown)."""
+    from stagecraft.tensor_array import TensorArray
+    return isinstance(v, TensorArray) and v._items is None and v._nest_components() is None
+
+
+def _placeholders(scratch: FuncGraph, v: Any) -> Any:
+    """``v`` with each tensor-like leaf replaced by a symbolic input of ``scratch``."""
+    from stagecraft.graph_tensor import graph_tensor
+    if v is None or is_undefined(v) or isinstance(v, UndefinedReturnValue):
+        return v
+    leaves = nest.flatten(v)
+    if not leaves or not all(_tensorlike(x) and not isinstance(x, UndefinedReturnValue)
+                             for x in leaves):
+        return v
+
+    def leaf(x: Any) -> Any:
+        t = x if isinstance(x, Tensor) else convert_to_tensor(x)
+        return graph_tensor(scratch.add_input(TensorType(t.dtype, tuple(t.shape.as_list())
+                                                         if t.shape.rank is not None
+                                                         else None)), scratch)
+    return nest.map_structure(leaf, v)
 
 
 def _zeros(x: Any, name: str, loc: str) -> Tensor:
@@ -370,6 +420,7 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, get_sta
         if isinstance(iterable, GraphTensor):
             for_stmt(iterable, extra_test, body, get_state, set_state, names, loc)
             return
+    _report.record("for", loc, "python", names)
     for value in iterable:
         if extra_test is not None:
             ok = extra_test()
@@ -429,6 +480,8 @@ def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: C
         index[0] = add(i, delta)
 
     first = test()
+    _report.record("for", loc, "staged" if isinstance(first, GraphTensor) else "python",
+                   names)
     if not isinstance(first, GraphTensor):  # all bounds eager: a Python loop over their values
         while bool(test()):
             body2()

@@ -4,7 +4,7 @@ Also home of the block-guarding helpers that the continue and return passes shar
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import gast
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gast
 
 from stagecraft.converters.context import RUNTIME, Context
+from stagecraft.converters.templates import copy_location
 
 # Builtins that look at the caller's frame: they must be called directly.
 FRAME_SENSITIVE = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
@@ -38,7 +39,9 @@ class _CallTrees(gast.NodeTransformer):
             func=gast.Attribute(gast.Name(RUNTIME, gast.Load(), None, None), "converted_call",
                                 gast.Load()),
             args=[func, args, gast.Dict(keys=keys, values=values)], keywords=[])
-        return gast.copy_location(call, node)
+        # Every generated node (the call, the args tuple, the kwargs dict) gets the user's
+        # call location; left without one they would inherit an enclosing statement's later.
+        return copy_location(call, node)
 
 
 def convert(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gast
 
 from stagecraft.converters.analysis.activity import assigned_names, declared, read_names
-from stagecraft.converters.analysis.liveness import live_after
+from stagecraft.converters.analysis.liveness import analyze
 from stagecraft.converters.context import RUNTIME, Context
 from stagecraft.converters.templates import copy_location, template
 
@@ -52,7 +52,10 @@ def _names_constant(names: list[str]) -> gast.Tuple:
 class _ControlFlow(gast.NodeTransformer):
     def __init__(self, ctx: Context, fn: gast.FunctionDef):
         self.ctx = ctx
-        self.live = live_after(fn)
+        liveness = analyze(fn)
+        self.live = liveness.live_out
+        self.loop_head = liveness.loop_head
+        self.live_in = liveness.live_in
         self.globals, _ = declared(fn)
         self.reads_in: dict = {}
         # What each compound statement modifies, computed on the user's statements before any
@@ -71,7 +74,10 @@ class _ControlFlow(gast.NodeTransformer):
     def _carried(self, node: gast.stmt, loop: bool) -> list[str]:
         live = set(self.live.get(node, ()))
         if loop:
-            live |= self.reads_in[node]
+            # What the next iteration reads before writing it (not the iterate, nor
+            # temporaries the body assigns before reading): a variable first defined by the
+            # loop and used only inside it must not require the loop to run at least once.
+            live |= self.loop_head.get(node, self.reads_in[node])
         return [n for n in self.modified[node] if n in live]
 
     def _state_functions(self, carried: list[str]) -> tuple[str, str, list]:
@@ -119,13 +125,19 @@ class _ControlFlow(gast.NodeTransformer):
         self.generic_visit(node)
         modified = self.modified[node]
         carried = self._carried(node, loop=False)
+        # Modified by one branch and read by a branch (before any write there), yet dead
+        # after the if: a staged if must reset them between its branch traces, or the else
+        # branch would see what the if branch assigned.
+        restore = sorted(set(self.live_in.get(node, ())) & set(modified) - set(carried))
         body_name, else_name = self.ctx.namer.new("if_body"), self.ctx.namer.new("else_body")
-        get, set_, state = self._state_functions(carried)
+        get, set_, state = self._state_functions(carried + restore)
         out = [self._body_function(body_name, node.body, modified),
                self._body_function(else_name, node.orelse, modified)] + state
+        extra = ", restore=restore_names" if restore else ""
         out += template(f"{RUNTIME}.if_stmt(test, {body_name}, {else_name}, {get}, {set_}, "
-                        f"names, loc)", test=node.test, names=_names_constant(carried),
-                        loc=gast.Constant(self.ctx.loc(node), None))
+                        f"names, loc{extra})", test=node.test, names=_names_constant(carried),
+                        loc=gast.Constant(self.ctx.loc(node), None),
+                        restore_names=_names_constant(restore))
         return copy_location(out, node)
 
     def visit_While(self, node: gast.While) -> list:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gast
 
 from stagecraft.converters.context import RUNTIME, Context
+from stagecraft.converters.templates import copy_location
 
 
 def _runtime(name: str) -> gast.Attribute:
@@ -38,19 +39,19 @@ class _Expressions(gast.NodeTransformer):
         result = values[-1]
         for v in reversed(values[:-1]):
             result = gast.Call(_runtime(name), [_thunk(v), _thunk(result)], [])
-        return gast.copy_location(result, node)
+        return copy_location(result, node)
 
     def visit_UnaryOp(self, node: gast.UnaryOp) -> gast.AST:
         self.generic_visit(node)
         if not isinstance(node.op, gast.Not):
             return node
-        return gast.copy_location(gast.Call(_runtime("not_"), [node.operand], []), node)
+        return copy_location(gast.Call(_runtime("not_"), [node.operand], []), node)
 
     def visit_IfExp(self, node: gast.IfExp) -> gast.AST:
         self.generic_visit(node)
         call = gast.Call(_runtime("if_exp"), [node.test, _thunk(node.body),
                                               _thunk(node.orelse)], [])
-        return gast.copy_location(call, node)
+        return copy_location(call, node)
 
     def visit_Compare(self, node: gast.Compare) -> gast.AST:
         self.generic_visit(node)
@@ -61,7 +62,7 @@ class _Expressions(gast.NodeTransformer):
                                                   _thunk(right)], ctx=gast.Load())
                                  for op, right in zip(node.ops, node.comparators)],
                            ctx=gast.Load())
-        return gast.copy_location(gast.Call(_runtime("compare_chain"), [node.left, pairs], []),
+        return copy_location(gast.Call(_runtime("compare_chain"), [node.left, pairs], []),
                                   node)
 
 

@@ -7,7 +7,14 @@ import gast
 from ..context import RUNTIME, Context
 from ..templates import template
 from .break_statements import (
-    _LOOPS, _SCOPES, and_not_flag, block_fields, guarded, located, set_extra_test)
+    _LOOPS,
+    _SCOPES,
+    and_not_flag,
+    block_fields,
+    guarded,
+    located,
+    set_extra_test,
+)
 
 _FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef)
 

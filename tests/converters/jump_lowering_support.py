@@ -5,15 +5,18 @@ from __future__ import annotations
 import ast
 import copy
 import textwrap
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import astunparse
 import gast
 from hypothesis import strategies as st
-
 from stagecraft.converters.context import Context, Namer
 from stagecraft.converters.passes import (
-    break_statements, continue_statements, return_statements)
+    break_statements,
+    continue_statements,
+    return_statements,
+)
 from stagecraft.converters.source import function_tree
 
 
@@ -70,8 +73,8 @@ class _ExtraTests(gast.NodeTransformer):
         return node
 
 
-def lower_extra_tests(fn: gast.AST, keep: bool = False) -> gast.AST:
-    fn = copy.deepcopy(fn)
+def lower_extra_tests(fn: gast.AST, keep: bool = False, owned: bool = False) -> gast.AST:
+    fn = fn if owned else copy.deepcopy(fn)
     if keep:  # for display: show the extra test as a comment-like marker statement
         for node in gast.walk(fn):
             extra = getattr(node, "sc_extra_test", None)
@@ -84,19 +87,21 @@ def lower_extra_tests(fn: gast.AST, keep: bool = False) -> gast.AST:
     return _ExtraTests().visit(fn)
 
 
-def compile_tree(fn: gast.FunctionDef, namespace: dict | None = None) -> Callable:
-    """The Python function for a (converted) gast ``FunctionDef``."""
-    tree = gast.gast_to_ast(gast.Module([lower_extra_tests(fn)], []))
+def compile_tree(fn: gast.FunctionDef, namespace: dict | None = None,
+                 owned: bool = False) -> Callable:
+    """The Python function for a (converted) gast ``FunctionDef`` (which it may change when
+    the caller ``owned`` it)."""
+    tree = gast.gast_to_ast(gast.Module([lower_extra_tests(fn, owned=owned)], []))
     ast.fix_missing_locations(tree)
     env = {"sc__": RuntimeStub, **(namespace or {})}
-    exec(compile(tree, "<converted>", "exec"), env)
+    exec(compile(tree, "<converted>", "exec"), env)  # noqa: S102
     return env[fn.name]
 
 
 def outcome(f: Callable, *args: Any) -> tuple:
     try:
         return ("ok", f(*args))
-    except Exception as e:  # the same error type must come out
+    except Exception as e:  # noqa: BLE001 - the same error type must come out
         return ("raise", type(e).__name__)
 
 
@@ -219,5 +224,5 @@ def programs(draw: Callable) -> str:
 
 def compile_source(source: str) -> Callable:
     env: dict = {}
-    exec(compile(source, "<original>", "exec"), env)
+    exec(compile(source, "<original>", "exec"), env)  # noqa: S102
     return env["prog"]

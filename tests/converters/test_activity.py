@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import gast
 import pytest
-
 from jump_lowering_support import parse_def
 from stagecraft.converters.analysis.activity import (
-    assigned_names, declared, free_reads, read_names)
+    assigned_names,
+    declared,
+    free_reads,
+    read_names,
+)
 
 
 def _body(source: str) -> list[gast.stmt]:

@@ -4,12 +4,18 @@ from __future__ import annotations
 import functools
 
 import gast
-import pytest
-from hypothesis import given, settings, strategies as st
-
 import jump_lowering_cases as cases
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jump_lowering_support import (
-    compile_tree, convert_tree, converted, outcome, parse_def, unparse)
+    compile_tree,
+    convert_tree,
+    converted,
+    outcome,
+    parse_def,
+    unparse,
+)
 from stagecraft.converters.passes import break_statements
 
 
@@ -158,7 +164,7 @@ def test_generated_nodes_carry_user_locations() -> None:
     assert fn.body[1].body[0].lineno == 4  # brk = True: at the break
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _converted(name: str, passes: tuple[str, ...]):
     return converted(getattr(cases, name), passes)
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import functools
 
-import pytest
-from hypothesis import given, settings, strategies as st
-
 import jump_lowering_cases as cases
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jump_lowering_support import convert_tree, converted, outcome, parse_def, unparse
 
 
@@ -109,7 +109,7 @@ def test_break_and_continue_flags_are_distinct_per_loop() -> None:
     assert "continue" not in out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _converted(name: str, passes: tuple[str, ...]):
     return converted(getattr(cases, name), passes)
 

@@ -6,10 +6,16 @@ import copy
 
 import gast
 from hypothesis import HealthCheck, given, settings
-
 from jump_lowering_support import (
-    compile_source, compile_tree, convert_tree, outcome, own_statements, parse_def, programs,
-    unparse)
+    compile_source,
+    compile_tree,
+    convert_tree,
+    outcome,
+    own_statements,
+    parse_def,
+    programs,
+    unparse,
+)
 from stagecraft.converters.analysis.activity import assigned_names, parameters
 from stagecraft.converters.analysis.liveness import analyze, live_after
 
@@ -171,40 +177,44 @@ def test_break_and_continue_before_lowering() -> None:
     assert info.loop_head[fn.body[1]] == {"s"}
 
 
-def _poisoned(fn: gast.FunctionDef, index: int, names: list[str]) -> gast.FunctionDef:
-    """A copy of ``fn`` that sets ``names`` to None right after its ``index``-th statement."""
+def _poisoned(fn: gast.FunctionDef, points: dict[int, list[str]]) -> gast.FunctionDef:
+    """A copy of ``fn`` that sets the given names to None right after its statements number
+    ``i`` (in ``own_statements`` order) for each ``i: names`` of ``points``."""
     fn = copy.deepcopy(fn)
     stmts = list(own_statements(fn.body))
-    target = stmts[index]
-    poison = [gast.Assign([gast.Name(n, gast.Store(), None, None)], gast.Constant(None, None),
-                          None) for n in sorted(names)]
-    for s in [fn] + stmts:
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(s, field, None)
-            if isinstance(block, list) and any(b is target for b in block):
-                at = [i for i, b in enumerate(block) if b is target][0]
-                block[at + 1:at + 1] = poison
-                return fn
-    raise AssertionError("statement not found")
+    for index, names in points.items():
+        target = stmts[index]
+        poison = [gast.Assign([gast.Name(n, gast.Store(), None, None)],
+                              gast.Constant(None, None), None) for n in sorted(names)]
+        for s in [fn] + stmts:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(s, field, None)
+                if isinstance(block, list) and any(b is target for b in block):
+                    at = next(i for i, b in enumerate(block) if b is target)
+                    block[at + 1:at + 1] = poison
+    return fn
 
 
 _INPUTS = [(x, y) for x in (-3, 0, 2, 5) for y in (-1, 0, 3)]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=programs())
 def test_dead_names_can_be_overwritten(source: str) -> None:
+    # Overwriting a dead name never changes the result, even at every point at once.
     original = compile_source(source)
     fn = convert_tree(gast.parse(source).body[0])
     live = live_after(fn)
     local = assigned_names(fn.body) | parameters(fn)
     expected = [outcome(original, x, y) for x, y in _INPUTS]
-    for index, s in enumerate(own_statements(fn.body)):
-        if isinstance(s, gast.Return):
-            continue
-        dead = sorted(local - live[s])
-        if not dead:
-            continue
-        f = compile_tree(_poisoned(fn, index, dead))
+    points = {i: sorted(local - live[s]) for i, s in enumerate(own_statements(fn.body))
+              if not isinstance(s, gast.Return) and local - live[s]}
+    f = compile_tree(_poisoned(fn, points), owned=True)
+    if [outcome(f, x, y) for x, y in _INPUTS] == expected:
+        return
+    stmts = list(own_statements(fn.body))
+    for index, dead in points.items():  # find the statement with the wrong dead set
+        f = compile_tree(_poisoned(fn, {index: dead}), owned=True)
         got = [outcome(f, x, y) for x, y in _INPUTS]
-        assert got == expected, (unparse(s), dead, unparse(fn))
+        assert got == expected, (unparse(stmts[index]), dead, unparse(fn))
+    raise AssertionError(("only the combination fails", unparse(fn)))

@@ -5,13 +5,21 @@ from __future__ import annotations
 import functools
 
 import gast
-import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 import jump_lowering_cases as cases
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jump_lowering_support import (
-    assert_jump_free, compile_source, compile_tree, convert_tree, converted, outcome, parse_def,
-    programs, unparse)
+    assert_jump_free,
+    compile_source,
+    compile_tree,
+    convert_tree,
+    converted,
+    outcome,
+    parse_def,
+    programs,
+    unparse,
+)
 
 
 def _after(source: str, passes: tuple = ("return",)) -> str:
@@ -100,7 +108,7 @@ def test_return_combines_with_break_extra_test() -> None:
                     return x
             return 0
     """), ("break", "continue", "return"))
-    loop = [s for s in fn.body if isinstance(s, gast.For)][0]
+    loop = next(s for s in fn.body if isinstance(s, gast.For))
     extra = loop.sc_extra_test
     assert isinstance(extra, gast.BoolOp) and isinstance(extra.op, gast.And)
     assert [v.operand.id for v in extra.values] == ["do_return", "brk"]
@@ -200,13 +208,13 @@ def f(x):
     return "none"
 """
     env: dict = {}
-    exec(source, env)
+    exec(source, env)  # noqa: S102 - the original, to compare with
     lowered = compile_tree(convert_tree(parse_def(source)))
     assert [lowered(x) for x in range(-2, 4)] == [env["f"](x) for x in range(-2, 4)]
     assert lowered(0) == -10
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _converted(name: str, passes: tuple[str, ...]):
     return converted(getattr(cases, name), passes)
 
@@ -233,7 +241,7 @@ def test_all_passes_leave_jump_free_code(name: str) -> None:
 _INPUTS = [(x, y) for x in (-4, -1, 0, 1, 2, 3, 6) for y in (-2, 0, 1, 3, 5)]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=programs())
 def test_random_programs_all_passes(source: str) -> None:
     original = compile_source(source)
