@@ -14,17 +14,18 @@ import gast
 from stagecraft.converters import loader, operators
 from stagecraft.converters.context import RUNTIME, Context, Namer
 from stagecraft.converters.passes import (asserts, break_statements, call_trees, checks,
-                                          continue_statements, control_flow, expressions,
-                                          return_statements)
+                                          continue_statements, control_flow, directives,
+                                          expressions, return_statements)
 from stagecraft.converters.source import function_tree
 
-# The passes, in order. Jumps are lowered first so control_flow sees structured code;
+# The passes, in order. Directives come off loop bodies before the jump passes rewrite those
+# bodies; jumps are lowered before control_flow so it sees structured code;
 # asserts follow them (an assert becomes an ordinary call statement, and call_trees leaves
 # sc__.* calls alone while still converting the calls inside the test and message);
 # call_trees runs before control_flow so the operator calls it generates are not rerouted;
 # expressions runs last so the flag tests the jump passes wrote (`not brk`) become lazy too.
-PIPELINE = (checks, break_statements, continue_statements, return_statements, asserts,
-            call_trees, control_flow, expressions)
+PIPELINE = (checks, directives, break_statements, continue_statements, return_statements,
+            asserts, call_trees, control_flow, expressions)
 
 _lock = threading.RLock()
 _by_code: dict[types.CodeType, tuple[Callable, str]] = {}  # code -> (a converted fn, source)

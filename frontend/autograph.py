@@ -51,4 +51,12 @@ def _do_not_convert(func: Callable | None = None) -> Callable:
     return do_not_convert(func)
 
 
-experimental = types.SimpleNamespace(do_not_convert=_do_not_convert)
+def _set_loop_options(parallel_iterations: Any = None, swap_memory: Any = None,
+                      maximum_iterations: Any = None, shape_invariants: Any = None) -> None:
+    """A directive for the loop whose body it starts (``maximum_iterations``,
+    ``shape_invariants=[(variable, shape), ...]``); AutoGraph moves it onto the loop, so the
+    call itself does nothing (also when the loop runs as plain Python)."""
+
+
+experimental = types.SimpleNamespace(do_not_convert=_do_not_convert,
+                                     set_loop_options=_set_loop_options)

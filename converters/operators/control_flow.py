@@ -200,7 +200,7 @@ def _result(fg: FuncGraph, value: Any) -> Value:
 # ------------------------------------------------------------------------- while
 
 def while_stmt(test: Callable, body: Callable, get_state: Callable, set_state: Callable,
-               names: Sequence[str], loc: str) -> None:
+               names: Sequence[str], loc: str, opts: dict | None = None) -> None:
     """``while test(): body()``; once ``test()`` is a symbolic tensor the loop is staged."""
     while True:
         c = test()
@@ -208,7 +208,7 @@ def while_stmt(test: Callable, body: Callable, get_state: Callable, set_state: C
             raise c.error()
         if isinstance(c, GraphTensor):
             _report.record("while", loc, "staged", names)
-            _staged_while(c, test, body, get_state, set_state, names, loc)
+            _staged_while(c, test, body, get_state, set_state, names, loc, opts)
             return
         if not c:
             _report.record("while", loc, "python", names)
@@ -217,7 +217,8 @@ def while_stmt(test: Callable, body: Callable, get_state: Callable, set_state: C
 
 
 def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state: Callable,
-                  set_state: Callable, names: Sequence[str], loc: str) -> None:
+                  set_state: Callable, names: Sequence[str], loc: str,
+                  opts: dict | None = None) -> None:
     _check_pred(first, "while loop", loc)
     fg = STATE.get().graph
     init = list(get_state())
@@ -286,9 +287,14 @@ def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state:
     # Components of composites (a TensorArray's buffer) may grow along their first dimension.
     growing = {id(c) for _, template, _ in layout for x in _composites(template)
                for c in x._nest_components()}
+    # set_loop_options(shape_invariants=[(value, shape), ...]) names values as they are when
+    # the loop starts.
+    given = {id(v): s for v, s in (opts or {}).get("shape_invariants") or ()}
     invariants = ([[]] if counted else []) + [
-        [None] + t.shape.as_list()[1:] if id(t) in growing else t.shape for t in flat]
+        given.get(id(t), [None] + t.shape.as_list()[1:] if id(t) in growing else t.shape)
+        for t in flat]
     result = _cf.while_loop(cond_fn, body_fn, loop_vars, shape_invariants=invariants,
+                            maximum_iterations=(opts or {}).get("maximum_iterations"),
                             _names=(["iteration"] if counted else []) + tensor_names)
     result = list(result) if isinstance(result, (list, tuple)) else [result]
     if counted:
@@ -398,22 +404,23 @@ class RangeSpec:
 
 
 def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, get_state: Callable,
-             set_state: Callable, names: Sequence[str], loc: str) -> None:
+             set_state: Callable, names: Sequence[str], loc: str,
+             opts: dict | None = None) -> None:
     """``for x in iterable: body(x)`` (checking ``extra_test()``, from ``break``, before each
     iteration). Tensor ranges and symbolic tensors become staged loops; anything else iterates
     in Python."""
     if isinstance(iterable, RangeSpec):
         _staged_range(iterable.start, iterable.limit, iterable.delta, None, extra_test, body,
-                      get_state, set_state, names, loc)
+                      get_state, set_state, names, loc, opts)
         return
     if isinstance(iterable, GraphTensor):
         spec = _range_operands(iterable)
         if spec is not None:
-            _staged_range(*spec, None, extra_test, body, get_state, set_state, names, loc)
+            _staged_range(*spec, None, extra_test, body, get_state, set_state, names, loc, opts)
             return
         from stagecraft.array_ops import shape
         _staged_range(convert_to_tensor(0), shape(iterable)[0], convert_to_tensor(1), iterable,
-                      extra_test, body, get_state, set_state, names, loc)
+                      extra_test, body, get_state, set_state, names, loc, opts)
         return
     if hasattr(iterable, "_to_components") and hasattr(iterable, "stack"):  # a TensorArray
         iterable = iterable.stack()
@@ -450,7 +457,7 @@ def _range_operands(t: GraphTensor) -> tuple | None:
 
 def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: Callable | None,
                   body: Callable, get_state: Callable, set_state: Callable,
-                  names: Sequence[str], loc: str) -> None:
+                  names: Sequence[str], loc: str, opts: dict | None = None) -> None:
     from stagecraft.math_ops import add, cast, greater, less, logical_and, where
     start = start if isinstance(start, Tensor) else convert_to_tensor(start)
     dtype = start.dtype
@@ -486,7 +493,8 @@ def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: C
         while bool(test()):
             body2()
         return
-    _staged_while(first, test, body2, get_state2, set_state2, ("iterate",) + tuple(names), loc)
+    _staged_while(first, test, body2, get_state2, set_state2, ("iterate",) + tuple(names), loc,
+                  opts)
 
 
 def range_(*args: Any) -> Any:

@@ -140,7 +140,18 @@ class _ControlFlow(gast.NodeTransformer):
                         restore_names=_names_constant(restore))
         return copy_location(out, node)
 
+    @staticmethod
+    def _options(node: gast.stmt) -> tuple[str, gast.Dict | None]:
+        """The ``opts=`` argument (source suffix and dict) for a loop with a directive."""
+        keywords = getattr(node, "sc_loop_options", None)
+        if not keywords:
+            return "", None
+        return ", opts=loop_options", gast.Dict(
+            keys=[gast.Constant(k.arg, None) for k in keywords],
+            values=[k.value for k in keywords])
+
     def visit_While(self, node: gast.While) -> list:
+        opts, options = self._options(node)
         self.generic_visit(node)
         modified = self.modified[node]
         carried = self._carried(node, loop=True)
@@ -152,13 +163,15 @@ class _ControlFlow(gast.NodeTransformer):
         """, test=node.test)
         out = [test_fn, self._body_function(body_name, node.body, modified)] + state
         out += template(f"{RUNTIME}.while_stmt({test_name}, {body_name}, {get}, {set_}, names, "
-                        f"loc)", names=_names_constant(carried),
-                        loc=gast.Constant(self.ctx.loc(node), None))
+                        f"loc{opts})", names=_names_constant(carried),
+                        loc=gast.Constant(self.ctx.loc(node), None),
+                        loop_options=options)
         out += list(node.orelse)  # only reached without a break (break lowering guards it)
         return copy_location(out, node)
 
     def visit_For(self, node: gast.For) -> list:
         extra = getattr(node, "sc_extra_test", None)
+        opts, options = self._options(node)
         self.generic_visit(node)
         modified = self.modified[node]
         carried = self._carried(node, loop=True)
@@ -177,8 +190,9 @@ class _ControlFlow(gast.NodeTransformer):
             """, test=extra)
         out += state
         out += template(f"{RUNTIME}.for_stmt(iterable, {extra_name}, {body_name}, {get}, "
-                        f"{set_}, names, loc)", iterable=node.iter,
-                        names=_names_constant(carried), loc=gast.Constant(self.ctx.loc(node), None))
+                        f"{set_}, names, loc{opts})", iterable=node.iter,
+                        names=_names_constant(carried), loc=gast.Constant(self.ctx.loc(node), None),
+                        loop_options=options)
         out += list(node.orelse)
         return copy_location(out, node)
 
