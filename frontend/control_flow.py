@@ -356,18 +356,18 @@ def _check_body(body_r: Region, types: list, has_invariants: bool,
     for i, (r, t) in enumerate(zip(results, types)):
         if r.type.dtype != t.dtype:
             raise TypeError(f"while_loop: '{_name(names, i)}' is {t} before the loop but "
-                            f"{r.type} after one iteration. Cast it in the loop body, e.g. "
-                            f"tf.cast(x, tf.{t.dtype.name}).\n  at {user_location()}")
+                            f"{r.type} after one iteration ({user_location()}). Cast it in the "
+                            f"loop body, e.g. tf.cast(x, tf.{t.dtype.name}).")
         if not is_compatible(r.type.shape, t.shape) or (
                 t.shape is not None and r.type.shape is not None and not has_invariants
                 and any(a is not None and b is not None and a != b
                         for a, b in zip(r.type.shape, t.shape))):
             raise ValueError(f"while_loop: '{_name(names, i)}' enters the loop with shape "
                              f"{format_dims(t.shape)}, but has shape {format_dims(r.type.shape)} "
-                             f"after one iteration. To allow the shape to vary across iterations, "
-                             f"use the `shape_invariants` argument of tf.while_loop to specify a "
-                             f"less-specific shape (e.g. tf.TensorShape([None])).\n"
-                             f"  at {user_location()}")
+                             f"after one iteration ({user_location()}). To allow the shape to "
+                             f"vary across iterations, use the `shape_invariants` argument of "
+                             f"tf.while_loop (or tf.autograph.experimental.set_loop_options) to "
+                             f"specify a less-specific shape (e.g. tf.TensorShape([None])).")
         relaxed.append(TensorType(t.dtype, most_specific_common(t.shape, r.type.shape)))
     return relaxed
 
