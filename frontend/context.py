@@ -1,5 +1,6 @@
-"""The one piece of global state: the execution context (active tapes, the graph being built),
-kept in a ``contextvars.ContextVar`` so threads and async tasks each have their own."""
+"""The one piece of global state: the execution context (active tapes, the graph being built,
+the name scope), kept in a ``contextvars.ContextVar`` so threads and async tasks each have
+their own."""
 from __future__ import annotations
 
 from contextvars import ContextVar
@@ -9,14 +10,15 @@ from typing import Any
 class State:
     """An immutable snapshot of the context; entering a scope installs a modified copy."""
 
-    __slots__ = ("tapes", "graph")
+    __slots__ = ("tapes", "graph", "name_scope")
 
-    def __init__(self, tapes: tuple = (), graph: Any = None):
+    def __init__(self, tapes: tuple = (), graph: Any = None, name_scope: str = ""):
         self.tapes = tapes    # GradientTapes recording now, outermost first
         self.graph = graph    # the graph under construction, None when executing eagerly
+        self.name_scope = name_scope  # prefix of new variables' names ("dense/")
 
     def replace(self, **changes: Any) -> "State":
-        new = State(self.tapes, self.graph)
+        new = State(self.tapes, self.graph, self.name_scope)
         for k, v in changes.items():
             setattr(new, k, v)
         return new

@@ -7,7 +7,8 @@ import threading
 from typing import Any, Callable
 
 from stagecraft import nest
-from stagecraft.variables import NAME_SCOPE, Variable
+from stagecraft.context import STATE
+from stagecraft.variables import Variable
 
 _used_scopes: dict[str, int] = {}
 _scope_lock = threading.Lock()
@@ -101,11 +102,12 @@ class _NameScope:
         self._tokens: list = []
 
     def __enter__(self) -> str:
-        self._tokens.append(NAME_SCOPE.set(self.name))  # absolute: variables made inside are
-        return self.name                                # named "<scope>/<name>:0"
+        # Absolute, not nested: variables made inside are named "<scope>/<name>:0".
+        self._tokens.append(STATE.set(STATE.get().replace(name_scope=self.name)))
+        return self.name
 
     def __exit__(self, *exc: Any) -> None:
-        NAME_SCOPE.reset(self._tokens.pop())
+        STATE.reset(self._tokens.pop())
 
     def __str__(self) -> str:
         return self.name

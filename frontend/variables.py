@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,6 @@ from stagecraft.tensor import CPU_DEVICE, Reference, Tensor, TensorOperators, wr
 _uids = itertools.count()
 
 # The active name scope ("mlp/" inside `with module.name_scope:`), prefixed to variable names.
-NAME_SCOPE: ContextVar[str] = ContextVar("stagecraft_name_scope", default="")
 
 
 class Variable(TensorOperators):
@@ -67,7 +65,7 @@ class Variable(TensorOperators):
             raise ValueError(f"Variable: initial value of shape {list(self._value.shape)} does "
                              f"not match shape={format_dims(self._shape)}.")
         self._trainable = True if trainable is None else bool(trainable)
-        self._name = NAME_SCOPE.get() + (name if name is not None else "Variable")
+        self._name = STATE.get().name_scope + (name if name is not None else "Variable")
         self._uid = next(_uids)
 
     # ----------------------------------------------------------------- properties
