@@ -252,17 +252,24 @@ def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state:
 
     def body_fn(*values: Any) -> tuple:
         set_state(rebuild(values[1:] if counted else values))
+        snapshot = _snapshot(start)  # containers copied: in-place changes show up below
         body()
         after = list(get_state())
         carried = {i for i, _, _ in layout}
-        for i, (name, before, now) in enumerate(zip(names, start, after)):
-            if i not in carried and not (now is before or is_undefined(now)
-                                         or _same(now, before)):
+        for i, (name, before, now) in enumerate(zip(names, snapshot, after)):
+            if i in carried or is_undefined(now) or _same(now, before):
+                continue
+            if isinstance(before, (list, dict, set)):
                 raise ValueError(
-                    f"'{name}' is a Python value that a tensor-dependent while loop changes "
-                    f"({before!r} -> {now!r}, {loc}); only tensors can change in a staged "
-                    f"loop. Make it a tensor before the loop, e.g. "
-                    f"{name} = tf.constant({before!r}).")
+                    f"'{name}' is a Python {type(before).__name__} that a tensor-dependent loop "
+                    f"changes in place ({loc}); the staged loop runs its body only once, while "
+                    f"tracing, so it would hold one symbolic value. Collect values in a "
+                    f"tf.TensorArray instead: ta = ta.write(i, value), then ta.stack().")
+            raise ValueError(
+                f"'{name}' is a Python value that a tensor-dependent while loop changes "
+                f"({before!r} -> {now!r}, {loc}); only tensors can change in a staged "
+                f"loop. Make it a tensor before the loop, e.g. "
+                f"{name} = tf.constant({before!r}).")
         out = []
         for i, template, n in layout:
             v = after[i]

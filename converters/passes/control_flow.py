@@ -49,9 +49,15 @@ def _names_constant(names: list[str]) -> gast.Tuple:
     return gast.Tuple(elts=[gast.Constant(n, None) for n in names], ctx=gast.Load())
 
 
+# Methods that change a Python container in place.
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+                      "setdefault", "add", "discard", "popitem"})
+
+
 class _ControlFlow(gast.NodeTransformer):
-    def __init__(self, ctx: Context, fn: gast.FunctionDef):
+    def __init__(self, ctx: Context, fn: gast.FunctionDef, local: set[str]):
         self.ctx = ctx
+        self.locals = local
         liveness = analyze(fn)
         self.live = liveness.live_out
         self.loop_head = liveness.loop_head
@@ -70,6 +76,21 @@ class _ControlFlow(gast.NodeTransformer):
                     _subscript_bases(node.body + node.orelse)
                 self.modified[node] = sorted(body - self.globals)
                 self.reads_in[node] = read_names(node)
+
+    def _mutated(self, node: gast.stmt) -> list[str]:
+        """Locals the loop changes through methods (``items.append(x)``) without assigning
+        them: passed to the operator too, so a staged loop can say such changes cannot work."""
+        found = set()
+        for sub in gast.walk(node):
+            if not isinstance(sub, gast.Call):
+                continue
+            func = sub.func
+            if isinstance(func, gast.Attribute) and func.attr == "converted_call" and sub.args:
+                func = sub.args[0]  # call_trees already routed the call through the runtime
+            if isinstance(func, gast.Attribute) and func.attr in MUTATORS and \
+                    isinstance(func.value, gast.Name):
+                found.add(func.value.id)
+        return sorted(found & self.locals - set(self.modified[node]))
 
     def _carried(self, node: gast.stmt, loop: bool) -> list[str]:
         live = set(self.live.get(node, ()))
@@ -154,7 +175,7 @@ class _ControlFlow(gast.NodeTransformer):
         opts, options = self._options(node)
         self.generic_visit(node)
         modified = self.modified[node]
-        carried = self._carried(node, loop=True)
+        carried = self._carried(node, loop=True) + self._mutated(node)
         test_name, body_name = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
         get, set_, state = self._state_functions(carried)
         (test_fn,) = template(f"""
@@ -174,7 +195,7 @@ class _ControlFlow(gast.NodeTransformer):
         opts, options = self._options(node)
         self.generic_visit(node)
         modified = self.modified[node]
-        carried = self._carried(node, loop=True)
+        carried = self._carried(node, loop=True) + self._mutated(node)
         body_name = self.ctx.namer.new("loop_body")
         item = self.ctx.namer.new("itr")
         get, set_, state = self._state_functions(carried)
@@ -202,7 +223,7 @@ def convert(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     globals_, nonlocals = declared(node)
     # The user's locals, before their assignments move into generated body functions.
     local = sorted(_all_assigned(node) - _params(node) - globals_ - nonlocals)
-    transformer = _ControlFlow(ctx, node)
+    transformer = _ControlFlow(ctx, node, set(local) | _params(node))
     node.body = [s for stmt in node.body for s in _as_list(transformer.visit(stmt))]
     inits = []
     for name in local:

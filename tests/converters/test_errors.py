@@ -346,3 +346,31 @@ def test_converted_code_has_users_filename_and_first_line():
     converted = convert(bad_reshape_in_branch)
     assert converted.__code__.co_filename == HERE
     assert converted.__code__.co_firstlineno == bad_reshape_in_branch.__code__.co_firstlineno
+
+
+def appends_in_tensor_loop(n):
+    items = []
+    for i in tf.range(n):
+        items.append(i)
+    return tf.stack(items)
+
+
+def appends_in_python_loop(n):
+    items = []
+    for i in range(3):
+        items.append(i * n)
+    return tf.stack(items)
+
+
+def test_list_append_in_a_staged_loop_names_the_list_and_the_fix():
+    with pytest.raises(ValueError) as e:
+        tf.function(appends_in_tensor_loop)(tf.constant(3))
+    line = _line_of(appends_in_tensor_loop, "for i in")
+    assert _first_line(e).startswith(
+        f"'items' is a Python list that a tensor-dependent loop changes in place "
+        f"({HERE}:{line}); the staged loop runs its body only once")
+    assert "tf.TensorArray" in _first_line(e)
+
+
+def test_list_append_in_a_python_loop_still_works():
+    assert tf.function(appends_in_python_loop)(tf.constant(2)).numpy().tolist() == [0, 2, 4]
