@@ -56,10 +56,9 @@ def broadcast_all(op: str, types: Sequence[TensorType]) -> Dims:
 
 
 def normalize_axis(op: str, axis: int, rank: int | None, extra: int = 0) -> int:
-    """Maps a possibly negative axis into [0, rank + extra); raises when out of range."""
+    """Maps a possibly negative axis into [0, rank + extra); raises when out of range. With an
+    unknown rank the axis is kept as given (the kernel resolves it when the rank is known)."""
     if rank is None:
-        if axis < 0:
-            raise fail(op, f"a negative axis ({axis}) needs a known rank.")
         return axis
     n = rank + extra
     if not -n <= axis < n:
