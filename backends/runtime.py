@@ -9,13 +9,20 @@ import numpy as np
 
 def format_tensor(a: np.ndarray, summarize: int | None = 3) -> str:
     """How ``tf.print`` shows a tensor: ``[1 2 3]``, at most ``summarize`` items at each end of
-    every dimension (None or -1: all)."""
+    every dimension (None or -1: all).
+
+    >>> format_tensor(np.array([1.0, 2.5, 3.0], np.float32)), format_tensor(np.arange(10), 2)
+    ('[1 2.5 3]', '[0 1 ... 8 9]')
+    """
     a = np.asarray(a)
+    # Floats print like TensorFlow's: shortest general form, 6 significant digits (5, 2.5).
+    formatter = {"float_kind": lambda v: format(v, "g")} if a.dtype.kind == "f" else None
     if a.ndim == 0:
-        return str(a[()])
+        return formatter["float_kind"](a[()]) if formatter else str(a[()])
     if summarize is None or summarize < 0:
-        return np.array2string(a, separator=" ", threshold=sys.maxsize)
-    return np.array2string(a, separator=" ", threshold=2 * summarize, edgeitems=summarize)
+        return np.array2string(a, separator=" ", threshold=sys.maxsize, formatter=formatter)
+    return np.array2string(a, separator=" ", threshold=2 * summarize, edgeitems=summarize,
+                           formatter=formatter)
 
 
 def format_print(template: Sequence[tuple], values: Sequence[np.ndarray], sep: str,
