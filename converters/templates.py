@@ -1,7 +1,8 @@
 """Code templates: Python source with placeholder names replaced by AST nodes.
 
     >>> import gast
-    >>> stmts = template("target = value + 1", target="y", value=gast.Name("x", gast.Load(), None, None))
+    >>> x = gast.Name("x", gast.Load(), None, None)
+    >>> stmts = template("target = value + 1", target="y", value=x)
     >>> import astunparse
     >>> astunparse.unparse(gast.gast_to_ast(gast.Module(stmts, []))).strip()
     'y = (x + 1)'

@@ -260,7 +260,8 @@ def _loop_over_components(cond: Callable, body: Callable, loop_vars: Any, vars_:
     def rebuild(values: Sequence[Any]) -> list:
         out, k = [], 0
         for proto, n in layout:
-            out.append(values[k] if proto is None else proto._from_components(list(values[k:k + n])))
+            part = list(values[k:k + n])
+            out.append(values[k] if proto is None else proto._from_components(part))
             k += n
         return out
 

@@ -66,7 +66,8 @@ def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.floa
     TensorShape([2, 3])
     """
     d = _dt.as_dtype(dtype)
-    z = bind(OPS["random_normal"], shape=_static_dims(shape, "random"), dtype=d, seed=get_seed(seed))
+    z = bind(OPS["random_normal"], shape=_static_dims(shape, "random"), dtype=d,
+             seed=get_seed(seed))
     from stagecraft.math_ops import add, cast, multiply
     return add(multiply(z, cast(stddev, d)), cast(mean, d))
 
@@ -82,7 +83,8 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
             raise ValueError(f"random.uniform: maxval must be given for integer dtype {d.name}.")
         return bind(OPS["random_uniform_int"], cast(minval, d), cast(maxval, d),
                     shape=_static_dims(shape, "random"), seed=get_seed(seed))
-    u = bind(OPS["random_uniform"], shape=_static_dims(shape, "random"), dtype=d, seed=get_seed(seed))
+    u = bind(OPS["random_uniform"], shape=_static_dims(shape, "random"), dtype=d,
+             seed=get_seed(seed))
     lo, hi = cast(minval, d), cast(1.0 if maxval is None else maxval, d)
     return add(multiply(u, subtract(hi, lo)), lo)
 

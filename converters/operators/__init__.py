@@ -10,5 +10,6 @@ from stagecraft.converters.operators.variables import (Undefined, UndefinedRetur
                                                        is_undefined, retval)
 
 __all__ = ["len_", "print_", "assert_stmt", "converted_call", "RangeSpec", "for_stmt",
-           "if_stmt", "range_", "while_stmt", "and_", "compare_chain", "if_exp", "not_", "or_", "Undefined",
+           "if_stmt", "range_", "while_stmt", "and_", "compare_chain", "if_exp", "not_", "or_",
+           "Undefined",
            "UndefinedReturnValue", "is_undefined", "retval"]

@@ -4,7 +4,8 @@ its keyword arguments), which the control_flow pass hands to the loop operator.
 
     >>> import gast, astunparse
     >>> from stagecraft.converters.context import Context, Namer
-    >>> src = "def f(x):\\n    while x > 0:\\n        set_loop_options(maximum_iterations=3)\\n        x -= 1"
+    >>> src = ("def f(x):\\n    while x > 0:\\n"
+    ...        "        set_loop_options(maximum_iterations=3)\\n        x -= 1")
     >>> fn = convert(gast.parse(src).body[0], Context("f.py", "f", Namer(set())))
     >>> loop = fn.body[0]
     >>> [k.arg for k in loop.sc_loop_options], len(loop.body)

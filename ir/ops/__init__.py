@@ -18,7 +18,8 @@ OPS: types.MappingProxyType = types.MappingProxyType(
     {v.name: v for m in _FAMILIES for v in vars(m).values() if isinstance(v, OpDef)})
 
 # NumPy reports 1/0, log(0), sqrt(-1) as RuntimeWarnings; TensorFlow returns inf/nan silently,
-# and so do our kernels (the filter covers only warnings raised from stagecraft's own modules, where kernels run).
+# and so do our kernels (the filter covers only warnings raised from stagecraft's own modules,
+# where kernels run).
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"stagecraft\.")
 
 __all__ = ["OPS", "OpDef", "Kind", "Example"]

@@ -91,7 +91,8 @@ sigmoid_op = unary("sigmoid", _sigmoid, F, "Logistic function 1 / (1 + exp(-x)),
 softplus_op = unary("softplus", lambda x: np.logaddexp(0, x), F, "log(1 + exp(x)), stably.")
 relu_op = unary("relu", lambda x: np.maximum(x, 0), N,
                 "max(x, 0); its gradient at 0 is 0 as in TensorFlow.", avoid=(0.0,))
-floor_op = unary("floor", np.floor, F, "Largest integer not greater than x.", avoid=(0.0, 1.0, -1.0))
+floor_op = unary("floor", np.floor, F, "Largest integer not greater than x.",
+                 avoid=(0.0, 1.0, -1.0))
 ceil_op = unary("ceil", np.ceil, F, "Smallest integer not less than x.", avoid=(0.0, 1.0, -1.0))
 round_op = unary("round", np.round, N, "Round half to even (banker's rounding), like TensorFlow.",
                  avoid=(0.5, 1.5, -0.5, -1.5))

@@ -78,7 +78,8 @@ reduce_mean_op = reduction("reduce_mean", _mean, N,
 reduce_max_op = reduction("reduce_max", _extreme(np.max, _lowest), N,
                           "Maximum over `axis`; an empty reduction gives the dtype's lowest value.")
 reduce_min_op = reduction("reduce_min", _extreme(np.min, _highest), N,
-                          "Minimum over `axis`; an empty reduction gives the dtype's highest value.")
+                          "Minimum over `axis`; an empty reduction gives the dtype's highest "
+                          "value.")
 reduce_prod_op = reduction(
     "reduce_prod", lambda x, a, k: np.prod(x, axis=a, keepdims=k, dtype=x.dtype), N,
     "Product over `axis`.", lo=0.5, hi=1.5)
@@ -117,7 +118,8 @@ argmax_op = arg_reduction("argmax", np.argmax, "Index of the largest value along
 argmin_op = arg_reduction("argmin", np.argmin, "Index of the smallest value along `axis`.")
 
 
-def scan(name: str, fn: Callable, identity: int, doc: str, lo: float = -2.0, hi: float = 2.0) -> OpDef:
+def scan(name: str, fn: Callable, identity: int, doc: str, lo: float = -2.0,
+         hi: float = 2.0) -> OpDef:
     def infer(types, axis, exclusive, reverse, _op=name):
         d = check_unified(_op, ("x",), types, (0,), N)
         if types[0].rank == 0:
