@@ -1,0 +1,21 @@
+"""Numba CPU kernel library for the ``numba`` backend.
+
+Real module files whose functions are compiled with
+``@numba.njit(cache=True, error_model="numpy", nogil=True)``, so that their machine code is
+cached in ``__pycache__`` and shared by every generated graph function that calls them.
+Generated code calls them through a module alias; every kernel returns (or fills) arrays with
+exactly the dtype the op table's NumPy reference kernel produces, never bare scalars (which
+would lose their dtype). Arrays passed in must be C-contiguous.
+
+Submodules are imported lazily by their users (``import numba`` costs 0.15-0.35 s):
+
+* :mod:`.reduce` -- reductions over axes via an (outer, reduced, inner) view, arg-reductions,
+  cumulative sums and products.
+* :mod:`.linalg` -- 2-D and batched matmul (BLAS for floats, loops for integers), diag,
+  diag_part.
+* :mod:`.shape` -- gather and its scatter-add adjoint, one_hot, concat, tile, broadcasting,
+  sum_like.
+* :mod:`.slicing` -- strided slicing and its adjoint, planned at code-generation time.
+* :mod:`.creation` -- fill, eye, range, where (indices), and random ops (through object mode,
+  so the Philox streams equal the reference's).
+"""
