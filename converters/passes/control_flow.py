@@ -69,10 +69,9 @@ class _ControlFlow(gast.NodeTransformer):
         self.modified: dict = {}
         for node in gast.walk(fn):
             if isinstance(node, (gast.If, gast.While, gast.For)):
-                targets = assigned_names([gast.Assign(targets=[node.target], value=None,
-                                                      type_comment=None)]) \
-                    if isinstance(node, gast.For) else set()
-                body = assigned_names(node.body) | assigned_names(node.orelse) | targets | \
+                # For a for loop this includes its target; the test/iterable binds nothing.
+                body = (assigned_names([node]) if isinstance(node, gast.For) else
+                        assigned_names(node.body) | assigned_names(node.orelse)) | \
                     _subscript_bases(node.body + node.orelse)
                 self.modified[node] = sorted(body - self.globals)
                 self.reads_in[node] = read_names(node)
@@ -222,7 +221,7 @@ def convert(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Converts the control flow of ``node`` (and of functions nested in it)."""
     globals_, nonlocals = declared(node)
     # The user's locals, before their assignments move into generated body functions.
-    local = sorted(_all_assigned(node) - _params(node) - globals_ - nonlocals)
+    local = sorted(assigned_names(node.body) - _params(node) - globals_ - nonlocals)
     transformer = _ControlFlow(ctx, node, set(local) | _params(node))
     node.body = [s for stmt in node.body for s in _as_list(transformer.visit(stmt))]
     inits = []
@@ -245,16 +244,6 @@ def _subscript_bases(stmts: list) -> set[str]:
                 if isinstance(base, gast.Name):
                     out.add(base.id)
     return out
-
-
-def _all_assigned(fn: gast.FunctionDef) -> set[str]:
-    """Names bound anywhere in ``fn``'s own scope (including inside if/while/for bodies)."""
-    names = assigned_names(fn.body)
-    for node in gast.walk(fn):
-        if isinstance(node, gast.For):
-            names |= assigned_names([gast.Assign(targets=[node.target], value=None,
-                                                 type_comment=None)])
-    return names
 
 
 def _as_list(x: object) -> list:
