@@ -30,7 +30,8 @@ _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 # --------------------------------------------------------------------------- 2-D matmul
 
 def _mm2(a, b, transpose_a, transpose_b):  # pragma: no cover - typed by the overload
-    raise NotImplementedError
+    raise TypeError("_mm2 is only callable from njit code: its implementation is "
+                    "the @overload below, chosen by numba per dtype.")
 
 
 def _mm2_blas(a, b, transpose_a, transpose_b):

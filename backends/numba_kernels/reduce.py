@@ -94,11 +94,13 @@ def scan_plan(shape, axis: int):
 # --------------------------------------------------------------------------- dtype helpers
 
 def _lowest(x):  # pragma: no cover - typed by the overload below
-    raise NotImplementedError
+    raise TypeError("_lowest is only callable from njit code: its implementation is "
+                    "the @overload below, chosen by numba per dtype.")
 
 
 def _highest(x):  # pragma: no cover
-    raise NotImplementedError
+    raise TypeError("_highest is only callable from njit code: its implementation is "
+                    "the @overload below, chosen by numba per dtype.")
 
 
 @overload(_lowest)
@@ -122,7 +124,8 @@ def _ol_highest(x):
 # --------------------------------------------------------------------------- layout
 
 def _to3_impl(x, perm, outer, reduced, inner):  # pragma: no cover - typed by the overload
-    raise NotImplementedError
+    raise TypeError("_to3_impl is only callable from njit code: its implementation is "
+                    "the @overload below, chosen by numba per dtype.")
 
 
 def _to3_reshape(x, perm, outer, reduced, inner):
@@ -238,7 +241,8 @@ def min3(x3):
 
 
 def _mean_impl(x3):  # pragma: no cover
-    raise NotImplementedError
+    raise TypeError("_mean_impl is only callable from njit code: its implementation is "
+                    "the @overload below, chosen by numba per dtype.")
 
 
 def _mean_float(x3):
