@@ -50,6 +50,17 @@ def _prod(shape, lo, hi):
 # ------------------------------------------------------------------------------ gather
 
 @numba.njit(**_JIT)
+def _check_indices(i2, n):
+    """Raises IndexError unless every index of the (batch, m) array is in [0, n)."""
+    for b in range(i2.shape[0]):
+        for j in range(i2.shape[1]):
+            k = i2[b, j]
+            if k < 0 or k >= n:
+                raise IndexError("gather: an index is out of range [0, params.shape[axis]); "
+                                 "negative indices are not allowed")
+
+
+@numba.njit(**_JIT)
 def gather_into(params, indices, out, axis, batch_dims):
     """out[b.., o.., idx.., i..] = params[b.., o.., indices[b.., idx..], i..].
 
@@ -64,12 +75,7 @@ def gather_into(params, indices, out, axis, batch_dims):
     p4 = params.reshape((nb, no, n, ni))
     i2 = indices.reshape((nb, m))
     o4 = out.reshape((nb, no, m, ni))
-    for b in range(nb):
-        for j in range(m):
-            k = i2[b, j]
-            if k < 0 or k >= n:
-                raise IndexError("gather: an index is out of range [0, params.shape[axis]); "
-                                 "negative indices are not allowed")
+    _check_indices(i2, n)  # before anything is written
     for b in range(nb):
         for o in range(no):
             for j in range(m):
@@ -93,11 +99,7 @@ def gather_grad_into(g, indices, out, axis, batch_dims):
     o4 = out.reshape((nb, no, n, ni))
     i2 = indices.reshape((nb, m))
     g4 = g.reshape((nb, no, m, ni))
-    for b in range(nb):
-        for j in range(m):
-            k = i2[b, j]
-            if k < 0 or k >= n:
-                raise IndexError("gather_grad: an index is out of range [0, like.shape[axis])")
+    _check_indices(i2, n)
     o4[...] = 0
     for b in range(nb):
         for o in range(no):

@@ -7,7 +7,6 @@ broadcast batch shapes the examples do not cover, integer wrap-around and the pl
 """
 from __future__ import annotations
 
-import zlib
 
 import numpy as np
 import pytest
@@ -18,32 +17,19 @@ pytest.importorskip("scipy")  # numba's np.dot (the float matmul path) needs Sci
 from stagecraft.backends.numba_kernels import linalg as K
 from stagecraft.ir import OPS
 
+from numba_kernel_support import check_same, examples  # noqa: E402
+
 RUN = {"matmul": K.run_matmul, "diag": K.run_diag, "diag_part": K.run_diag_part}
 
 
-def _examples(name, d):
-    seed = zlib.crc32(f"numba/{name}/{d.name}".encode())
-    return list(OPS[name].examples(np.random.default_rng(seed), d))
-
-
-def check_same(got, want, where=""):
-    want = np.asarray(want)
-    assert isinstance(got, np.ndarray), where
-    assert got.dtype == want.dtype, (where, got.dtype, want.dtype)
-    assert got.shape == want.shape, (where, got.shape, want.shape)
-    if want.dtype.kind == "f":
-        atol = 1e-6 if want.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=atol, err_msg=where)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=where)
 
 
 @pytest.mark.parametrize("name,d", [pytest.param(n, d, id=f"{n}-{d.name}")
                                     for n in RUN for d in OPS[n].dtypes])
 def test_matches_reference(name, d):
-    examples = _examples(name, d)
-    assert examples
-    for i, ex in enumerate(examples):
+    cases = examples(name, d)
+    assert cases
+    for i, ex in enumerate(cases):
         where = f"{name} {d.name} example {i}: {[np.shape(x) for x in ex.inputs]} {ex.attrs}"
         check_same(RUN[name](*ex.inputs, **ex.attrs), OPS[name].kernel(*ex.inputs, **ex.attrs),
                    where)

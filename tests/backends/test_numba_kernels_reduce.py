@@ -10,7 +10,6 @@ helper, and calling the kernels from another njit function (as generated code do
 from __future__ import annotations
 
 import warnings
-import zlib
 
 import numpy as np
 import pytest
@@ -20,14 +19,12 @@ pytest.importorskip("numba")
 from stagecraft.backends.numba_kernels import reduce as K
 from stagecraft.ir import OPS
 
+from numba_kernel_support import check_same, examples  # noqa: E402
+
 REDUCE_OPS = tuple(K.REDUCE3)
 ARG_OPS = tuple(K.ARG3)
 SCAN_OPS = tuple(K.SCAN3)
 
-
-def _examples(name, d):
-    seed = zlib.crc32(f"numba/{name}/{d.name}".encode())
-    return list(OPS[name].examples(np.random.default_rng(seed), d))
 
 
 def _cases():
@@ -46,23 +43,12 @@ def _run(name, x, attrs):
     return K.run_scan(name, x, attrs["axis"], attrs["exclusive"], attrs["reverse"])
 
 
-def check_same(got, want, where=""):
-    want = np.asarray(want)
-    assert isinstance(got, np.ndarray), where
-    assert got.dtype == want.dtype, (where, got.dtype, want.dtype)
-    assert got.shape == want.shape, (where, got.shape, want.shape)
-    if want.dtype.kind == "f":
-        atol = 1e-6 if want.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=atol, err_msg=where)
-    else:
-        np.testing.assert_array_equal(got, want, err_msg=where)
-
 
 @pytest.mark.parametrize("name,d", list(_cases()))
 def test_matches_reference(name, d):
-    examples = _examples(name, d)
-    assert examples
-    for i, ex in enumerate(examples):
+    cases = examples(name, d)
+    assert cases
+    for i, ex in enumerate(cases):
         (x,) = ex.inputs
         where = f"{name} {d.name} example {i}: shape {np.shape(x)} {ex.attrs}"
         check_same(_run(name, x, ex.attrs), OPS[name].kernel(x, **ex.attrs), where)
