@@ -49,8 +49,11 @@ class _Slot:
 
 # --------------------------------------------------------------------- tracing
 
+_KEEP = object()  # "no relaxation" (a relaxed dims of None means an unknown rank)
+
+
 def _placeholders(structure: Any, fg: FuncGraph, hint: str, flat: list,
-                  relax: Any = None) -> Any:
+                  relax: Any = _KEEP) -> Any:
     """Replaces tensor leaves by placeholder GraphTensors (variables by reference inputs)."""
     if isinstance(structure, dict):
         # Placeholders in sorted-key order (the order of the cache key and of _flat_tensors),
@@ -72,7 +75,7 @@ def _placeholders(structure: Any, fg: FuncGraph, hint: str, flat: list,
         return structure
     if isinstance(structure, (Tensor, np.ndarray, TensorSpec)):
         t = structure if not isinstance(structure, np.ndarray) else convert_to_tensor(structure)
-        dims = t.shape.dims_tuple if relax is None else relax
+        dims = t.shape.dims_tuple if relax is _KEEP else relax
         p = fg.add_input(TensorType(t.dtype, dims), _safe(hint))
         flat.append(structure)
         return graph_tensor(p, fg)
@@ -86,7 +89,7 @@ def _keys(d: dict) -> list:
 
 
 def _sub(relax: Any, k: Any) -> Any:
-    return None if relax is None else relax[k]
+    return relax if relax is _KEEP else relax[k]
 
 
 def _safe(hint: str) -> str:
@@ -124,10 +127,10 @@ def trace(python_function: Callable, args: tuple, kwargs: dict, name: str,
     flat_inputs: list = []
     names = _param_names(python_function, len(args))
     sym_args = [_placeholders(a, fg, names[i], flat_inputs,
-                              None if relax is None else relax[0][i])
+                              _KEEP if relax is None else relax[0][i])
                 for i, a in enumerate(args)]
     sym_kwargs = {k: _placeholders(kwargs[k], fg, k, flat_inputs,
-                                   None if relax is None else relax[1][k])
+                                   _KEEP if relax is None else relax[1][k])
                   for k in _keys(kwargs)}
     from stagecraft.converters.operators.trace_report import recording
     with recording() as report, building(fg):  # what AutoGraph's statements did in this trace
