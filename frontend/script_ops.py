@@ -7,15 +7,20 @@ from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.shapes import format_dims, is_compatible
 from stagecraft.ir.types import TensorType
+from stagecraft.tensor_spec import TensorSpec
 from stagecraft.tensor import Tensor, wrap
 
 
 def py_function(func: Callable, inp: Sequence[Any], Tout: Any,  # noqa: N803 (TF's name)
                 name: str | None = None) -> Any:
     """Calls ``func`` on eager tensors whenever the op runs (inside ``@function``: at every
-    call, not at trace time). ``Tout`` is a dtype (one result) or a list of dtypes. It is
-    differentiable once: gradients come from running ``func`` under a tape.
+    call, not at trace time). ``Tout`` is a dtype or a ``TensorSpec`` (one result) or a list
+    of them; a ``TensorSpec`` also gives the result's shape, which is checked when the
+    function returns (the Numba backend compiles staged code around a ``py_function`` only
+    when the ranks of its results are known this way). It is differentiable once: gradients
+    come from running ``func`` under a tape.
 
     >>> import stagecraft as tf
     >>> @tf.function
@@ -25,7 +30,7 @@ def py_function(func: Callable, inp: Sequence[Any], Tout: Any,  # noqa: N803 (TF
     6.0
     """
     single = not isinstance(Tout, (list, tuple))
-    touts = [_dt.as_dtype(Tout)] if single else [_dt.as_dtype(t) for t in Tout]
+    touts = [_out_spec(t) for t in ([Tout] if single else Tout)]
     inputs = [x if isinstance(x, Tensor) else convert_to_tensor(x) for x in inp]
     fg = STATE.get().graph
     if fg is None:
@@ -33,8 +38,8 @@ def py_function(func: Callable, inp: Sequence[Any], Tout: Any,  # noqa: N803 (TF
     else:
         fn = _array_function(func, touts)
         operands = [fg.operand(x) for x in inputs]
-        outs = fg.emit("py_function", operands, [TensorType(d, None) for d in touts],
-                       {"fn": fn, "Tout": tuple(touts)})
+        outs = fg.emit("py_function", operands, [TensorType(d, dims) for d, dims in touts],
+                       {"fn": fn, "Tout": tuple(d for d, _ in touts)})
         tapes = STATE.get().tapes
         if tapes and outs:
             tensors = [fg.tensor_for(o) for o in operands]
@@ -53,14 +58,25 @@ def _call(func: Callable, inputs: list, touts: list) -> list:
         raise InvalidArgumentError(f"py_function: the function returned {len(results)} values "
                                    f"but Tout lists {len(touts)} dtypes.")
     out = []
-    for r, d in zip(results, touts):
+    for r, (d, dims) in zip(results, touts):
         t = convert_to_tensor(r, d) if not isinstance(r, Tensor) else r
         if t.dtype != d:
             raise InvalidArgumentError(f"py_function: the function returned a {t.dtype.name} "
                                        f"value where Tout says {d.name}; return that dtype or "
                                        f"change Tout.")
+        if dims is not None and not is_compatible(dims, t.shape.dims_tuple):
+            raise InvalidArgumentError(f"py_function: the function returned a value of shape "
+                                       f"{t.shape} where Tout says {format_dims(dims)}; return "
+                                       f"that shape or change Tout.")
         out.append(t)
     return out
+
+
+def _out_spec(t: Any) -> tuple:
+    """(dtype, dims or None) of one ``Tout`` entry (a dtype or a TensorSpec)."""
+    if isinstance(t, TensorSpec):
+        return t.dtype, (None if t.shape.rank is None else tuple(t.shape.as_list()))
+    return _dt.as_dtype(t), None
 
 
 def _array_function(func: Callable, touts: list) -> Callable:
@@ -91,7 +107,8 @@ def _grad(func: Callable, inputs: list, touts: list, gouts: list) -> list:
         grads = tape.gradient(ys, [xs[i] for i in float_in], output_gradients=seeds)
         return [zeros_like(xs[i]) if g is None else g for i, g in zip(float_in, grads)]
 
-    grads = py_function(backward, list(inputs) + list(gouts), [inputs[i].dtype for i in float_in])
+    grads = py_function(backward, list(inputs) + list(gouts),
+                        [TensorSpec(inputs[i].shape, inputs[i].dtype) for i in float_in])
     out: list = [None] * len(inputs)
     for i, g in zip(float_in, grads):
         out[i] = g
