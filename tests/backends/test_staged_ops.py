@@ -15,8 +15,6 @@ products with nested tapes around the call) on the first example of each op.
 """
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pytest
 
@@ -26,16 +24,12 @@ from stagecraft.gradients import VJPS
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 
-RTOL, ATOL = 1e-12, 1e-12        # identical kernels: staged values must match bit for bit-ish
-GRAD_RTOL, GRAD_ATOL = 1e-9, 1e-11  # gradients: the same rules, possibly reassociated sums
+from staged_op_support import (RTOL, ATOL, Objective, as_list, assert_same_grads,  # noqa: E402
+                                assert_same_tensor, examples, first_order, inputs,
+                                second_order, seed)
 
-
-def _seed(*parts) -> int:
-    return zlib.crc32("/".join(map(str, parts)).encode())
-
-
-def _examples(name: str, d: dt.DType) -> list:
-    return list(OPS[name].examples(np.random.default_rng(_seed(name, d.name)), d))
+# The executable specification; the Numba backend is checked against it in test_numba_ops.py.
+BACKEND = "reference"
 
 
 def _value_cases() -> list:
@@ -43,13 +37,13 @@ def _value_cases() -> list:
     for name in sorted(OPS):
         op = OPS[name]
         for d in op.test_dtypes or op.dtypes:
-            for i, ex in enumerate(_examples(name, d)):
+            for i, ex in enumerate(examples(name, d)):
                 cases.append(pytest.param(name, d, i, id=f"{name}-{d.name}-{i}"))
     return cases
 
 
 def _has_float_output(name: str, ex) -> bool:
-    outs = _as_list(bind(OPS[name], *_inputs(ex), **ex.attrs))
+    outs = as_list(bind(OPS[name], *inputs(ex), **ex.attrs))
     return any(o.dtype.is_floating for o in outs)
 
 
@@ -61,52 +55,28 @@ def _grad_cases(second_order: bool) -> list:
         op = OPS[name]
         if dt.float64 not in op.dtypes:
             continue
-        usable = [i for i, ex in enumerate(_examples(name, dt.float64))
+        usable = [i for i, ex in enumerate(examples(name, dt.float64))
                   if _has_float_output(name, ex)]
         for i in usable[:1] if second_order else usable:
             cases.append(pytest.param(name, i, id=f"{name}-{i}"))
     return cases
 
 
-def _is_python(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
-
-
-def _inputs(ex) -> list:
-    """tf.constant for arrays and NumPy scalars; Python scalars stay Python values (eager and
-    staged get the very same objects)."""
-    return [x if _is_python(x) else tf.constant(np.asarray(x)) for x in ex.inputs]
-
-
-def _as_list(out) -> list:
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
 def _staged(op, attrs):
-    return tf.function(lambda *xs: bind(op, *xs, **attrs), backend="reference")
-
-
-def _assert_same_tensor(actual, expected, where: str) -> None:
-    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
-    a, e = np.asarray(actual.numpy()), np.asarray(expected.numpy())
-    assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
-    if a.dtype.kind == "f":
-        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=where)
-    else:
-        np.testing.assert_array_equal(a, e, err_msg=where)
+    return tf.function(lambda *xs: bind(op, *xs, **attrs), backend=BACKEND)
 
 
 @pytest.mark.parametrize("name,d,i", _value_cases())
 def test_staged_equals_eager(name, d, i):
     op = OPS[name]
-    ex = _examples(name, d)[i]
-    xs = _inputs(ex)
-    expected = _as_list(bind(op, *xs, **ex.attrs))
+    ex = examples(name, d)[i]
+    xs = inputs(ex)
+    expected = as_list(bind(op, *xs, **ex.attrs))
     f = _staged(op, ex.attrs)
-    actual = _as_list(f(*xs))
+    actual = as_list(f(*xs))
     assert len(actual) == len(expected)
     for k, (a, e) in enumerate(zip(actual, expected)):
-        _assert_same_tensor(a, e, f"{name}[{i}] output {k}")
+        assert_same_tensor(a, e, f"{name}[{i}] output {k}")
     # the traced output types (shape/dtype inference) describe what the backend produced
     concrete = f.get_concrete_function(*xs)
     for k, (t, e) in enumerate(zip(concrete.outputs, expected)):
@@ -114,21 +84,21 @@ def test_staged_equals_eager(name, d, i):
         assert t.shape.is_compatible_with(e.shape), \
             f"{name}[{i}] output {k}: inferred shape {t.shape}, actual {e.shape}"
     # a second call runs the cached trace and gives the same result again
-    again = _as_list(f(*xs))
+    again = as_list(f(*xs))
     for k, (a, e) in enumerate(zip(again, expected)):
-        _assert_same_tensor(a, e, f"{name}[{i}] output {k} (second call)")
+        assert_same_tensor(a, e, f"{name}[{i}] output {k} (second call)")
     assert f.experimental_get_tracing_count() == 1
     tensors = [x for x in xs if isinstance(x, tf.Tensor)]
     if len(tensors) != len(xs):
         return
     # a trace for unknown dimensions (known rank) runs the same kernels
     relaxed = f.get_concrete_function(*[tf.TensorSpec([None] * x.ndim, x.dtype) for x in xs])
-    for k, (a, e) in enumerate(zip(_as_list(relaxed(*xs)), expected)):
-        _assert_same_tensor(a, e, f"{name}[{i}] output {k} (unknown dims)")
+    for k, (a, e) in enumerate(zip(as_list(relaxed(*xs)), expected)):
+        assert_same_tensor(a, e, f"{name}[{i}] output {k} (unknown dims)")
     # ... and for unknown ranks (negative axes are resolved by the kernel at run time)
     unranked = f.get_concrete_function(*[tf.TensorSpec(None, x.dtype) for x in xs])
-    for k, (a, e) in enumerate(zip(_as_list(unranked(*xs)), expected)):
-        _assert_same_tensor(a, e, f"{name}[{i}] output {k} (unknown rank)")
+    for k, (a, e) in enumerate(zip(as_list(unranked(*xs)), expected)):
+        assert_same_tensor(a, e, f"{name}[{i}] output {k} (unknown rank)")
 
 
 def test_every_op_has_value_cases():
@@ -162,93 +132,25 @@ def test_staged_ops_on_relaxed_shapes():
         f = _staged(op, attrs)
         spec = [tf.TensorSpec([None, None], tf.float64)] * len(xs)
         c = f.get_concrete_function(*spec)
-        _assert_same_tensor(c(*xs), bind(op, *xs, **attrs), f"{name} relaxed")
+        assert_same_tensor(c(*xs), bind(op, *xs, **attrs), f"{name} relaxed")
 
 
 # -------------------------------------------------------------------------------- gradients
 
-def _weights(out, seed: int):
-    rng = np.random.default_rng(seed)
-    return rng.uniform(0.5, 1.5, np.shape(out)) * rng.choice([-1.0, 1.0], np.shape(out))
-
-
-class _Objective:
-    """sum_k sum(out_k * w_k) (+ sum(out_k**2 * u_k) / 2 with ``quadratic``) over the float
-    outputs of ``op`` applied to the inputs."""
-
-    def __init__(self, name: str, ex, quadratic: bool = False):
-        self.op, self.attrs, self.quadratic = OPS[name], ex.attrs, quadratic
-        self.xs = _inputs(ex)
-        outs = _as_list(bind(self.op, *self.xs, **self.attrs))
-        seed = _seed(name)
-        self.w = [tf.constant(_weights(o.numpy(), seed + k).astype(o.dtype.np))
-                  if o.dtype.is_floating else None for k, o in enumerate(outs)]
-        self.u = [tf.constant(_weights(o.numpy(), seed + 99 + k).astype(o.dtype.np))
-                  if o.dtype.is_floating else None for k, o in enumerate(outs)]
-        self.sources = [i for i, x in enumerate(self.xs)
-                        if isinstance(x, tf.Tensor) and x.dtype.is_floating]
-
-    def __call__(self, *xs):
-        total = None
-        for o, w, u in zip(_as_list(bind(self.op, *xs, **self.attrs)), self.w, self.u):
-            if w is None:
-                continue
-            term = tf.reduce_sum(o * w)
-            if self.quadratic:
-                term = term + tf.reduce_sum(o * o * u) * 0.5
-            total = term if total is None else total + term
-        return total
-
-
-def _first_order(fn, xs, sources):
-    with tf.GradientTape() as tape:
-        for i in sources:
-            tape.watch(xs[i])
-        y = fn(*xs)
-    return y, tape.gradient(y, [xs[i] for i in sources])
-
-
-def _second_order(fn, xs, sources, vs):
-    with tf.GradientTape() as outer:
-        for i in sources:
-            outer.watch(xs[i])
-        with tf.GradientTape() as inner:
-            for i in sources:
-                inner.watch(xs[i])
-            y = fn(*xs)
-        gs = inner.gradient(y, [xs[i] for i in sources])
-        dot = tf.add_n([tf.reduce_sum(g * v) for g, v in zip(gs, vs) if g is not None]) \
-            if any(g is not None for g in gs) else None
-    if dot is None:
-        return gs, [None] * len(sources)
-    return gs, outer.gradient(dot, [xs[i] for i in sources])
-
-
-def _assert_same_grads(actual, expected, where: str) -> None:
-    assert len(actual) == len(expected)
-    for k, (a, e) in enumerate(zip(actual, expected)):
-        if e is None or a is None:
-            assert a is None and e is None, f"{where}: gradient {k} is {a} staged, {e} eager"
-            continue
-        assert a.dtype == e.dtype, f"{where}: gradient {k} dtype"
-        np.testing.assert_allclose(np.asarray(a.numpy()), np.asarray(e.numpy()),
-                                   rtol=GRAD_RTOL, atol=GRAD_ATOL, err_msg=f"{where}: grad {k}")
-
-
 @pytest.mark.parametrize("name,i", _grad_cases(second_order=False))
 def test_staged_gradient_equals_eager(name, i):
-    ex = _examples(name, dt.float64)[i]
-    obj = _Objective(name, ex)
-    y_e, g_e = _first_order(obj, obj.xs, obj.sources)
-    staged = tf.function(obj)
-    y_s, g_s = _first_order(staged, obj.xs, obj.sources)
+    ex = examples(name, dt.float64)[i]
+    obj = Objective(name, ex)
+    y_e, g_e = first_order(obj, obj.xs, obj.sources)
+    staged = tf.function(obj, backend=BACKEND)
+    y_s, g_s = first_order(staged, obj.xs, obj.sources)
     np.testing.assert_allclose(y_s.numpy(), y_e.numpy(), rtol=RTOL, atol=ATOL)
-    _assert_same_grads(g_s, g_e, f"{name}[{i}] tape outside")
+    assert_same_grads(g_s, g_e, f"{name}[{i}] tape outside")
 
     # the tape inside the traced body: the VJP rules themselves are staged
     sources = obj.sources
 
-    @tf.function
+    @tf.function(backend=BACKEND)
     def inside(*xs):
         with tf.GradientTape() as tape:
             for j in sources:
@@ -256,19 +158,19 @@ def test_staged_gradient_equals_eager(name, i):
             y = obj(*xs)
         return tape.gradient(y, [xs[j] for j in sources])
 
-    _assert_same_grads(inside(*obj.xs), g_e, f"{name}[{i}] tape inside")
+    assert_same_grads(inside(*obj.xs), g_e, f"{name}[{i}] tape inside")
 
 
 @pytest.mark.parametrize("name,i", _grad_cases(second_order=True))
 def test_staged_second_order_equals_eager(name, i):
-    ex = _examples(name, dt.float64)[i]
-    obj = _Objective(name, ex, quadratic=True)
-    rng = np.random.default_rng(_seed(name, "v"))
+    ex = examples(name, dt.float64)[i]
+    obj = Objective(name, ex, quadratic=True)
+    rng = np.random.default_rng(seed(name, "v"))
     vs = [tf.constant(rng.uniform(-1, 1, np.shape(obj.xs[j].numpy()))) for j in obj.sources]
-    g_e, h_e = _second_order(obj, obj.xs, obj.sources, vs)
-    g_s, h_s = _second_order(tf.function(obj), obj.xs, obj.sources, vs)
-    _assert_same_grads(g_s, g_e, f"{name}[{i}] first order")
-    _assert_same_grads(h_s, h_e, f"{name}[{i}] second order")
+    g_e, h_e = second_order(obj, obj.xs, obj.sources, vs)
+    g_s, h_s = second_order(tf.function(obj, backend=BACKEND), obj.xs, obj.sources, vs)
+    assert_same_grads(g_s, g_e, f"{name}[{i}] first order")
+    assert_same_grads(h_s, h_e, f"{name}[{i}] second order")
 
 
 def test_every_differentiable_op_has_gradient_cases():
