@@ -1,13 +1,17 @@
-"""Backends that compile graph functions (``compile(graph) -> executable``): the reference
-interpreter today; Numba CPU and Numba CUDA join the registry with their issues."""
+"""Backends that compile graph functions (``compile(graph) -> executable``): the Numba CPU
+code generator (the default) and the reference interpreter; Numba CUDA joins with its issue."""
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 # Backend name -> module implementing `compile(graph) -> executable`.
-_BACKENDS = {"reference": "stagecraft.backends.reference"}
-DEFAULT = "reference"
+_BACKENDS = {"reference": "stagecraft.backends.reference",
+             "numba": "stagecraft.backends.numba_cpu"}
+# `function`'s backend when none is given; STAGECRAFT_BACKEND=reference switches a whole
+# program (or test run) to the interpreter.
+DEFAULT = os.environ.get("STAGECRAFT_BACKEND", "numba")
 
 
 def get_backend(name: str | None) -> Any:

@@ -22,6 +22,7 @@ class Executable:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.source = None  # backends that generate code keep it here
+        self.fallback_reason = None  # why another backend handed this graph here, if it did
         self._pruned = prune_unused(graph)
 
     def __call__(self, args: Sequence[Any]) -> list:

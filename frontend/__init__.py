@@ -30,6 +30,7 @@ from stagecraft.scopes import init_scope
 from stagecraft.tensor_array import TensorArray
 from stagecraft import autograph
 from stagecraft.autograph import show_converted
+from stagecraft.compiled import compiled_source, show_compiled
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
 int32 = dtypes.int32

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 from typing import Callable, Iterator
 
 import pytest
+
+# Most tests check semantics, not a backend, so they run on the reference interpreter (no
+# compile cost). The Numba backend runs tests/backends/test_numba_*.py and every module listed
+# in NUMBA_MODULES (the staged tests of the staging and AutoGraph issues).
+os.environ.setdefault("STAGECRAFT_BACKEND", "reference")
+NUMBA_MODULES = ("test_numba_backend", "test_function", "test_control_flow", "test_py_function", "test_tensor_array",
+                 "test_reference_behaviours", "test_module", "test_variables")
 
 from stagecraft.ir.graph import Graph
 from stagecraft.ir.parser import parse
@@ -50,3 +58,18 @@ def _verify_every_trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     if not getattr(module.trace, "__wrapped_for_checks__", False):
         monkeypatch.setattr(module, "trace", _checked(module.trace))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _backend_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Runs the NUMBA_MODULES on the Numba backend (what users get by default)."""
+    from stagecraft import backends
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    if name not in NUMBA_MODULES:
+        yield
+        return
+    saved, backends.DEFAULT = backends.DEFAULT, "numba"
+    try:
+        yield
+    finally:
+        backends.DEFAULT = saved

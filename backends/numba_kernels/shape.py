@@ -296,3 +296,14 @@ def sum_like_into(x, out):
             of[dst] += xf[j]
         else:
             of[dst] += _pairwise_sum(xf, j * run, run)
+
+
+@numba.njit(**_JIT)
+def broadcast_dim(a, b):
+    """The broadcast of two dims known only at run time (ValueError when they differ and
+    neither is 1)."""
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise ValueError("Incompatible shapes for broadcasting")

@@ -1,0 +1,469 @@
+"""Graph -> the source of one Numba-compiled Python function.
+
+Representation in the generated code: a rank-0 tensor is a NumPy scalar of its exact dtype, any
+other tensor a C-contiguous array; a variable is a local ("slot") holding its current value,
+which ``assign`` rebinds (values are never mutated in place, so reads taken earlier keep their
+value). The function takes the graph's parameters (variables as their current values), then
+the graph's constant arrays, then (only when the graph has a ``py_function``) a host token; it
+returns a tuple of the results followed by the final values of the variables it assigns.
+
+Elementwise equations that follow one another with one static output shape are fused into one
+loop nest; values used only inside the nest stay scalars. ``cond``, ``while`` and ``call`` are
+inlined as native ``if``/``while`` blocks and plain statements.  Everything else is a call into
+``stagecraft.backends.numba_kernels`` (see :mod:`.lowerings`).  Above every statement a comment
+shows the IR equation it comes from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from stagecraft.backends.numba_cpu import scalar_ops
+from stagecraft.backends.numba_cpu.source import Namer, Writer, literal, np_type, tuple_text
+from stagecraft.ir import dtypes as dt
+from stagecraft.ir.errors import UnimplementedError
+from stagecraft.ir.graph import Eqn, Graph, Literal, Value
+from stagecraft.ir.printer import print_lines
+from stagecraft.ir.types import TensorType
+
+ENTRY = "graph_fn"
+HEADER = ("import numba\nimport numpy as np\n"
+          "import stagecraft.backends.numba_kernels.all as K\n"
+          "import stagecraft.backends.numba_cpu.host as rt\n")
+
+
+class LoweringError(UnimplementedError):
+    """The graph uses something the Numba backend cannot compile (raised when compiling,
+    never at a call, and never replaced by a silent fallback)."""
+
+
+@dataclasses.dataclass
+class Generated:
+    """What the code generator produced for one graph."""
+
+    source: str
+    params: tuple          # indices of the graph's parameters the function takes (the used)
+    consts: tuple          # constant arrays passed after the parameters
+    assigned: tuple        # indices (into params) of the variables returned after the results
+    host_fns: tuple        # py_function callables, called through the host token
+    num_results: int
+
+
+def generate(graph: Graph) -> Generated:
+    """The generated module source for ``graph`` (see the module docstring)."""
+    return _Codegen(graph).run()
+
+
+class _Codegen:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.names = Namer(("numba", "np", "K", "rt", ENTRY, "host_token"))
+        self.w = Writer()
+        self.env: dict[int, str] = {}          # value uid -> source expression
+        self.slots: dict[int, str] = {}        # ref uid -> slot name
+        self.assigned: dict[str, None] = {}    # slot names assigned anywhere (ordered)
+        self.consts: list[np.ndarray] = []
+        self.const_names: list[str] = []
+        self.host_fns: list[Any] = []
+        printout = print_lines(graph)
+        self.ir_lines = {k: printout.lines[i].strip() for k, i in printout.eqn_lines.items()}
+
+    # ------------------------------------------------------------------ entry point
+
+    def run(self) -> Generated:
+        g = self.graph
+        used = {x.uid for e in g.eqns for x in e.inputs if isinstance(x, Value)}
+        used |= {r.uid for r in g.results if isinstance(r, Value)}
+        taken = tuple(i for i, p in enumerate(g.params) if p.uid in used)
+        params = []
+        for p in (g.params[i] for i in taken):
+            name = self.names.fresh(p.hint, "p")
+            params.append(name)
+            _check_rank(p.type, p.hint or "a parameter")
+            if p.ref:
+                self.slots[p.uid] = name
+            else:
+                self.env[p.uid] = name
+        results = self.emit_body(g)
+        slot_params = {name: taken[i] for i, name in enumerate(params)}
+        assigned = tuple(slot_params[s] for s in self.assigned)
+        returned = list(results) + list(self.assigned)
+        args = params + self.const_names + (["host_token"] if self.host_fns else [])
+        header = f"def {ENTRY}({', '.join(args)}):"
+        body = self.w.lines + [f"    return {tuple_text(returned)}"]
+        source = HEADER + "\n\n" + "\n".join([header, *body]) + "\n"
+        return Generated(source, taken, tuple(self.consts), assigned,
+                         tuple(self.host_fns), len(results))
+
+    # ------------------------------------------------------------------ values
+
+    def operand(self, x: Value | Literal) -> str:
+        if isinstance(x, Literal):
+            return literal(x.value, x.type.dtype)
+        return self.env[x.uid]
+
+    def array(self, x: Value | Literal) -> str:
+        """``x`` as an array (rank-0 values become 0-d arrays, as kernels expect)."""
+        return f"np.asarray({self.operand(x)})" if _rank(x) == 0 else self.operand(x)
+
+    def dim(self, x: Value | Literal, k: int) -> str:
+        d = x.type.shape[k]
+        return str(d) if d is not None else f"{self.operand(x)}.shape[{k}]"
+
+    def dims(self, x: Value | Literal) -> list[str]:
+        return [self.dim(x, k) for k in range(_rank(x))]
+
+    def define(self, v: Value, expr: str) -> str:
+        name = self.names.fresh(v.hint)
+        self.w.line(f"{name} = {expr}")
+        self.env[v.uid] = name
+        return name
+
+    def define_array(self, v: Value, expr: str) -> str:
+        """Binds ``v`` to the array ``expr``; a rank-0 ``v`` takes its element."""
+        return self.define(v, f"{expr}[()]" if _rank(v) == 0 else expr)
+
+    def empty(self, v: Value, dims: Sequence[str]) -> str:
+        """Allocates the output array of ``v`` (0-d for a rank-0 ``v``)."""
+        name = self.names.fresh(v.hint)
+        self.w.line(f"{name} = np.empty({tuple_text(dims)}, {np_type(v.type.dtype)})")
+        return name
+
+    def fresh(self, hint: str) -> str:
+        return self.names.fresh(hint)
+
+    def line(self, text: str) -> None:
+        self.w.line(text)
+
+    def fail(self, condition: str, message: str) -> None:
+        """Raises ``message`` (a ValueError; the executable reports InvalidArgumentError)."""
+        with self.w.block(f"if {condition}:"):
+            self.w.line(f"raise ValueError({message!r})")
+
+    # ------------------------------------------------------------------ bodies
+
+    def emit_body(self, graph: Graph) -> list[str]:
+        eqns = graph.eqns
+        uses: dict[int, set] = {}
+        for i, e in enumerate(eqns):
+            for x in e.inputs:
+                if isinstance(x, Value):
+                    uses.setdefault(x.uid, set()).add(i)
+        for r in graph.results:
+            if isinstance(r, Value):
+                uses.setdefault(r.uid, set()).add(len(eqns))
+        i = 0
+        while i < len(eqns):
+            group = self._fusion_group(eqns, i)
+            if group:
+                self.emit_fused(eqns[i:i + group], range(i, i + group), uses)
+                i += group
+                continue
+            self.emit_eqn(eqns[i])
+            i += 1
+        return [self.operand(r) for r in graph.results]
+
+    def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
+        """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""
+        for p, a in zip(region.params, args):
+            if p.ref:
+                self.slots[p.uid] = self.slots[a.uid]
+            else:
+                self.env[p.uid] = self.operand(a)
+        return self.emit_body(region)
+
+    def comment(self, e: Eqn) -> None:
+        text = self.ir_lines.get(id(e))
+        if text is None:   # an equation made by the generator itself
+            return
+        self.w.line("# " + (text if len(text) <= 100 else text[:97] + "..."))
+
+    def emit_eqn(self, e: Eqn) -> None:
+        from stagecraft.backends.numba_cpu.lowerings import LOWER
+        self.comment(e)
+        for o in e.outputs:
+            if e.op != "py_function":
+                _check_rank(o.type, f"the result of {e.op} at {e.loc}")
+        special = getattr(self, f"_op_{e.op}", None)
+        if special is not None:
+            special(e)
+        elif e.op in LOWER:
+            LOWER[e.op](self, e)
+        else:
+            raise LoweringError(
+                f"The Numba backend has no lowering for the op '{e.op}' (at {e.loc}); "
+                f"compile this function with backend=\"reference\".")
+
+    # ------------------------------------------------------------------ elementwise fusion
+
+    def _fusion_group(self, eqns: Sequence[Eqn], i: int) -> int:
+        """How many equations from ``i`` on form one fused elementwise loop (0: not fusible)."""
+        if not _fusible(eqns[i]):
+            return 0
+        shape = eqns[i].outputs[0].type.shape
+        if len(shape) == 0 or None in shape:
+            return 1
+        n = 1
+        while (i + n < len(eqns) and _fusible(eqns[i + n])
+               and eqns[i + n].outputs[0].type.shape == shape):
+            n += 1
+        return n
+
+    def emit_fused(self, group: Sequence[Eqn], positions: range, uses: dict) -> None:
+        for e in group:
+            self.comment(e)
+        out_type = group[0].outputs[0].type
+        rank = out_type.rank
+        inside = set(positions)
+        produced = {e.outputs[0].uid for e in group}
+        # Values needed after the group are materialized; the rest stay loop-local scalars.
+        keep = [e.outputs[0] for e in group if uses.get(e.outputs[0].uid, set()) - inside]
+        if rank == 0:
+            elem = {}
+            for e in group:
+                elem[e.outputs[0].uid] = self._scalar(e, elem)
+            for v in keep:
+                self.env[v.uid] = elem[v.uid]
+            return
+        dims = self._out_dims(group[0]) if None in out_type.shape else \
+            [str(d) for d in out_type.shape]
+        outs = {v.uid: self.empty(v, dims) for v in keep}
+        outside = []
+        for e in group:
+            for x in e.inputs:
+                if isinstance(x, Value) and x.uid not in produced and _rank(x) > 0 \
+                        and x not in outside:
+                    outside.append(x)
+        flat = None not in out_type.shape and all(x.type.shape == out_type.shape
+                                                  for x in outside)
+        elem: dict[int, str] = {}
+        if flat:
+            n = math.prod(out_type.shape)
+            views = {}
+            for x in outside + keep:
+                base = self.operand(x) if x.uid not in outs else outs[x.uid]
+                views[x.uid] = self.fresh(base + "_f")
+                self.w.line(f"{views[x.uid]} = {base}.reshape({n})")
+            j = self.fresh("j")
+            with self.w.block(f"for {j} in range({n}):"):
+                self._loop_body(group, outside, keep, elem, lambda x: f"{views[x.uid]}[{j}]")
+        else:
+            idx = [self.fresh(f"i{k}") for k in range(rank)]
+            index = {x.uid: self._broadcast_index(x, out_type, idx) for x in outside}
+            for x in keep:
+                index[x.uid] = ", ".join(idx)
+            for k in range(rank):
+                self.w.line(f"for {idx[k]} in range({dims[k]}):")
+                self.w.depth += 1
+            self._loop_body(group, outside, keep, elem,
+                            lambda x: f"{outs.get(x.uid) or self.operand(x)}[{index[x.uid]}]")
+            self.w.depth -= rank
+        for v in keep:
+            self.env[v.uid] = outs[v.uid]
+
+    def _loop_body(self, group, outside, keep, elem: dict, at) -> None:
+        """One iteration: load the outside inputs' elements (``at(x)`` is the element
+        expression), compute the group's scalars, store the materialized ones."""
+        for x in outside:
+            elem[x.uid] = at(x)
+        for e in group:
+            elem[e.outputs[0].uid] = self._scalar(e, elem)
+        for v in keep:
+            self.w.line(f"{at(v)} = {elem[v.uid]}")
+
+    def _scalar(self, e: Eqn, elem: dict) -> str:
+        """Emits one element of ``e`` as a local scalar; returns its name."""
+        args = [elem.get(x.uid, None) if isinstance(x, Value) else None for x in e.inputs]
+        args = [a if a is not None else self.operand(x) for a, x in zip(args, e.inputs)]
+        in_d = e.inputs[-1].type.dtype if e.inputs else e.outputs[0].type.dtype
+        out_d = e.outputs[0].type.dtype
+        checked = scalar_ops.check(e.op, args, in_d)
+        if checked is not None:
+            self.fail(checked[0], f"{e.op}: {checked[1]}\n  at {e.loc}")
+        expr = scalar_ops.SCALAR[e.op](args, in_d)
+        name = self.names.fresh(e.outputs[0].hint, "e")
+        self.w.line(f"{name} = {scalar_ops.convert(expr, in_d, out_d)}")
+        return name
+
+    def _broadcast_index(self, x: Value, out: TensorType, idx: list[str]) -> str:
+        """The index of ``x``'s element for the output index ``idx`` (NumPy broadcasting)."""
+        lead = out.rank - _rank(x)
+        parts = []
+        for j, d in enumerate(x.type.shape):
+            k, od = j + lead, out.shape[j + lead]
+            if d == 1:
+                parts.append("0")
+            elif d is not None and d == od:
+                parts.append(idx[k])
+            else:   # only known at run time whether this dim broadcasts
+                m = self.fresh(f"m_{self.operand(x)}_{j}")
+                self.w.line(f"{m} = 0 if {self.operand(x)}.shape[{j}] == 1 else 1")
+                parts.append(f"{idx[k]} * {m}")
+        return ", ".join(parts)
+
+    def _out_dims(self, e: Eqn) -> list[str]:
+        """Run-time output dims of one broadcasting elementwise equation."""
+        out = e.outputs[0].type
+        dims = []
+        for k, d in enumerate(out.shape):
+            if d is not None:
+                dims.append(str(d))
+                continue
+            cands = [x for x in e.inputs if _rank(x) > 0 and k - (out.rank - _rank(x)) >= 0]
+            exprs = [self.dim(x, k - (out.rank - _rank(x))) for x in cands]
+            expr = exprs[0]
+            for other in exprs[1:]:
+                expr = f"K.broadcast_dim({expr}, {other})"
+            name = self.fresh(f"d{k}")
+            self.w.line(f"{name} = {expr}")
+            dims.append(name)
+        return dims
+
+    # ------------------------------------------------------------------ structural ops
+
+    def _op_const(self, e: Eqn) -> None:
+        value = np.asarray(dict(e.attrs)["value"])
+        v = e.outputs[0]
+        if value.ndim == 0:
+            self.env[v.uid] = literal(value.item(), v.type.dtype)
+            return
+        name = self.names.fresh(v.hint or "const", "c")
+        self.consts.append(np.array(value, dtype=v.type.dtype.np, order="C"))
+        self.const_names.append(name)
+        self.env[v.uid] = name
+
+    def _op_read(self, e: Eqn) -> None:
+        self.define(e.outputs[0], self.slots[e.inputs[0].uid])
+
+    def _op_assign(self, e: Eqn) -> None:
+        ref, value = e.inputs
+        slot = self.slots[ref.uid]
+        mode = dict(e.attrs)["mode"]
+        var_t = ref.type
+        if mode in ("add", "sub"):
+            # old (+|-) value, through the elementwise machinery (typed, fused, broadcasting).
+            old = Value(var_t, "old")
+            self.env[old.uid] = slot
+            new = Value(var_t, "new")
+            op = "add" if mode == "add" else "subtract"
+            self.emit_fused([Eqn(op, (old, value), (new,), loc=e.loc)], range(1), {new.uid: {2}})
+            value = new
+        src = self.operand(value)
+        if _rank(value) == _rank(ref):
+            for k, d in enumerate(var_t.shape):
+                if d is not None and value.type.shape[k] != d:
+                    self.fail(f"{src}.shape[{k}] != {d}",
+                              f"assign: cannot assign a value of a different shape to a "
+                              f"variable of shape {list(var_t.shape)}\n  at {e.loc}")
+        elif _rank(value) == 0 and None not in var_t.shape:
+            src = f"np.full({tuple_text(var_t.shape)}, {src})"
+        else:
+            raise LoweringError(
+                f"assign: cannot assign a value of shape {list(value.type.shape)} to a "
+                f"variable of shape {list(var_t.shape)} (at {e.loc}).")
+        if value.type.dtype != var_t.dtype:
+            src = f"{np_type(var_t.dtype)}({src})" if _rank(ref) == 0 else \
+                f"{src}.astype({np_type(var_t.dtype)})"
+        self.w.line(f"{slot} = {src}")
+        self.assigned[slot] = None
+
+    def _op_cond(self, e: Eqn) -> None:
+        outs = [self.fresh(o.hint or "r") for o in e.outputs]
+        for branch, header in zip(e.regions, (f"if {self.operand(e.inputs[0])}:", "else:")):
+            with self.w.block(header):
+                results = self.emit_region(branch, e.inputs[1:])
+                for name, r in zip(outs, results):
+                    self.w.line(f"{name} = {r}")
+        for o, name in zip(e.outputs, outs):
+            self.env[o.uid] = name
+
+    def _op_while(self, e: Eqn) -> None:
+        n = dict(e.attrs)["carry"]
+        carry = []
+        for o, init in zip(e.outputs, e.inputs[:n]):
+            name = self.fresh(o.hint or "c")
+            self.w.line(f"{name} = {self.operand(init)}")
+            carry.append(name)
+            self.env[o.uid] = name
+        cond, body = e.regions
+        with self.w.block("while True:"):
+            carried = [Value(o.type, None) for o in e.outputs]
+            for v, name in zip(carried, carry):
+                self.env[v.uid] = name
+            args = carried + list(e.inputs[n:])
+            (pred,) = self.emit_region(cond, args)
+            with self.w.block(f"if not {pred}:"):
+                self.w.line("break")
+            results = self.emit_region(body, args)
+            if carry:
+                self.w.line(f"{', '.join(carry)} = {', '.join(results)}")
+
+    def _op_call(self, e: Eqn) -> None:
+        results = self.emit_region(e.regions[0], e.inputs)
+        for o, r in zip(e.outputs, results):
+            self.env[o.uid] = r
+
+    def _op_print(self, e: Eqn) -> None:
+        a = dict(e.attrs)
+        values = [self.array(x) for x in e.inputs]
+        with self.w.block("with numba.objmode():"):
+            self.w.line(f"rt.host_print({a['template']!r}, {a['sep']!r}, {a['summarize']!r}, "
+                        f"{a['end']!r}, {a['stream']!r}, {tuple_text(values)})")
+
+    def _op_assert(self, e: Eqn) -> None:
+        c = e.inputs[0]
+        cond = self.operand(c) if _rank(c) == 0 else f"{self.operand(c)}.all()"
+        self.fail(f"not {cond}", f"{dict(e.attrs)['message']}\n  at {e.loc}")
+
+    def _op_py_function(self, e: Eqn) -> None:
+        types = []
+        for o in e.outputs:
+            if o.type.shape is None:
+                raise LoweringError(
+                    f"py_function at {e.loc}: the Numba backend needs the rank of each result "
+                    f"(give Tout as tf.TensorSpec(shape, dtype)) or compile this function with "
+                    f"backend=\"reference\".")
+            types.append(_numba_type(o.type))
+        index = len(self.host_fns)
+        self.host_fns.append(dict(e.attrs)["fn"])
+        names = [self.fresh(o.hint or "py") for o in e.outputs]
+        decl = ", ".join(f"{n}={t!r}" for n, t in zip(names, types))
+        values = tuple_text(self.operand(x) for x in e.inputs)
+        with self.w.block(f"with numba.objmode({decl}):"):
+            call = f"rt.call_host(host_token, {index}, {values}, {_specs(e.outputs)!r})"
+            self.w.line(f"{tuple_text(names)} = {call}" if names else call)
+        for o, n in zip(e.outputs, names):
+            self.env[o.uid] = n
+
+
+# ---------------------------------------------------------------------- helpers
+
+def _rank(x: Value | Literal) -> int:
+    return len(x.type.shape)
+
+
+def _fusible(e: Eqn) -> bool:
+    return e.op in scalar_ops.SCALAR and len(e.outputs) == 1 and e.outputs[0].type.shape \
+        is not None and all(x.type.shape is not None for x in e.inputs)
+
+
+def _check_rank(t: TensorType, what: str) -> None:
+    if t.shape is None:
+        raise LoweringError(
+            f"The Numba backend needs the rank of every tensor, and {what} has an unknown rank "
+            f"(tf.TensorSpec(shape=None)); give its rank (dims may be None) or compile this "
+            f"function with backend=\"reference\".")
+
+
+def _numba_type(t: TensorType) -> str:
+    base = "boolean" if t.dtype == dt.bool_ else t.dtype.np.name
+    if t.rank == 0:
+        return base
+    return f"{base}[{', '.join([':'] * (t.rank - 1) + ['::1'])}]"
+
+
+def _specs(values: Sequence[Value]) -> tuple:
+    return tuple((o.type.dtype.np.name, o.type.rank) for o in values)

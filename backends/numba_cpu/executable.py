@@ -1,0 +1,91 @@
+"""The callable around a compiled graph function: argument unboxing, variable write-back,
+result boxing with exact dtypes, and error translation."""
+from __future__ import annotations
+
+import hashlib
+import pathlib
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+
+from stagecraft.backends import numba_cache
+from stagecraft.backends.numba_cpu import host
+from stagecraft.backends.numba_cpu.codegen import ENTRY, generate
+from stagecraft.backends.numba_cpu.source import np_type
+from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.graph import Graph
+
+_library_hash: str | None = None
+
+
+def library_hash() -> str:
+    """A hash of the kernel library and this backend's sources: part of every cache key,
+    because numba does not notice changes in the modules a cached function calls."""
+    global _library_hash
+    if _library_hash is None:
+        h = hashlib.sha256()
+        root = pathlib.Path(__file__).resolve().parent.parent
+        for path in sorted([*root.glob("numba_kernels/*.py"), *root.glob("numba_cpu/*.py")]):
+            h.update(path.name.encode() + path.read_bytes())
+        _library_hash = h.hexdigest()[:16]
+    return _library_hash
+
+
+class Executable:
+    """``exe(args) -> list of arrays`` for a graph: tensor parameters take arrays, reference
+    parameters take variable objects (their buffer in ``_value``, replaced after the call when
+    the graph assigns them). ``source`` is the generated module."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        gen = generate(graph)
+        self.source = gen.source
+        self.fallback_reason = None
+        self.dispatcher = numba_cache.load(gen.source, ENTRY, extra=library_hash())
+        self._token = None
+        if gen.host_fns:
+            self._token = host.register(gen.host_fns)
+            weakref.finalize(self, host.release, self._token)
+        self._call = _make_wrapper(graph, gen, self.dispatcher, self._token)
+
+    def __call__(self, args: Sequence[Any]) -> list:
+        return self._call(args)
+
+
+def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None):
+    """A Python function specialized to the graph's signature (no per-argument dispatch)."""
+    lines = ["def call(args):"]
+    names = []
+    for i in gen.params:
+        p = graph.params[i]
+        src = f"args[{i}]._value" if p.ref else f"args[{i}]"
+        names.append(f"a{i}")
+        if p.type.rank == 0:
+            lines.append(f"    a{i} = {src}[()]")
+        else:
+            lines.append(f"    a{i} = {src}")
+            lines.append(f"    if (a{i}.flags.num & 0x401) != 0x401: a{i} = a{i}.copy()")
+    call_args = names + [f"consts[{k}]" for k in range(len(gen.consts))]
+    if token is not None:
+        call_args.append(str(token))
+    lines += ["    try:",
+              f"        r = fn({', '.join(call_args)})",
+              "    except InvalidArgumentError:",
+              "        raise",
+              "    except (ValueError, IndexError, ZeroDivisionError) as e:",
+              "        raise InvalidArgumentError(str(e)) from None"]
+    n = gen.num_results
+    for j, i in enumerate(gen.assigned):
+        p = graph.params[i]
+        value = f"r[{n + j}]"
+        if p.type.rank == 0:
+            value = f"np.asarray({value}, {np_type(p.type.dtype)})"
+        lines.append(f"    args[{i}]._value = {value}")
+    outs = [f"{np_type(r.type.dtype)}(r[{k}])" if r.type.rank == 0 else f"r[{k}]"
+            for k, r in enumerate(graph.results)]
+    lines.append(f"    return [{', '.join(outs)}]")
+    scope = {"fn": fn, "consts": gen.consts, "np": np,
+             "InvalidArgumentError": InvalidArgumentError}
+    exec(compile("\n".join(lines), f"<stagecraft wrapper of {graph.name}>", "exec"), scope)
+    return scope["call"]

@@ -1,0 +1,363 @@
+"""Lowerings of the non-elementwise ops: each emits calls into the kernel library ``K``
+(:mod:`stagecraft.backends.numba_kernels`) with everything static (axes, permutations, slice
+plans) baked into the source and dims written as literals when known, ``x.shape[k]`` when not.
+
+``LOWER[op](cg, eqn)`` emits the statements for ``eqn`` and binds its outputs in ``cg``.
+Together with the elementwise ops of :mod:`.scalar_ops` and the structural ops of
+:mod:`.codegen` they cover the whole op table (a test checks this).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from stagecraft.backends.numba_cpu.codegen import LoweringError, _rank
+from stagecraft.backends.numba_cpu.scalar_ops import convert
+from stagecraft.backends.numba_cpu.source import np_type, tuple_text
+from stagecraft.backends.numba_kernels.linalg import matmul_plan
+from stagecraft.backends.numba_kernels.slicing import slice_plan
+from stagecraft.ir.graph import Eqn
+
+Lowering = Callable[[Any, Eqn], None]
+LOWER: dict[str, Lowering] = {}
+
+
+def lowers(*names: str) -> Callable[[Lowering], Lowering]:
+    def register(fn: Lowering) -> Lowering:
+        for n in names:
+            LOWER[n] = fn
+        return fn
+    return register
+
+
+def _product(dims: list) -> str:
+    return " * ".join(dims) if dims else "1"
+
+
+def _norm(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _identity(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    cg.define(v, convert(cg.operand(x), x.type.dtype, v.type.dtype))
+
+
+# --------------------------------------------------------------------------- reductions
+
+@lowers("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
+        "reduce_any")
+def _reduce(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    a = e.params
+    r = _rank(x)
+    if r == 0:
+        return _identity(cg, e)
+    axes = a["axes"]
+    red = sorted({_norm(k, r) for k in ((axes,) if isinstance(axes, int) else axes)}) \
+        if axes is not None else list(range(r))
+    dims = cg.dims(x)
+    if red:
+        before = [i for i in range(red[-1]) if i not in red]
+        after = list(range(red[-1] + 1, r))
+    else:
+        before, after = list(range(r)), []
+    perm = tuple(before + red + after)
+    sizes = [_product([dims[i] for i in part]) for part in (before, red, after)]
+    x3 = (f"{cg.operand(x)}.reshape(({', '.join(sizes)}))" if perm == tuple(range(r)) else
+          f"K.to3({cg.operand(x)}, {perm}, {', '.join(sizes)})")
+    kernel = f"K.{e.op.split('_')[1]}3({x3})"
+    if _rank(v) == 0:
+        cg.define(v, f"{kernel}[0, 0]")
+    else:
+        out = ["1" if i in red else d for i, d in enumerate(dims)] if a["keepdims"] else \
+            [d for i, d in enumerate(dims) if i not in red]
+        cg.define(v, f"{kernel}.reshape({tuple_text(out)})")
+
+
+def _scan_view(cg, x, axis: int) -> str:
+    dims = cg.dims(x)
+    a = _norm(axis, len(dims))
+    return (f"{cg.operand(x)}.reshape(({_product(dims[:a])}, {dims[a]}, "
+            f"{_product(dims[a + 1:])}))")
+
+
+@lowers("argmax", "argmin")
+def _arg(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    a = e.params
+    res = f"K.{e.op}3({_scan_view(cg, x, a['axis'])}, {np_type(a['output_type'])})"
+    dims = cg.dims(x)
+    del dims[_norm(a["axis"], len(dims))]
+    cg.define(v, f"{res}.reshape({tuple_text(dims)})" if dims else f"{res}[0, 0]")
+
+
+@lowers("cumsum", "cumprod")
+def _scan(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    a = e.params
+    cg.define(v, f"K.{e.op}3({_scan_view(cg, x, a['axis'])}, {bool(a['exclusive'])}, "
+                 f"{bool(a['reverse'])}).reshape({tuple_text(cg.dims(x))})")
+
+
+# --------------------------------------------------------------------------- shapes
+
+def _reshape_to(cg, e: Eqn, dims: list) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    if _rank(x) == 0 and _rank(v) == 0:
+        return _identity(cg, e)
+    cg.define_array(v, f"{cg.array(x)}.reshape({tuple_text(dims)})")
+
+
+@lowers("reshape")
+def _reshape(cg, e: Eqn) -> None:
+    _reshape_to(cg, e, [str(int(d)) for d in e.params["shape"]])
+
+
+@lowers("reshape_like")
+def _reshape_like(cg, e: Eqn) -> None:
+    _reshape_to(cg, e, cg.dims(e.inputs[1]))
+
+
+@lowers("expand_dims")
+def _expand_dims(cg, e: Eqn) -> None:
+    dims = cg.dims(e.inputs[0])
+    a = _norm(e.params["axis"], len(dims) + 1)
+    _reshape_to(cg, e, dims[:a] + ["1"] + dims[a:])
+
+
+@lowers("squeeze")
+def _squeeze(cg, e: Eqn) -> None:
+    x = e.inputs[0]
+    dims = cg.dims(x)
+    axis = e.params["axis"]
+    gone = {i for i, d in enumerate(x.type.shape) if d == 1} if axis is None else \
+        {_norm(a, len(dims)) for a in axis}
+    for i in sorted(gone):
+        if x.type.shape[i] is None:
+            cg.fail(f"{cg.operand(x)}.shape[{i}] != 1",
+                    f"squeeze: Can not squeeze dim[{i}], expected a dimension of 1\n  at {e.loc}")
+    _reshape_to(cg, e, [d for i, d in enumerate(dims) if i not in gone])
+
+
+@lowers("transpose")
+def _transpose(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    perm = tuple(int(p) for p in e.params["perm"])
+    if perm == tuple(range(len(perm))):
+        return _identity(cg, e)
+    cg.define(v, f"np.ascontiguousarray(np.transpose({cg.operand(x)}, {perm}))")
+
+
+@lowers("concat")
+def _concat(cg, e: Eqn) -> None:
+    v = e.outputs[0]
+    a = _norm(e.params["axis"], _rank(v))
+    dims = cg.dims(e.inputs[0])
+    for k in range(len(dims)):
+        if v.type.shape[k] is not None:
+            dims[k] = str(v.type.shape[k])
+        elif k == a:
+            dims[k] = "(" + " + ".join(cg.dim(x, a) for x in e.inputs) + ")"
+    out = cg.empty(v, dims)
+    off = cg.fresh("off")
+    cg.line(f"{off} = 0")
+    for x in e.inputs:
+        cg.line(f"{off} = K.concat_part_into({cg.operand(x)}, {out}, {a}, {off})")
+    cg.define(v, out)
+
+
+def _into(cg, e: Eqn, dims: list, call: Callable[[str], str]) -> None:
+    """Allocates ``e``'s output with ``dims`` and fills it with ``call(out)``."""
+    v = e.outputs[0]
+    out = cg.empty(v, dims)
+    cg.line(call(out))
+    cg.define_array(v, out)
+
+
+def _broadcast(cg, e: Eqn, dims: list) -> None:
+    x = e.inputs[0]
+    if not dims:
+        return _identity(cg, e)
+    _into(cg, e, dims, lambda out: f"K.broadcast_into({cg.array(x)}, {out})")
+
+
+@lowers("broadcast_to")
+def _broadcast_to(cg, e: Eqn) -> None:
+    _broadcast(cg, e, [str(int(d)) for d in e.params["shape"]])
+
+
+@lowers("broadcast_like")
+def _broadcast_like(cg, e: Eqn) -> None:
+    _broadcast(cg, e, cg.dims(e.inputs[1]))
+
+
+@lowers("sum_like")
+def _sum_like(cg, e: Eqn) -> None:
+    x, like = e.inputs[:2]
+    if _rank(x) == 0:
+        return _identity(cg, e)
+    _into(cg, e, cg.dims(like), lambda out: f"K.sum_like_into({cg.operand(x)}, {out})")
+
+
+@lowers("tile")
+def _tile(cg, e: Eqn) -> None:
+    x = e.inputs[0]
+    mult = [int(m) for m in e.params["multiples"]]
+    if _rank(x) == 0:
+        return _identity(cg, e)
+    dims = [f"{d} * {m}" if m != 1 else d for d, m in zip(cg.dims(x), mult)]
+    _into(cg, e, dims, lambda out: f"K.tile_into({cg.operand(x)}, {out})")
+
+
+@lowers("gather")
+def _gather(cg, e: Eqn) -> None:
+    p, i = e.inputs
+    a = e.params
+    bd = a["batch_dims"] + (_rank(i) if a["batch_dims"] < 0 else 0)
+    axis = _norm(a["axis"], _rank(p))
+    pd, idims = cg.dims(p), cg.dims(i)
+    dims = pd[:axis] + idims[bd:] + pd[axis + 1:]
+    _into(cg, e, dims, lambda out: f"K.gather_into({cg.operand(p)}, {cg.array(i)}, {out}, "
+                                   f"{axis}, {bd})")
+
+
+@lowers("gather_grad")
+def _gather_grad(cg, e: Eqn) -> None:
+    g, i, like = e.inputs
+    a = e.params
+    bd = a["batch_dims"] + (_rank(i) if a["batch_dims"] < 0 else 0)
+    axis = _norm(a["axis"], _rank(like))
+    _into(cg, e, cg.dims(like), lambda out: f"K.gather_grad_into({cg.array(g)}, {cg.array(i)}, "
+                                            f"{out}, {axis}, {bd})")
+
+
+@lowers("one_hot")
+def _one_hot(cg, e: Eqn) -> None:
+    i, on, off = e.inputs
+    a = e.params
+    r = _rank(i)
+    axis = r if a["axis"] == -1 else _norm(a["axis"], r + 1)
+    idims = cg.dims(i)
+    dims = idims[:axis] + [str(int(a["depth"]))] + idims[axis:]
+    _into(cg, e, dims, lambda out: f"K.one_hot_into({cg.array(i)}, {cg.array(on)}, "
+                                   f"{cg.array(off)}, {out}, {axis})")
+
+
+def _slice_bounds(cg, e: Eqn, shaped, dyn_inputs) -> tuple:
+    plan = slice_plan(shaped.type.shape, e.params["spec"])
+    dyn = ("np.empty(0, np.int64)" if not dyn_inputs else
+           "np.array(" + tuple_text(f"np.int64({cg.operand(x)})" for x in dyn_inputs) + ")")
+    names = [cg.fresh(n) for n in ("starts", "steps", "lens")]
+    cg.line(f"{', '.join(names)} = K.slice_bounds({cg.array(shaped)}.shape, {plan.code}, {dyn})")
+    return plan, names
+
+
+@lowers("strided_slice")
+def _strided_slice(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    plan, (st, sp, ln) = _slice_bounds(cg, e, x, e.inputs[1:])
+    out = cg.fresh(v.hint or "sliced")
+    cg.line(f"{out} = np.empty({plan.shape_expr(ln)}, {np_type(v.type.dtype)})")
+    cg.line(f"K.strided_slice_into({cg.array(x)}, {out}, {st}, {sp}, {ln})")
+    cg.define_array(v, out)
+
+
+@lowers("strided_slice_grad")
+def _strided_slice_grad(cg, e: Eqn) -> None:
+    g, like = e.inputs[:2]
+    _, (st, sp, ln) = _slice_bounds(cg, e, like, e.inputs[2:])
+    _into(cg, e, cg.dims(like), lambda out: f"K.strided_slice_grad_into({cg.array(g)}, {out}, "
+                                            f"{st}, {sp}, {ln})")
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+@lowers("matmul")
+def _matmul(cg, e: Eqn) -> None:
+    a, b = e.inputs
+    v = e.outputs[0]
+    ta, tb = bool(e.params["transpose_a"]), bool(e.params["transpose_b"])
+    if _rank(a) == 2 and _rank(b) == 2:
+        cg.define(v, f"K.matmul2({cg.operand(a)}, {cg.operand(b)}, {ta}, {tb})")
+        return
+    if None in a.type.shape or None in b.type.shape:
+        raise LoweringError(
+            f"matmul at {e.loc}: the Numba backend needs static shapes for batched matmul "
+            f"(got {list(a.type.shape)} and {list(b.type.shape)}); give the shapes or compile "
+            f"this function with backend=\"reference\".")
+    ab, bb, a3s, b3s, _, out_shape = matmul_plan(a.type.shape, b.type.shape, ta, tb)
+    ia, ib = cg.fresh("ia"), cg.fresh("ib")
+    cg.line(f"{ia}, {ib} = K.batch_index({ab}, {bb})")
+    cg.define(v, f"K.batch_matmul3({cg.operand(a)}.reshape({a3s}), "
+                 f"{cg.operand(b)}.reshape({b3s}), {ia}, {ib}, {ta}, {tb})"
+                 f".reshape({tuple_text(out_shape)})")
+
+
+@lowers("diag")
+def _diag(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    dims = cg.dims(x)
+    n = dims[-1]
+    cg.define(v, f"K.diag2({cg.operand(x)}.reshape((-1, {n})))"
+                 f".reshape({tuple_text(dims + [n])})")
+
+
+@lowers("diag_part")
+def _diag_part(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    dims = cg.dims(x)
+    m, n = dims[-2:]
+    cg.define_array(v, f"K.diag_part3({cg.operand(x)}.reshape((-1, {m}, {n})))"
+                       f".reshape({tuple_text(dims[:-2] + [f'min({m}, {n})'])})")
+
+
+# --------------------------------------------------------------------------- creation
+
+@lowers("fill")
+def _fill(cg, e: Eqn) -> None:
+    dims = [str(int(d)) for d in e.params["dims"]]
+    if not dims:
+        return _identity(cg, e)
+    _into(cg, e, dims, lambda out: f"K.fill_into({cg.array(e.inputs[0])}, {out})")
+
+
+@lowers("range")
+def _range(cg, e: Eqn) -> None:
+    start, limit, delta = (cg.array(x) for x in e.inputs)
+    n = cg.fresh("n")
+    cg.line(f"{n} = K.range_len({start}, {limit}, {delta})")
+    _into(cg, e, [n], lambda out: f"K.range_into({start}, {delta}, {out})")
+
+
+@lowers("eye")
+def _eye(cg, e: Eqn) -> None:
+    a = e.params
+    _into(cg, e, [str(int(a["num_rows"])), str(int(a["num_columns"]))],
+          lambda out: f"K.eye_into({out})")
+
+
+@lowers("shape")
+def _shape(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    t = np_type(v.type.dtype)
+    dims = cg.dims(x)
+    cg.define(v, f"np.array({tuple_text(dims)}, {t})" if dims else f"np.empty(0, {t})")
+
+
+@lowers("where_indices")
+def _where_indices(cg, e: Eqn) -> None:
+    cg.define(e.outputs[0], f"K.where_indices({cg.array(e.inputs[0])})")
+
+
+# Kinds of K.random_into (see numba_kernels.creation): normal, uniform, uniform integers.
+_RANDOM_KIND = {"random_normal": 0, "random_uniform": 1, "random_uniform_int": 2}
+
+
+@lowers(*_RANDOM_KIND)
+def _random(cg, e: Eqn) -> None:
+    a = e.params
+    s0, s1, s2 = ((int(s) + 2**63) % 2**64 - 2**63 for s in a["seed"])  # same 64 bits
+    lo, hi = ((f"np.int64({cg.operand(x)})" for x in e.inputs) if e.inputs else ("0", "0"))
+    dims = [str(int(d)) for d in a["shape"]]
+    _into(cg, e, dims, lambda out: f"K.random_into({_RANDOM_KIND[e.op]}, {out}, "
+                                   f"np.int64({s0}), np.int64({s1}), np.int64({s2}), {lo}, {hi})")

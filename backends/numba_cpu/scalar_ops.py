@@ -1,0 +1,128 @@
+"""Scalar expressions of the elementwise ops: the body of a fused loop is a chain of these.
+
+``SCALAR[op](args, in_dtype) -> source`` gives the value of one element from the elements (or
+scalars) ``args``; the code generator casts it to the output dtype (``np.float32(...)``),
+because Numba widens integer arithmetic to int64 and would otherwise change TensorFlow's
+dtypes.  ``CHECKS[op]`` lists run-time conditions that must raise before the value is
+computed (TensorFlow raises on integer division by zero; NumPy would give 0 with a warning).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from stagecraft.ir import dtypes as dt
+from stagecraft.ir.dtypes import DType
+from stagecraft.backends.numba_cpu.source import literal, np_type
+
+Expr = Callable[[list, DType], str]
+
+
+def _call(fn: str) -> Expr:
+    return lambda a, d: f"{fn}({', '.join(a)})"
+
+
+def _infix(op: str) -> Expr:
+    return lambda a, d: f"({a[0]} {op} {a[1]})"
+
+
+def _const(v: int) -> Expr:
+    return lambda a, d: literal(v, d)
+
+
+def _divide(a: list, d: DType) -> str:
+    if d.is_floating:
+        return f"({a[0]} / {a[1]})"
+    return f"(np.float64({a[0]}) / np.float64({a[1]}))"   # integers divide to float64
+
+
+def _floordiv(a: list, d: DType) -> str:
+    return f"np.floor_divide({a[0]}, {a[1]})" if d.is_floating else f"({a[0]} // {a[1]})"
+
+
+def _floormod(a: list, d: DType) -> str:
+    return f"np.mod({a[0]}, {a[1]})" if d.is_floating else f"({a[0]} % {a[1]})"
+
+
+def _pow(a: list, d: DType) -> str:
+    return f"np.power({a[0]}, {a[1]})" if d.is_floating else f"({a[0]} ** {a[1]})"
+
+
+def _round(a: list, d: DType) -> str:
+    return f"np.rint({a[0]})" if d.is_floating else a[0]   # rint: half to even, like TF
+
+
+def _abs(a: list, d: DType) -> str:
+    return f"np.abs({a[0]})"
+
+
+def _cast(a: list, d: DType) -> str:
+    return a[0]   # the generator's cast to the output dtype is the conversion
+
+
+SCALAR: dict[str, Expr] = {
+    "negative": lambda a, d: f"(-{a[0]})",
+    "abs": _abs,
+    "sign": _call("np.sign"),
+    "square": lambda a, d: f"({a[0]} * {a[0]})",
+    "exp": _call("np.exp"),
+    "log": _call("np.log"),
+    "log1p": _call("np.log1p"),
+    "sqrt": _call("np.sqrt"),
+    "rsqrt": lambda a, d: f"({literal(1, d)} / np.sqrt({a[0]}))",
+    "sin": _call("np.sin"),
+    "cos": _call("np.cos"),
+    "tanh": _call("np.tanh"),
+    "sigmoid": lambda a, d: f"np.exp(-np.logaddexp({literal(0, d)}, -{a[0]}))",
+    "softplus": lambda a, d: f"np.logaddexp({literal(0, d)}, {a[0]})",
+    "relu": lambda a, d: f"np.maximum({a[0]}, {literal(0, d)})",
+    "floor": _call("np.floor"),
+    "ceil": _call("np.ceil"),
+    "round": _round,
+    "logical_not": lambda a, d: f"(not {a[0]})",
+    "identity": lambda a, d: a[0],
+    "stop_gradient": lambda a, d: a[0],
+    "zeros_like": _const(0),
+    "ones_like": _const(1),
+    "add": _infix("+"),
+    "subtract": _infix("-"),
+    "multiply": _infix("*"),
+    "divide": _divide,
+    "floordiv": _floordiv,
+    "floormod": _floormod,
+    "pow": _pow,
+    "maximum": _call("np.maximum"),
+    "minimum": _call("np.minimum"),
+    "equal": _infix("=="),
+    "not_equal": _infix("!="),
+    "less": _infix("<"),
+    "less_equal": _infix("<="),
+    "greater": _infix(">"),
+    "greater_equal": _infix(">="),
+    "logical_and": _infix("&"),
+    "logical_or": _infix("|"),
+    "logical_xor": _infix("!="),
+    "cast": _cast,
+    "select": lambda a, d: f"({a[1]} if {a[0]} else {a[2]})",
+}
+
+# op -> (condition on the element sources, message) for integer inputs only.
+_INT_CHECKS: dict[str, tuple[Callable[[list], str], str]] = {
+    "floordiv": (lambda a: f"{a[1]} == 0", "Integer division by zero."),
+    "floormod": (lambda a: f"{a[1]} == 0", "Integer division by zero."),
+    "pow": (lambda a: f"{a[1]} < 0", "Integers to negative integer powers are not allowed."),
+}
+
+
+def check(op: str, args: list, d: DType) -> tuple[str, str] | None:
+    """``(condition, message)`` that must raise before computing ``op`` on ``args``."""
+    if op in _INT_CHECKS and d.is_integer:
+        cond, message = _INT_CHECKS[op]
+        return cond(args), message
+    return None
+
+
+def convert(expr: str, src: DType, dst: DType) -> str:
+    """``expr`` (of dtype ``src``, or wider after Numba's promotion) as a ``dst`` scalar."""
+    if dst == dt.bool_:
+        return expr if src == dt.bool_ else f"({expr} != 0)"
+    return f"{np_type(dst)}({expr})"

@@ -1,0 +1,78 @@
+"""Small pieces of source generation: an indented line writer, unique local names and typed
+literals (Numba types a bare ``2.0`` as float64, so every constant names its dtype)."""
+from __future__ import annotations
+
+import contextlib
+import keyword
+import math
+import re
+from typing import Any, Iterator
+
+from stagecraft.ir import dtypes as dt
+from stagecraft.ir.dtypes import DType
+
+
+class Writer:
+    """Lines of a function body with the current indentation."""
+
+    def __init__(self, depth: int = 1):
+        self.lines: list[str] = []
+        self.depth = depth
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextlib.contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        self.line(header)
+        self.depth += 1
+        start = len(self.lines)
+        yield
+        if len(self.lines) == start:
+            self.line("pass")
+        self.depth -= 1
+
+
+class Namer:
+    """Unique Python identifiers derived from IR hints (``x`` -> ``x``, ``x_1``, ...)."""
+
+    def __init__(self, reserved: tuple = ()):
+        self.used = set(reserved)
+
+    def fresh(self, hint: str | None, default: str = "t") -> str:
+        base = re.sub(r"\W", "_", hint or default).strip("_") or default
+        if base[0].isdigit() or keyword.iskeyword(base) or base in ("np", "K", "rt"):
+            base = f"{default}_{base}"
+        name, i = base, 0
+        while name in self.used:
+            i += 1
+            name = f"{base}_{i}"
+        self.used.add(name)
+        return name
+
+
+def np_type(d: DType) -> str:
+    """The NumPy scalar class that converts to ``d`` in generated code."""
+    return "np.bool_" if d == dt.bool_ else f"np.{d.np.name}"
+
+
+def literal(value: Any, d: DType) -> str:
+    """Source text of a scalar of dtype ``d`` that Numba types exactly as ``d``."""
+    if d == dt.bool_:
+        return "True" if bool(value) else "False"
+    if d.is_floating:
+        v = float(value)
+        if math.isnan(v):
+            text = "np.nan"
+        elif math.isinf(v):
+            text = "np.inf" if v > 0 else "-np.inf"
+        else:
+            text = repr(v)
+        return f"{np_type(d)}({text})"
+    return f"{np_type(d)}({int(value)})"
+
+
+def tuple_text(items) -> str:
+    """``(a, b)``, ``(a,)`` or ``()``."""
+    items = [str(i) for i in items]
+    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"

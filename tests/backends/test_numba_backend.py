@@ -1,0 +1,193 @@
+"""The Numba CPU backend as users meet it: default backend, generated source, control flow
+compiled natively, variables, print/assert/py_function, errors, the disk cache across
+processes, and threads."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import stagecraft as tf  # noqa: E402
+from stagecraft import backends  # noqa: E402
+from stagecraft.backends.numba_cpu import LoweringError, compile as numba_compile  # noqa: E402
+from stagecraft.ir import dtypes as dt  # noqa: E402
+from stagecraft.ir.graph import GraphBuilder  # noqa: E402
+from stagecraft.ir.types import TensorType  # noqa: E402
+
+
+def test_numba_is_the_default_backend():
+    assert backends.DEFAULT == "numba"   # this module runs on the default (see conftest)
+    f = tf.function(lambda x: x * 2)
+    assert "def graph_fn(x):" in tf.compiled_source(f, tf.constant([1, 2], tf.int32))
+
+
+def test_dtypes_follow_tensorflow_not_numba_promotion():
+    @tf.function
+    def f(a, b, c):
+        return a + a, b * 2.0, c / c, a > 1
+    a, b, c, d = f(tf.constant([1, 2], tf.int32), tf.constant(3.0), tf.constant([4], tf.int32))
+    assert (a.dtype, b.dtype, c.dtype, d.dtype) == (tf.int32, tf.float32, tf.float64, tf.bool)
+    np.testing.assert_array_equal(a.numpy(), [2, 4])
+    assert b.numpy() == np.float32(6.0) and b.numpy().dtype == np.float32
+
+
+def test_cond_and_while_are_native_control_flow_with_ir_comments():
+    @tf.function
+    def collatz(n):
+        steps = tf.constant(0)
+        while n != 1:
+            n = tf.cond(n % 2 == 0, lambda: n // 2, lambda: 3 * n + 1)
+            steps += 1
+        return steps
+    assert int(collatz(tf.constant(27))) == 111
+    src = tf.compiled_source(collatz, tf.constant(27))
+    assert "while True:" in src and "if not " in src and "# %" in src
+    assert "objmode" not in src
+
+
+def test_variables_are_read_and_assigned_in_order():
+    v = tf.Variable([1.0, 2.0])
+    n = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def step(x):
+        before = v.read_value()
+        v.assign_sub(0.5 * x)
+        n.assign_add(1)
+        return before, v.read_value()
+
+    before, after = step(tf.constant([2.0, 4.0]))
+    np.testing.assert_array_equal(before.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(after.numpy(), [0.0, 0.0])
+    np.testing.assert_array_equal(v.numpy(), [0.0, 0.0])
+    step(tf.constant([2.0, 4.0]))
+    assert int(n.numpy()) == 2 and n.numpy().dtype == np.int64
+
+
+def test_print_and_assert_run_in_compiled_code(capsys):
+    @tf.function
+    def f(x):
+        tf.print("x =", x, output_stream=sys.stdout)
+        tf.debugging.Assert(tf.reduce_all(x > 0), ["x must be positive"])
+        return x + 1
+
+    f(tf.constant([1, 2]))
+    assert capsys.readouterr().out == "x = [1 2]\n"
+    with pytest.raises(tf.errors.InvalidArgumentError, match="x must be positive"):
+        f(tf.constant([-1, 2]))
+
+
+def test_py_function_with_tensor_spec_runs_through_object_mode():
+    calls = []
+
+    def double(t):
+        calls.append(1)
+        return t * 2
+
+    @tf.function
+    def f(x):
+        y = tf.py_function(double, [x], tf.TensorSpec([None], tf.float32))
+        return y + 1.0
+
+    np.testing.assert_array_equal(f(tf.constant([1.0, 2.0])).numpy(), [3.0, 5.0])
+    f(tf.constant([3.0, 4.0]))
+    assert len(calls) == 2
+    assert "objmode" in tf.compiled_source(f, tf.constant([1.0, 2.0]))
+
+
+def test_unknown_ranks_run_on_the_reference_interpreter_and_say_so(caplog):
+    f = tf.function(lambda x: x * 2, input_signature=[tf.TensorSpec(None, tf.float32)])
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        np.testing.assert_array_equal(f(tf.constant([[1.0]])).numpy(), [[2.0]])
+    assert "has an unknown rank" in caplog.text
+    text = tf.compiled_source(f.get_concrete_function())
+    assert text.startswith("# <lambda> runs on the reference interpreter")
+
+
+def test_runtime_errors_are_invalid_argument_errors_naming_the_op():
+    @tf.function
+    def f(a, b):
+        return a // b
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="^floordiv: Integer division by zero.\n  at .*test_numba_backend"):
+        f(tf.constant([1, 2]), tf.constant([1, 0]))
+
+
+def test_an_op_without_static_shapes_is_a_compile_time_error_naming_the_fallback():
+    f = tf.function(lambda a, b: tf.matmul(a, b))
+    spec = tf.TensorSpec([None, 2, 2], tf.float32)
+    with pytest.raises(LoweringError, match="^matmul at .*backend=\"reference\""):
+        f.get_concrete_function(spec, spec)(tf.ones([1, 2, 2]), tf.ones([1, 2, 2]))
+    g = tf.function(lambda a, b: tf.matmul(a, b), backend="reference")
+    assert g(tf.ones([1, 2, 2]), tf.ones([1, 2, 2])).shape == (1, 2, 2)
+
+
+def test_threads_call_one_compiled_function_concurrently():
+    @tf.function
+    def f(x):
+        return tf.reduce_sum(tf.tanh(x) * x)
+    xs = [tf.constant(np.linspace(-1, 1, 1000) * k) for k in range(8)]
+    expected = [float(f(x)) for x in xs]
+    results = [None] * 8
+
+    def work(i):
+        for _ in range(50):
+            results[i] = float(f(xs[i]))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == expected
+
+
+def test_non_contiguous_and_read_only_inputs_are_accepted():
+    f = tf.function(lambda x: x + 1.0)
+    base = np.arange(12.0).reshape(3, 4)
+    view = base.T
+    ro = np.arange(3.0)
+    ro.setflags(write=False)
+    np.testing.assert_array_equal(f(tf.constant(view)).numpy(), view + 1)
+    np.testing.assert_array_equal(f(tf.constant(ro)).numpy(), ro + 1)
+
+
+def test_a_new_process_reuses_the_compiled_code(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np
+        import stagecraft as tf
+
+        @tf.function
+        def f(x):
+            return tf.reduce_sum(tf.exp(x) * 3.0, axis=0)
+
+        c = f.get_concrete_function(tf.constant(np.ones((2, 3), np.float32)))
+        out = c(tf.constant(np.ones((2, 3), np.float32)))
+        stats = c.executable.dispatcher.stats
+        print(len(stats.cache_hits), len(stats.cache_misses), float(out[0]))
+    """)
+    path = tmp_path / "reuse.py"
+    path.write_text(script)
+    env = dict(os.environ, STAGECRAFT_CACHE_DIR=str(tmp_path / "cache"),
+               STAGECRAFT_BACKEND="numba")
+    runs = [subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                           check=True).stdout.split() for _ in range(2)]
+    assert runs[0][:2] == ["0", "1"]      # compiled and written
+    assert runs[1][:2] == ["1", "0"]      # loaded from disk
+    assert runs[0][2] == runs[1][2]
+
+
+def test_compile_a_graph_directly():
+    b = GraphBuilder("g")
+    x = b.param(TensorType(dt.int32, (2,)), "x")
+    (y,) = b.add("add", [x, x], [x.type])
+    (s,) = b.add("reduce_sum", [y], [TensorType(dt.int32, ())], {"axes": None, "keepdims": False})
+    out = numba_compile(b.build([y, s]))([np.array([1, 2], np.int32)])
+    assert out[0].dtype == np.int32 and out[1].dtype == np.int32 and int(out[1]) == 6

@@ -1,0 +1,181 @@
+"""The Numba backend against the reference backend, generated from the op table.
+
+For every op, one staged function applies the op to every example of every dtype (one compile
+per op keeps the suite fast: compiling is what costs). Its results on ``backend="numba"`` must
+equal those of ``backend="reference"``: the same dtype and shape, exactly equal integers and
+booleans, floats equal up to the last bits (Numba's libm and summation order differ from
+NumPy's SIMD loops). The same again for a trace with unknown dimensions (known ranks), which
+exercises the run-time shape paths of the generated code. Gradients: the sum of the first
+two float64 examples' objectives of every differentiable op, differentiated with the tape
+outside the staged call (forward and backward compiled by Numba), must equal the eager
+gradients; for a set of ops also with the tape inside the traced body (the VJP rules compiled
+by Numba) and to second order.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import stagecraft as tf  # noqa: E402
+from stagecraft.backends.numba_cpu import LoweringError  # noqa: E402
+from stagecraft.backends.numba_cpu.lowerings import LOWER  # noqa: E402
+from stagecraft.backends.numba_cpu.scalar_ops import SCALAR  # noqa: E402
+from stagecraft.bind import bind  # noqa: E402
+from stagecraft.gradients import VJPS  # noqa: E402
+from stagecraft.ir import OPS  # noqa: E402
+from stagecraft.ir import dtypes as dt  # noqa: E402
+
+from staged_op_support import (Objective, as_list, examples, first_order, inputs,  # noqa: E402
+                               second_order, seed)
+
+# Ops whose lowering needs static shapes in some cases (batched matmul): a clear compile error.
+NEEDS_STATIC_SHAPES = {"matmul"}
+# Floats agree to the last few bits (transcendentals, reassociated sums of the kernels).
+TOL = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-11, 1e-12)}
+GRAD_RTOL, GRAD_ATOL = 1e-9, 1e-11
+# Ops whose VJP rules are also compiled from inside a trace and differentiated twice (each
+# compile costs ~0.2-1 s, so not every op: the rules are the same ops checked above).
+INSIDE = ["matmul", "tanh", "reduce_max", "gather", "strided_slice", "concat", "divide",
+          "cumsum"]
+
+
+def _cases(name: str) -> list:
+    op = OPS[name]
+    return [(d, ex) for d in (op.test_dtypes or op.dtypes) for ex in examples(name, d)]
+
+
+def _apply_all(name: str, cases: list):
+    """``f(*flat_inputs) -> [outputs of every case]`` for one staged function."""
+    op = OPS[name]
+    sizes = [len(ex.inputs) for _, ex in cases]
+
+    def apply_all(*flat):
+        outs, k = [], 0
+        for (_, ex), n in zip(cases, sizes):
+            outs.extend(as_list(bind(op, *flat[k:k + n], **ex.attrs)))
+            k += n
+        return outs
+    return apply_all
+
+
+def assert_close(actual, expected, where: str) -> None:
+    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
+    a, e = np.asarray(actual.numpy()), np.asarray(expected.numpy())
+    assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
+    if a.dtype.kind == "f":
+        rtol, atol = TOL[a.dtype]
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
+    else:
+        np.testing.assert_array_equal(a, e, err_msg=where)
+
+
+def test_every_op_has_a_lowering():
+    missing = sorted(n for n in OPS if n not in SCALAR and n not in LOWER)
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_numba_equals_reference(name):
+    cases = _cases(name)
+    flat = [x for _, ex in cases for x in inputs(ex)]
+    fn = _apply_all(name, cases)
+    expected = tf.function(fn, backend="reference")(*flat)
+    staged = tf.function(fn, backend="numba")
+    for k, (a, e) in enumerate(zip(staged(*flat), expected)):
+        assert_close(a, e, f"{name} output {k}")
+    # Unknown dims: the examples of the first dtype (the run-time shape paths do not depend
+    # on the dtype, and every compile costs).
+    first = [(d, ex) for d, ex in cases if d == cases[0][0]]
+    flat = [x for _, ex in first for x in inputs(ex)]
+    expected = expected[:sum(len(as_list(bind(OPS[name], *inputs(ex), **ex.attrs)))
+                             for _, ex in first)]
+    staged = tf.function(_apply_all(name, first), backend="numba")
+    if all(isinstance(x, tf.Tensor) for x in flat):
+        specs = [tf.TensorSpec([None] * x.ndim, x.dtype) for x in flat]
+        relaxed = staged.get_concrete_function(*specs)
+        if name in NEEDS_STATIC_SHAPES:
+            with pytest.raises(LoweringError, match=f"^{name} at .*backend=\"reference\""):
+                relaxed(*flat)
+            return
+        for k, (a, e) in enumerate(zip(relaxed(*flat), expected)):
+            assert_close(a, e, f"{name} output {k} (unknown dims)")
+
+
+def _grad_ops() -> list:
+    return sorted(n for n in VJPS if dt.float64 in OPS[n].dtypes)
+
+
+def _objectives(name: str, quadratic: bool = False) -> list:
+    objs = []
+    for ex in examples(name, dt.float64):
+        obj = Objective(name, ex, quadratic)
+        if any(w is not None for w in obj.w) and obj.sources:
+            objs.append(obj)
+    return objs
+
+
+class _Total:
+    """The sum of several objectives over one flat argument list."""
+
+    def __init__(self, objs: list):
+        self.objs = objs
+        self.xs = [x for o in objs for x in o.xs]
+        self.sources, k = [], 0
+        for o in objs:
+            self.sources += [k + i for i in o.sources]
+            k += len(o.xs)
+
+    def __call__(self, *xs):
+        total, k = None, 0
+        for o in self.objs:
+            y = tf.cast(o(*xs[k:k + len(o.xs)]), tf.float64)  # casts may give float32
+            k += len(o.xs)
+            total = y if total is None else total + y
+        return total
+
+
+def _assert_grads(actual, expected, where: str) -> None:
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        assert (a is None) == (e is None), f"{where}: gradient {k} is {a}, eager {e}"
+        if e is not None:
+            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=GRAD_RTOL, atol=GRAD_ATOL,
+                                       err_msg=f"{where}: gradient {k}")
+
+
+@pytest.mark.parametrize("name", _grad_ops())
+def test_numba_gradients_equal_eager(name):
+    total = _Total(_objectives(name)[:2])
+    y_e, g_e = first_order(total, total.xs, total.sources)
+    y_s, g_s = first_order(tf.function(total, backend="numba"), total.xs, total.sources)
+    np.testing.assert_allclose(y_s.numpy(), y_e.numpy(), rtol=GRAD_RTOL)
+    _assert_grads(g_s, g_e, f"{name} tape outside")
+
+
+@pytest.mark.parametrize("name", INSIDE)
+def test_numba_compiles_vjp_rules_traced_inside(name):
+    total = _Total(_objectives(name)[:1])
+    _, g_e = first_order(total, total.xs, total.sources)
+    sources = total.sources
+
+    @tf.function(backend="numba")
+    def inside(*xs):
+        with tf.GradientTape() as tape:
+            for j in sources:
+                tape.watch(xs[j])
+            y = total(*xs)
+        return tape.gradient(y, [xs[j] for j in sources])
+
+    _assert_grads(inside(*total.xs), g_e, f"{name} tape inside")
+
+
+def test_numba_second_order_equals_eager():
+    total = _Total([_objectives(n, quadratic=True)[0] for n in INSIDE[:3]])
+    rng = np.random.default_rng(seed("second order"))
+    vs = [tf.constant(rng.uniform(-1, 1, np.shape(total.xs[j].numpy()))) for j in total.sources]
+    g_e, h_e = second_order(total, total.xs, total.sources, vs)
+    g_s, h_s = second_order(tf.function(total, backend="numba"), total.xs, total.sources, vs)
+    _assert_grads(g_s, g_e, "first order")
+    _assert_grads(h_s, h_e, "second order")
+
