@@ -36,3 +36,22 @@ def test_autograph_conversion_benchmark_runs(tmp_path) -> None:
     assert rows["convert (fresh, caches cleared)"] > rows["convert (cache hit)"] > 0
     assert "convert (cache hit)" in out.stdout
     assert "retracing" not in out.stdout + out.stderr
+
+
+def test_cpu_backend_benchmark_runs_every_workload_four_ways(tmp_path) -> None:
+    import json
+    path = tmp_path / "bench.json"
+    script = os.path.join(ROOT, "examples", "benchmarks", "cpu_backend.py")
+    out = subprocess.run([sys.executable, script, "--quick", "--backend", "reference",
+                          "--json", str(path)], check=True, capture_output=True, text=True)
+    report = json.loads(path.read_text())
+    rows = {r["workload"]: r for r in report["rows"]}
+    assert set(rows) == {"l2hmc", "newton", "rnn_forward", "rnn_backward", "mlp_train_step",
+                         "collatz", "matmul_chain"}
+    for name, row in rows.items():
+        assert set(row["variants"]) == {"eager", "staged", "numpy", "numba"}, name
+        assert all(v["median_ms"] > 0 for v in row["variants"].values()), name
+        assert row["eager/staged"] > 0 and row["staged/numba"] > 0, name
+        assert name in out.stdout
+    assert report["machine"]["backend"] == "reference"
+    assert "first call of the staged l2hmc step" in out.stdout

@@ -14,10 +14,10 @@ import argparse
 import json
 import logging
 import platform
-import statistics
 import time
-from typing import Any, Callable
+from typing import Callable
 
+from timing import time_ms  # noqa: E402 (a sibling script module)
 import stagecraft as tf
 from stagecraft.converters import api
 
@@ -46,15 +46,6 @@ def clipped_scan(x, n, limit):
     return total
 
 
-def _time_ms(fn: Callable[[], Any], repeat: int, number: int = 1) -> dict:
-    """Median and minimum over ``repeat`` runs of the mean time of one call, in ms."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number * 1e3)
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "repeats": repeat}
 
 
 def _clear_caches() -> None:
@@ -77,16 +68,17 @@ def measure(repeat: int, number: int) -> list[dict]:
     rows = [{"what": "first conversion in the process", "median_ms": first_ms,
              "min_ms": first_ms, "repeats": 1}]
     rows.append({"what": "convert (fresh, caches cleared)",
-                 **_time_ms(fresh_conversion, repeat)})
+                 **time_ms(fresh_conversion, repeat, 1)})
 
     def transform_only() -> None:
         api.transform(clipped_scan)
-    rows.append({"what": "  of which parse + passes + render", **_time_ms(transform_only, repeat)})
+    rows.append({"what": "  of which parse + passes + render",
+                 **time_ms(transform_only, repeat, 1)})
     api.convert(clipped_scan)
 
     def hit() -> None:
         api.convert(clipped_scan)
-    rows.append({"what": "convert (cache hit)", **_time_ms(hit, repeat, number)})
+    rows.append({"what": "convert (cache hit)", **time_ms(hit, repeat, number)})
 
     def staged_call() -> None:
         _clear_caches()
@@ -97,7 +89,7 @@ def measure(repeat: int, number: int) -> list[dict]:
     quiet.setLevel(logging.ERROR)  # a new tf.function per repeat is the point: no retrace warning
     try:
         rows.append({"what": "tf.function: convert + trace + first call",
-                     **_time_ms(staged_call, repeat)})
+                     **time_ms(staged_call, repeat, 1)})
     finally:
         quiet.setLevel(level)
     return rows
