@@ -90,7 +90,7 @@ def cache_dir() -> pathlib.Path:
     >>> import os, tempfile, unittest.mock
     >>> home = tempfile.mkdtemp()
     >>> with unittest.mock.patch.dict(os.environ, XDG_CACHE_HOME=home):
-    ...     os.environ.pop("STAGECRAFT_CACHE_DIR", None)
+    ...     _ = os.environ.pop("STAGECRAFT_CACHE_DIR", None)
     ...     default = cache_dir()
     ...     os.environ["STAGECRAFT_CACHE_DIR"] = os.path.join(home, "mine")
     ...     own = cache_dir()

@@ -10,7 +10,7 @@ def compiled_source(f: Any, *args: Any, **kwargs: Any) -> str:
     graph that runs on the reference interpreter the text says so and why.
 
     >>> import stagecraft as tf
-    >>> @tf.function
+    >>> @tf.function(backend="numba")     # the default backend, named
     ... def f(x):
     ...     return tf.tanh(x) * 2.0
     >>> text = tf.compiled_source(f, tf.constant([1.0, 2.0]))

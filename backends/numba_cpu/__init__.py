@@ -25,9 +25,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from stagecraft.backends.numba_cpu.codegen import LoweringError  # noqa: F401
+from stagecraft.backends.numba_cpu.codegen import LoweringError, unknown_rank  # noqa: F401
 from stagecraft.backends.numba_cpu.executable import Executable
-from stagecraft.ir.graph import Graph, walk_eqns
+from stagecraft.ir.graph import Graph
 
 _log = logging.getLogger("stagecraft")
 
@@ -53,13 +53,3 @@ def compile(graph: Graph) -> Any:  # noqa: A001 (the backend protocol's name)
     _log.warning("%s", exe.fallback_reason)
     return exe
 
-
-def unknown_rank(graph: Graph) -> str | None:
-    """Describes the first tensor of ``graph`` (regions included) whose rank is unknown."""
-    for p in graph.params:
-        if p.type.shape is None:
-            return f"the input '{p.hint}'"
-    for e in walk_eqns(graph):
-        if any(o.type.shape is None for o in e.outputs):
-            return f"the result of {e.op} at {e.loc}"
-    return None

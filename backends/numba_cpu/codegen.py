@@ -25,7 +25,7 @@ from stagecraft.backends.numba_cpu import scalar_ops
 from stagecraft.backends.numba_cpu.source import Namer, Writer, literal, np_type, tuple_text
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import UnimplementedError
-from stagecraft.ir.graph import Eqn, Graph, Literal, Value
+from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
 from stagecraft.ir.printer import print_lines
 from stagecraft.ir.types import TensorType
 
@@ -45,7 +45,7 @@ class Generated:
     """What the code generator produced for one graph."""
 
     source: str
-    params: tuple          # indices of the graph's parameters the function takes (the used)
+    param_indices: tuple   # the graph parameters the function takes (the used ones)
     consts: tuple          # constant arrays passed after the parameters
     assigned: tuple        # indices (into params) of the variables returned after the results
     host_fns: tuple        # py_function callables, called through the host token
@@ -53,8 +53,25 @@ class Generated:
 
 
 def generate(graph: Graph) -> Generated:
-    """The generated module source for ``graph`` (see the module docstring)."""
+    """The generated module source for ``graph`` (see the module docstring); every tensor of
+    ``graph`` must have a known rank (``compile`` runs other graphs on the interpreter)."""
+    reason = unknown_rank(graph)
+    if reason is not None:
+        raise LoweringError(f"The Numba backend needs the rank of every tensor, and {reason} "
+                            f"has an unknown rank; give it a rank (dims may be None) or "
+                            f"compile this function with backend=\"reference\".")
     return _Codegen(graph).run()
+
+
+def unknown_rank(graph: Graph) -> str | None:
+    """Describes the first tensor of ``graph`` (regions included) whose rank is unknown."""
+    for p in graph.params:
+        if p.type.shape is None:
+            return f"the input '{p.hint}'"
+    for e in walk_eqns(graph):
+        if any(o.type.shape is None for o in e.outputs):
+            return f"the result of {e.op} at {e.loc}"
+    return None
 
 
 class _Codegen:
@@ -82,7 +99,6 @@ class _Codegen:
         for p in (g.params[i] for i in taken):
             name = self.names.fresh(p.hint, "p")
             params.append(name)
-            _check_rank(p.type, p.hint or "a parameter")
             if p.ref:
                 self.slots[p.uid] = name
             else:
@@ -184,9 +200,6 @@ class _Codegen:
     def emit_eqn(self, e: Eqn) -> None:
         from stagecraft.backends.numba_cpu.lowerings import LOWER
         self.comment(e)
-        for o in e.outputs:
-            if e.op != "py_function":
-                _check_rank(o.type, f"the result of {e.op} at {e.loc}")
         special = getattr(self, f"_op_{e.op}", None)
         if special is not None:
             special(e)
@@ -419,14 +432,7 @@ class _Codegen:
         self.fail(f"not {cond}", f"{dict(e.attrs)['message']}\n  at {e.loc}")
 
     def _op_py_function(self, e: Eqn) -> None:
-        types = []
-        for o in e.outputs:
-            if o.type.shape is None:
-                raise LoweringError(
-                    f"py_function at {e.loc}: the Numba backend needs the rank of each result "
-                    f"(give Tout as tf.TensorSpec(shape, dtype)) or compile this function with "
-                    f"backend=\"reference\".")
-            types.append(_numba_type(o.type))
+        types = [_numba_type(o.type) for o in e.outputs]
         index = len(self.host_fns)
         self.host_fns.append(dict(e.attrs)["fn"])
         names = [self.fresh(o.hint or "py") for o in e.outputs]
@@ -446,16 +452,7 @@ def _rank(x: Value | Literal) -> int:
 
 
 def _fusible(e: Eqn) -> bool:
-    return e.op in scalar_ops.SCALAR and len(e.outputs) == 1 and e.outputs[0].type.shape \
-        is not None and all(x.type.shape is not None for x in e.inputs)
-
-
-def _check_rank(t: TensorType, what: str) -> None:
-    if t.shape is None:
-        raise LoweringError(
-            f"The Numba backend needs the rank of every tensor, and {what} has an unknown rank "
-            f"(tf.TensorSpec(shape=None)); give its rank (dims may be None) or compile this "
-            f"function with backend=\"reference\".")
+    return e.op in scalar_ops.SCALAR
 
 
 def _numba_type(t: TensorType) -> str:

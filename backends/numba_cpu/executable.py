@@ -13,7 +13,7 @@ from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cpu import host
 from stagecraft.backends.numba_cpu.codegen import ENTRY, generate
 from stagecraft.backends.numba_cpu.source import np_type
-from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.errors import InternalError, InvalidArgumentError
 from stagecraft.ir.graph import Graph
 
 _library_hash: str | None = None
@@ -57,7 +57,7 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None):
     """A Python function specialized to the graph's signature (no per-argument dispatch)."""
     lines = ["def call(args):"]
     names = []
-    for i in gen.params:
+    for i in gen.param_indices:
         p = graph.params[i]
         src = f"args[{i}]._value" if p.ref else f"args[{i}]"
         names.append(f"a{i}")
@@ -73,6 +73,8 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None):
               f"        r = fn({', '.join(call_args)})",
               "    except InvalidArgumentError:",
               "        raise",
+              "    except NumbaError as e:",
+              "        raise compile_failed(e) from None",
               "    except (ValueError, IndexError, ZeroDivisionError) as e:",
               "        raise InvalidArgumentError(str(e)) from None"]
     n = gen.num_results
@@ -85,7 +87,16 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None):
     outs = [f"{np_type(r.type.dtype)}(r[{k}])" if r.type.rank == 0 else f"r[{k}]"
             for k, r in enumerate(graph.results)]
     lines.append(f"    return [{', '.join(outs)}]")
-    scope = {"fn": fn, "consts": gen.consts, "np": np,
-             "InvalidArgumentError": InvalidArgumentError}
+    from numba.core.errors import NumbaError
+
+    def compile_failed(e: Exception) -> InternalError:
+        path = getattr(fn, "__stagecraft_path__", "?")
+        return InternalError(
+            f"Numba could not compile the code generated for '{graph.name}' (a stagecraft "
+            f"bug; the source is {path}): {str(e).splitlines()[0] if str(e) else e!r}\n"
+            f"Compile this function with backend=\"reference\" meanwhile.")
+
+    scope = {"fn": fn, "consts": gen.consts, "np": np, "NumbaError": NumbaError,
+             "compile_failed": compile_failed, "InvalidArgumentError": InvalidArgumentError}
     exec(compile("\n".join(lines), f"<stagecraft wrapper of {graph.name}>", "exec"), scope)
     return scope["call"]

@@ -51,17 +51,13 @@ def _round(a: list, d: DType) -> str:
     return f"np.rint({a[0]})" if d.is_floating else a[0]   # rint: half to even, like TF
 
 
-def _abs(a: list, d: DType) -> str:
-    return f"np.abs({a[0]})"
-
-
-def _cast(a: list, d: DType) -> str:
-    return a[0]   # the generator's cast to the output dtype is the conversion
+def _same(a: list, d: DType) -> str:
+    return a[0]   # identity; for cast, the generator's cast to the output dtype converts
 
 
 SCALAR: dict[str, Expr] = {
     "negative": lambda a, d: f"(-{a[0]})",
-    "abs": _abs,
+    "abs": _call("np.abs"),
     "sign": _call("np.sign"),
     "square": lambda a, d: f"({a[0]} * {a[0]})",
     "exp": _call("np.exp"),
@@ -79,8 +75,8 @@ SCALAR: dict[str, Expr] = {
     "ceil": _call("np.ceil"),
     "round": _round,
     "logical_not": lambda a, d: f"(not {a[0]})",
-    "identity": lambda a, d: a[0],
-    "stop_gradient": lambda a, d: a[0],
+    "identity": _same,
+    "stop_gradient": _same,
     "zeros_like": _const(0),
     "ones_like": _const(1),
     "add": _infix("+"),
@@ -101,7 +97,7 @@ SCALAR: dict[str, Expr] = {
     "logical_and": _infix("&"),
     "logical_or": _infix("|"),
     "logical_xor": _infix("!="),
-    "cast": _cast,
+    "cast": _same,
     "select": lambda a, d: f"({a[1]} if {a[0]} else {a[2]})",
 }
 

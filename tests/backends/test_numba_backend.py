@@ -15,15 +15,19 @@ import pytest
 pytest.importorskip("numba")
 
 import stagecraft as tf  # noqa: E402
-from stagecraft import backends  # noqa: E402
 from stagecraft.backends.numba_cpu import LoweringError, compile as numba_compile  # noqa: E402
+from stagecraft.backends.numba_cpu.codegen import generate  # noqa: E402
 from stagecraft.ir import dtypes as dt  # noqa: E402
 from stagecraft.ir.graph import GraphBuilder  # noqa: E402
 from stagecraft.ir.types import TensorType  # noqa: E402
 
 
 def test_numba_is_the_default_backend():
-    assert backends.DEFAULT == "numba"   # this module runs on the default (see conftest)
+    env = {k: v for k, v in os.environ.items() if k != "STAGECRAFT_BACKEND"}
+    out = subprocess.run([sys.executable, "-c", "from stagecraft import backends; "
+                          "print(backends.DEFAULT)"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["numba"]
     f = tf.function(lambda x: x * 2)
     assert "def graph_fn(x):" in tf.compiled_source(f, tf.constant([1, 2], tf.int32))
 
@@ -184,6 +188,14 @@ def test_a_new_process_reuses_the_compiled_code(tmp_path):
     assert runs[0][2] == runs[1][2]
 
 
+def test_a_graph_with_an_unknown_rank_cannot_be_generated():
+    b = GraphBuilder("g")
+    x = b.param(TensorType(dt.int32, None), "x")
+    with pytest.raises(LoweringError, match="^The Numba backend needs the rank of every tensor, "
+                                            "and the input 'x' has an unknown rank"):
+        generate(b.build([x]))
+
+
 def test_compile_a_graph_directly():
     b = GraphBuilder("g")
     x = b.param(TensorType(dt.int32, (2,)), "x")
@@ -191,3 +203,13 @@ def test_compile_a_graph_directly():
     (s,) = b.add("reduce_sum", [y], [TensorType(dt.int32, ())], {"axes": None, "keepdims": False})
     out = numba_compile(b.build([y, s]))([np.array([1, 2], np.int32)])
     assert out[0].dtype == np.int32 and out[1].dtype == np.int32 and int(out[1]) == 6
+
+
+def test_code_numba_cannot_compile_is_an_internal_error_naming_the_graph_and_fallback():
+    b = GraphBuilder("adder")
+    x = b.param(TensorType(dt.int32, (2,)), "x")
+    (y,) = b.add("add", [x, x], [x.type])
+    exe = numba_compile(b.build([y]))
+    with pytest.raises(tf.errors.InternalError,
+                       match="^Numba could not compile the code generated for 'adder'"):
+        exe([np.array(["a", "b"])])   # a type the generated code was never meant to take

@@ -89,8 +89,7 @@ def test_numba_equals_reference(name):
     # on the dtype, and every compile costs).
     first = [(d, ex) for d, ex in cases if d == cases[0][0]]
     flat = [x for _, ex in first for x in inputs(ex)]
-    expected = expected[:sum(len(as_list(bind(OPS[name], *inputs(ex), **ex.attrs)))
-                             for _, ex in first)]
+    expected = expected[:len(first) * OPS[name].num_outputs]   # cases are sorted by dtype
     staged = tf.function(_apply_all(name, first), backend="numba")
     if all(isinstance(x, tf.Tensor) for x in flat):
         specs = [tf.TensorSpec([None] * x.ndim, x.dtype) for x in flat]
