@@ -65,7 +65,9 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
         if d not in op.np_dtypes:
             raise diagnose(op, values, attrs, None)
         for i in unify[1:]:
-            if values[i].dtype is not d:
+            # Identity is the fast path; equality covers dtype objects that are equal but
+            # not numpy's singletons (Numba's disk cache unpickles the dtypes it boxes with).
+            if values[i].dtype is not d and values[i].dtype != d:
                 raise diagnose(op, values, attrs, None)
     elif op.unify == "all" and (len({v.dtype for v in values}) > 1
                                 or values[0].dtype not in op.np_dtypes):

@@ -284,3 +284,13 @@ def test_constant_copies_ndarray():
     t = tf.constant(a)
     a[0] = 9.0
     assert t.numpy().tolist() == [1.0, 2.0]
+
+
+def test_binary_op_accepts_equal_but_not_identical_numpy_dtypes():
+    # Numba's disk cache boxes results with unpickled dtype objects: equal to numpy's
+    # singletons but not identical. Ops must treat them as the same dtype.
+    import pickle
+    odd = np.zeros(3, dtype=pickle.loads(pickle.dumps(np.dtype("float64"))))
+    assert odd.dtype is not np.dtype("float64")
+    out = tf.constant(odd) * tf.constant([1.0, 2.0, 3.0], tf.float64)
+    assert out.dtype == tf.float64
