@@ -47,6 +47,31 @@ class _Slot:
         return f"<slot {self.index}>"
 
 
+def _packer(outputs: Any) -> Callable[[list], Any]:
+    """A function building the structured result from the flat outputs of one call."""
+    if outputs is None:
+        return lambda outs: None
+    if type(outputs) is _Slot:
+        i = outputs.index
+        return lambda outs: outs[i]
+    if type(outputs) in (tuple, list) and all(type(o) is _Slot for o in outputs):
+        kind, idx = type(outputs), [o.index for o in outputs]
+        return lambda outs: kind([outs[i] for i in idx])
+    return lambda outs: nest.map_structure(lambda s: None if s is None else outs[s.index],
+                                           outputs)
+
+
+def _fast_key(args: tuple) -> tuple | None:
+    """(shape, dtype) per argument when every argument is an eager Tensor, else None."""
+    key = []
+    for a in args:
+        if type(a) is not Tensor:
+            return None
+        v = a._value
+        key.append((v.shape, v.dtype))
+    return tuple(key)
+
+
 # --------------------------------------------------------------------- tracing
 
 _KEEP = object()  # "no relaxation" (a relaxed dims of None means an unknown rank)
@@ -184,6 +209,7 @@ class ConcreteFunction:
         self._executable = None
         self._backward = None
         self._lock = threading.Lock()
+        self._fast: tuple | None = None  # (extra values, output packer) for _call_eager
 
     # --------------------------------------------------------------- properties
     @property
@@ -297,6 +323,19 @@ class ConcreteFunction:
                 self._record(state.tapes, args, outs)
         return nest.map_structure(lambda s: None if s is None else outs[s.index], self._outputs)
 
+    def _call_eager(self, args: tuple) -> Any:
+        """``_call_flat`` for the hot path (eager, no tape, every argument an eager Tensor):
+        captured values and the output packing are worked out once, not per call."""
+        fast = self._fast
+        if fast is None:
+            extras = self.captured_inputs + self._captured_variables
+            if any(isinstance(c, GraphTensor) for c in extras):
+                return self._call_flat(args)  # raises the slow path's error
+            fast = self._fast = ([c if isinstance(c, Variable) else convert_to_tensor(c)._value
+                                  for c in extras], _packer(self._outputs))
+        outs = [wrap(o) for o in self.executable([a._value for a in args] + fast[0])]
+        return fast[1](outs)
+
     def _emit_call(self, fg: FuncGraph, args: list) -> list:
         operands = [fg.ref_for(a) if isinstance(a, Variable) else fg.operand(a) for a in args]
         outs = fg.emit("call", operands, [r.type for r in self.graph.results],
@@ -409,8 +448,12 @@ class _RetraceMonitor:
         self.warnings: dict[Any, int] = collections.Counter()
 
     def called(self, code: Any, traced: bool, fn: Any, changed: str | None) -> None:
-        h = self.history.setdefault(code, collections.deque(maxlen=10))
+        h = self.history.get(code)
+        if h is None:
+            h = self.history.setdefault(code, collections.deque(maxlen=10))
         h.append(traced)
+        if not traced:
+            return
         n = sum(h)
         if traced and n >= 5 and self.warnings[code] < 2:
             self.warnings[code] += 1
@@ -456,6 +499,9 @@ class Function:
         self._backend = backend
         self._entries: list[_Entry] = []
         self._by_key: dict[Any, _Entry] = {}  # exact-key index of _entries
+        # (shape, dtype) per argument -> concrete function, for calls whose arguments are all
+        # eager tensors passed positionally: skips key building, binding and flattening.
+        self._fast: dict[tuple, ConcreteFunction] = {}
         try:
             self._signature: inspect.Signature | None = inspect.signature(python_function)
             params = list(self._signature.parameters.values())
@@ -541,12 +587,28 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.functions_run_eagerly():
             return self._python_function(*args, **kwargs)
-        eager_top = STATE.get().graph is None
+        state = STATE.get()
+        eager_top = state.graph is None
+        fast = eager_top and not kwargs and len(args) == self._n_positional
+        if fast and self._fast:
+            key = _fast_key(args)
+            concrete = self._fast.get(key) if key is not None else None
+            if concrete is not None and not state.tapes:
+                _MONITOR.called(self._code, False, self._python_function, None)
+                return concrete._call_eager(args)
         concrete, flat, traced, changed = self._lookup(args, kwargs)
         if eager_top:
-            _MONITOR.called(getattr(self._python_function, "__code__", self._python_function),
-                            traced, self._python_function, changed)
+            _MONITOR.called(self._code, traced, self._python_function, changed)
+            if fast:
+                key = _fast_key(args)
+                if key is not None:
+                    self._fast[key] = concrete
         return concrete._call_flat(flat)
+
+    @property
+    def _code(self) -> Any:
+        """What the retracing monitor counts calls by."""
+        return getattr(self._python_function, "__code__", self._python_function)
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The graph function for these arguments (tensors or TensorSpecs), tracing it if it
@@ -661,6 +723,7 @@ class Function:
         else:
             policy = "first_call_only_second_trace" if self._created_variables else "never"
             concrete = trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend)
+        self._fast.clear()  # a new, more specific trace may now match some fast keys
         self._entries.append(_Entry(key, concrete, refs))
         self._by_key[key] = self._entries[-1]
         # show_converted(f, trace=True) reports the last trace (on the class's Function too
