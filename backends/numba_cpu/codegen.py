@@ -22,6 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cpu import scalar_ops
+from stagecraft.backends.numba_cpu.outline import GLOBALS, Kernels
+from stagecraft.backends.numba_cpu.repeats import TRANSPARENT, Repeat, find_repeats, outside_operands
 from stagecraft.backends.numba_cpu.source import Namer, Writer, literal, np_type, tuple_text
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import UnimplementedError
@@ -60,7 +62,12 @@ def generate(graph: Graph) -> Generated:
         raise LoweringError(f"The Numba backend needs the rank of every tensor, and {reason} "
                             f"has an unknown rank; give it a rank (dims may be None) or "
                             f"compile this function with backend=\"reference\".")
-    return _Codegen(graph).run()
+    # Two passes: the first finds which fused loop nests occur more than once; the second
+    # makes only those separate functions (a function costs Numba ~0.2 s more than the same
+    # loop inline, a repeated call site far less than a repeated loop).
+    first = _Codegen(graph)
+    first.run()
+    return _Codegen(graph, inline=first.kernels.used_once()).run()
 
 
 def unknown_rank(graph: Graph) -> str | None:
@@ -75,9 +82,11 @@ def unknown_rank(graph: Graph) -> str | None:
 
 
 class _Codegen:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, inline: frozenset = frozenset()):
         self.graph = graph
-        self.names = Namer(("numba", "np", "K", "rt", ENTRY, "host_token"))
+        self.inline = inline  # canonical texts of the loop nests to emit inline
+        self.names = Namer((*GLOBALS, ENTRY, "host_token"))
+        self.kernels = Kernels()
         self.w = Writer()
         self.env: dict[int, str] = {}          # value uid -> source expression
         self.slots: dict[int, str] = {}        # ref uid -> slot name
@@ -110,7 +119,7 @@ class _Codegen:
         args = params + self.const_names + (["host_token"] if self.host_fns else [])
         header = f"def {ENTRY}({', '.join(args)}):"
         body = self.w.lines + [f"    return {tuple_text(returned)}"]
-        source = HEADER + "\n\n" + "\n".join([header, *body]) + "\n"
+        source = HEADER + "\n\n" + self.kernels.source() + "\n".join([header, *body]) + "\n"
         return Generated(source, taken, tuple(self.consts), assigned,
                          tuple(self.host_fns), len(results))
 
@@ -171,16 +180,80 @@ class _Codegen:
         for r in graph.results:
             if isinstance(r, Value):
                 uses.setdefault(r.uid, set()).add(len(eqns))
+        self.emit_eqns(eqns, uses, find_repeats(eqns))
+        return [self.operand(r) for r in graph.results]
+
+    def emit_eqns(self, eqns: Sequence[Eqn], uses: dict, repeats: dict) -> None:
+        """Emits ``eqns`` (``uses``: value uid -> indices of the equations using it, the
+        length of ``eqns`` standing for "after them")."""
+        starts = sorted(repeats) + [len(eqns)]
         i = 0
         while i < len(eqns):
-            group = self._fusion_group(eqns, i)
+            if i in repeats:
+                self.emit_repeated(eqns, repeats[i], uses)
+                r = repeats[i]
+                i += r.period * r.count
+                continue
+            # A fused group stops where a repeated run starts.
+            group = min(self._fusion_group(eqns, i), next(j for j in starts if j > i) - i)
             if group:
                 self.emit_fused(eqns[i:i + group], range(i, i + group), uses)
                 i += group
                 continue
             self.emit_eqn(eqns[i])
             i += 1
-        return [self.operand(r) for r in graph.results]
+
+    def emit_repeated(self, eqns: Sequence[Eqn], r: Repeat, uses: dict) -> None:
+        """A repeated run of equations: one function (see .repeats), one call per run."""
+        template = eqns[r.start:r.start + r.period]
+        body = [e for e in template if e.op not in TRANSPARENT]
+        # Results: outputs any run's later equations use (the same offsets for every run).
+        results: list[tuple[int, int]] = []
+        for k, e in enumerate(template):
+            if e.op in TRANSPARENT:
+                continue
+            for j, o in enumerate(e.outputs):
+                for m in range(r.count):
+                    end = r.start + (m + 1) * r.period
+                    v = eqns[r.start + m * r.period + k].outputs[j]
+                    if any(u >= end for u in uses.get(v.uid, ())):
+                        results.append((k, j))
+                        break
+        params = outside_operands(template)
+        saved = self.w, self.env
+        self.w, self.env = Writer(), dict(self.env)
+        names = [self.fresh(f"a{n}") for n in range(len(params))]
+        for x, name in zip(params, names):
+            self.env[x.uid] = name
+        local: dict[int, set] = {}
+        for n, e in enumerate(body):
+            for x in e.inputs:
+                if isinstance(x, Value):
+                    local.setdefault(x.uid, set()).add(n)
+        for k, j in results:
+            local.setdefault(template[k].outputs[j].uid, set()).add(len(body))
+        self.emit_eqns(body, local, find_repeats(body))
+        returned = [self.operand(template[k].outputs[j]) for k, j in results]
+        lines = self.w.lines
+        self.w, self.env = saved
+        fn = self.kernels.add(names, lines, returned, prefix="repeated")
+        for m in range(r.count):
+            first = r.start + m * r.period
+            run = eqns[first:first + r.period]
+            for e in run:
+                if e.op in TRANSPARENT:
+                    self.emit_eqn(e)
+            args = [self.operand(x) if m == 0 else self.env[r.maps[m][x.uid]] for x in params]
+            outs = [run[k].outputs[j] for k, j in results]
+            names_out = [self.fresh(v.hint) for v in outs]
+            self.line(f"# run {m + 1} of {r.count} of a repeated piece ({len(body)} equations)")
+            call = f"{fn}({', '.join(args)})"
+            if len(outs) == 1:
+                self.line(f"{names_out[0]} = {call}")
+            elif outs:
+                self.line(f"{''.join(n + ', ' for n in names_out)}= {call}")
+            for v, name in zip(outs, names_out):
+                self.env[v.uid] = name
 
     def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
         """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""
@@ -241,6 +314,38 @@ class _Codegen:
             for v in keep:
                 self.env[v.uid] = elem[v.uid]
             return
+        # The loop nest becomes a kernel function: its inputs (arrays and outside scalars)
+        # are parameters, the kept values its results (see .outline).
+        params: list[Value] = []
+        for e in group:
+            for x in e.inputs:
+                if isinstance(x, Value) and x.uid not in produced and x not in params:
+                    params.append(x)
+        saved = self.w, self.env
+        self.w, self.env = Writer(), dict(self.env)
+        names = [self.fresh(f"a{k}") for k in range(len(params))]
+        for x, name in zip(params, names):
+            self.env[x.uid] = name
+        self._loop_nest(group, out_type, produced, keep)
+        body, results = self.w.lines, [self.env[v.uid] for v in keep]
+        self.w, self.env = saved
+        if self.kernels.text(names, body, results) in self.inline:
+            self._loop_nest(group, out_type, produced, keep)
+            return
+        kernel = self.kernels.add(names, body, results)
+        outs = [self.fresh(v.hint) for v in keep]
+        call = f"{kernel}({', '.join(self.operand(x) for x in params)})"
+        if len(outs) == 1:
+            self.line(f"{outs[0]} = {call}")
+        else:
+            self.line(f"{''.join(o + ', ' for o in outs)}= {call}" if outs else call)
+        for v, name in zip(keep, outs):
+            self.env[v.uid] = name
+
+    def _loop_nest(self, group: Sequence[Eqn], out_type: TensorType, produced: set,
+                   keep: list) -> None:
+        """The loops computing ``group`` elementwise, storing the ``keep`` values."""
+        rank = out_type.rank
         dims = self._out_dims(group[0]) if None in out_type.shape else \
             [str(d) for d in out_type.shape]
         outs = {v.uid: self.empty(v, dims) for v in keep}

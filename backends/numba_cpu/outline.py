@@ -1,0 +1,91 @@
+"""Fused loop nests as separate, deduplicated njit functions ("kernels") of the module.
+
+Numba's compile time is dominated by loops: every loop nest costs tens of milliseconds of
+typing, lowering and LLVM optimization, and an unrolled Python loop (L2HMC's ten leapfrog
+steps) repeats the same nests dozens of times.  So each fused elementwise group is emitted as
+its own function whose text is made canonical (local names renumbered in order of appearance);
+identical groups then share one function, compiled once, and the graph function only calls it.
+"""
+from __future__ import annotations
+
+import keyword
+import re
+
+# Names that keep their meaning inside a kernel: modules, builtins, and the error it raises.
+GLOBALS = frozenset(("np", "K", "rt", "numba", "range", "min", "max", "abs", "int", "float",
+                     "bool", "len", "ValueError", "IndexError", "True", "False", "None"))
+DECORATOR = '@numba.njit(cache=True, error_model="numpy", nogil=True)'
+
+_STRING = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""")
+_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)")
+# Other kernels of the module, called by name; local names never start with "_" (Namer).
+_KERNEL = re.compile(r"_(fused|repeated)_\d+")
+
+
+def canonical(lines: list[str]) -> str:
+    """``lines`` with every local name renamed ``v0, v1, ...`` by first appearance (string
+    literals, attributes, keywords and :data:`GLOBALS` untouched).
+
+    >>> print(canonical(["def f(x, y):", "    z = np.float32(x + y)", "    return (z,)"]))
+    def v0(v1, v2):
+        v3 = np.float32(v1 + v2)
+        return (v3,)
+    """
+    names: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        word = m.group(1)
+        if word in GLOBALS or keyword.iskeyword(word) or _KERNEL.fullmatch(word):
+            return word
+        return names.setdefault(word, f"v{len(names)}")
+
+    out = []
+    for line in lines:
+        parts, pos = [], 0
+        for s in _STRING.finditer(line):
+            parts.append(_NAME.sub(rename, line[pos:s.start()]))
+            parts.append(s.group(0))
+            pos = s.end()
+        parts.append(_NAME.sub(rename, line[pos:]))
+        out.append("".join(parts))
+    return "\n".join(out)
+
+
+class Kernels:
+    """The kernels of one generated module, deduplicated by their canonical text."""
+
+    def __init__(self) -> None:
+        self.by_text: dict[str, str] = {}   # canonical text (name-free) -> kernel name
+        self.sources: list[str] = []
+        self.uses: dict[str, int] = {}      # canonical text -> call sites
+
+    @staticmethod
+    def _lines(params: list[str], body: list[str], results: list[str]) -> list[str]:
+        # One result is returned bare: a returned tuple costs Numba about twice the compile
+        # time per call site.
+        ret = results[0] if len(results) == 1 else \
+            "(" + "".join(r + ", " for r in results).rstrip(" ") + ")"
+        return ["def kernel(" + ", ".join(params) + "):", *body, "    return " + ret]
+
+    def text(self, params: list[str], body: list[str], results: list[str]) -> str:
+        """The canonical text identifying a kernel."""
+        return canonical(self._lines(params, body, results))
+
+    def used_once(self) -> frozenset:
+        """The canonical texts of the kernels called from one place only."""
+        return frozenset(t for t, n in self.uses.items() if n == 1)
+
+    def add(self, params: list[str], body: list[str], results: list[str],
+            prefix: str = "fused") -> str:
+        """The name of the kernel ``def _(params): body; return results`` (one per text)."""
+        text = self.text(params, body, results)
+        self.uses[text] = self.uses.get(text, 0) + 1
+        name = self.by_text.get(text)
+        if name is None:
+            name = self.by_text[text] = f"_{prefix}_{len(self.by_text)}"
+            # v0 is the function's own name: the first name renamed.
+            self.sources.append(DECORATOR + "\n" + text.replace("def v0(", f"def {name}(", 1))
+        return name
+
+    def source(self) -> str:
+        return "".join(s + "\n\n\n" for s in self.sources)

@@ -1,0 +1,137 @@
+"""Finding repeated runs of equations, to compile each repeated piece once.
+
+A Python loop unrolled by tracing (L2HMC's ten leapfrog steps, a layer applied to a list of
+inputs) gives a graph where the same run of equations appears many times in a row.  Numba's
+compile time grows with the number of statements of a function (roughly 20 ms per call site),
+so the code generator emits such a run once, as a function, and calls it once per repetition.
+
+Two runs *match* when their equations have the same ops, attributes, types and literal
+operands, every operand made inside the run comes from the same relative position, and the
+operands from outside the run correspond one to one (the same outside value in one run is the
+same outside value in the other).  ``read`` and ``const`` equations are *transparent*: they emit
+no real computation, so the caller keeps them and passes their values in.  Runs may not contain
+stateful operations (variables, printing, asserts, random numbers) or nested regions.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+from stagecraft.ir.graph import Eqn, Literal, Value
+from stagecraft.ir.ops import OPS
+
+TRANSPARENT = frozenset(("read", "const"))
+MIN_BODY = 4          # equations with code per run: shorter runs are not worth a function
+MAX_CANDIDATES = 48   # later occurrences of the first op tried as the start of the next run
+
+
+@dataclasses.dataclass
+class Repeat:
+    """``count`` consecutive runs of ``period`` equations from ``start``; ``maps[m]`` sends
+    each outside operand (uid) of the first run to the matching one of run ``m``."""
+
+    start: int
+    period: int
+    count: int
+    maps: list
+
+
+def _outlinable(e: Eqn) -> bool:
+    if e.op in TRANSPARENT:
+        return True
+    op = OPS.get(e.op)
+    return op is not None and not op.stateful and not e.regions
+
+
+def find_repeats(eqns: Sequence[Eqn]) -> dict[int, Repeat]:
+    """The runs worth outlining, by start index (greedy from the left, most equations saved)."""
+    pos: dict[int, tuple[int, int]] = {}
+    for i, e in enumerate(eqns):
+        for j, o in enumerate(e.outputs):
+            pos[o.uid] = (i, j)
+    attrs = [repr(e.attrs) for e in eqns]
+    ok = [_outlinable(e) for e in eqns]
+    occurrences: dict[str, list[int]] = {}
+    for i, e in enumerate(eqns):
+        occurrences.setdefault(e.op, []).append(i)
+    found: dict[int, Repeat] = {}
+    i = 0
+    while i < len(eqns):
+        best, best_gain = None, 0
+        if ok[i] and eqns[i].op not in TRANSPARENT:
+            later = [j for j in occurrences[eqns[i].op] if j > i][:MAX_CANDIDATES]
+            for j in later:
+                period = j - i
+                if i + 2 * period > len(eqns):
+                    break
+                body = sum(1 for e in eqns[i:j] if e.op not in TRANSPARENT)
+                if body < MIN_BODY or not all(ok[i:j]):
+                    continue
+                maps = [None]
+                while i + (len(maps) + 1) * period <= len(eqns):
+                    m = _match(eqns, attrs, pos, i, i + len(maps) * period, period)
+                    if m is None:
+                        break
+                    maps.append(m)
+                gain = (len(maps) - 1) * body
+                if len(maps) >= 2 and gain > best_gain:
+                    best, best_gain = Repeat(i, period, len(maps), maps), gain
+        if best is not None:
+            found[i] = best
+            i += best.period * best.count
+        else:
+            i += 1
+    return found
+
+
+def _match(eqns: Sequence[Eqn], attrs: list, pos: dict, a: int, b: int,
+           period: int) -> dict | None:
+    """The outside-operand correspondence if run ``b`` matches run ``a``, else None."""
+    fwd: dict[int, int] = {}
+    back: dict[int, int] = {}
+    for k in range(period):
+        x, y = eqns[a + k], eqns[b + k]
+        if x.op != y.op or len(x.inputs) != len(y.inputs) or \
+                [o.type for o in x.outputs] != [o.type for o in y.outputs]:
+            return None
+        if x.op in TRANSPARENT:
+            continue
+        if attrs[a + k] != attrs[b + k] or not _outlinable(y):
+            return None
+        for u, v in zip(x.inputs, y.inputs):
+            if isinstance(u, Literal) or isinstance(v, Literal):
+                if not (isinstance(u, Literal) and isinstance(v, Literal) and u.type == v.type
+                        and repr(u.value) == repr(v.value)):
+                    return None
+                continue
+            pu, pv = _inside(eqns, pos, u, a, period), _inside(eqns, pos, v, b, period)
+            if pu != pv:
+                return None
+            if pu is None:  # from outside the run (or a read/const): one-to-one
+                if u.type != v.type or fwd.setdefault(u.uid, v.uid) != v.uid or \
+                        back.setdefault(v.uid, u.uid) != u.uid:
+                    return None
+    return fwd
+
+
+def _inside(eqns: Sequence[Eqn], pos: dict, x: Value, start: int,
+            period: int) -> tuple[int, int] | None:
+    """(offset in the run, output index) of ``x``'s producer if the run computes it."""
+    p = pos.get(x.uid)
+    if p is None or not start <= p[0] < start + period or eqns[p[0]].op in TRANSPARENT:
+        return None
+    return p[0] - start, p[1]
+
+
+def outside_operands(run: Sequence[Eqn]) -> list[Value]:
+    """The values a run takes from outside (and from its read/const equations), in order of
+    first use."""
+    made = {o.uid for e in run if e.op not in TRANSPARENT for o in e.outputs}
+    out: dict[int, Value] = {}
+    for e in run:
+        if e.op in TRANSPARENT:
+            continue
+        for x in e.inputs:
+            if isinstance(x, Value) and x.uid not in made:
+                out.setdefault(x.uid, x)
+    return list(out.values())
