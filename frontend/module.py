@@ -7,6 +7,7 @@ import threading
 from typing import Any, Callable
 
 from stagecraft import nest
+from stagecraft.checkpoint import tracking
 from stagecraft.context import STATE
 from stagecraft.variables import Variable
 
@@ -53,6 +54,15 @@ class Module:
                              f"Python identifiers (e.g. 'encoder_1').")
         self._name = name
         self._scope_name = _unique_scope(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Checkpoint tracking (semantics.md §4.3): plain lists and dicts become tracked ones,
+        # so appends to them can be restored later; a restore waiting for a child with this
+        # name (deferred restoration) assigns the saved value now, before the attribute is set.
+        if name not in self._TF_MODULE_IGNORED_PROPERTIES:
+            value = tracking.wrap(value)
+            tracking.notify(self, name, value)
+        super().__setattr__(name, value)
 
     @property
     def name(self) -> str:

@@ -45,6 +45,12 @@ class UnimplementedError(OpError):
     """The operation is valid but not supported for these arguments."""
 
 
+class DataLossError(OpError):
+    """A file is truncated, corrupted, of another format or of a newer version (TensorFlow
+    raises ``tf.errors.DataLossError`` for unreadable checkpoints). The first line of the
+    message names the file and what is wrong."""
+
+
 class InternalError(OpError):
     """An invariant of stagecraft itself was broken: please report it."""
 

@@ -1,0 +1,111 @@
+"""``tf.train.CheckpointManager``: numbered saves in one directory, keeping the newest few."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from stagecraft.checkpoint import format as fmt
+from stagecraft.checkpoint import state
+from stagecraft.checkpoint.checkpoint import Checkpoint
+from stagecraft.context import executing_eagerly
+
+
+class CheckpointManager:
+    """Saves ``checkpoint`` as ``<directory>/<checkpoint_name>-<n>`` and deletes the oldest
+    checkpoints beyond ``max_to_keep`` (``None`` keeps them all). Picks up the checkpoints
+    already recorded in ``directory``.
+
+    >>> import tempfile, stagecraft as tf
+    >>> ckpt = tf.train.Checkpoint(v=tf.Variable(1.0))
+    >>> manager = tf.train.CheckpointManager(ckpt, tempfile.mkdtemp(), max_to_keep=2)
+    >>> for _ in range(3):
+    ...     _ = manager.save()
+    >>> [p.rsplit("/", 1)[-1] for p in manager.checkpoints]
+    ['ckpt-2', 'ckpt-3']
+    """
+
+    def __init__(self, checkpoint: Checkpoint, directory: str, max_to_keep: int | None = 5,
+                 keep_checkpoint_every_n_hours: float | None = None,
+                 checkpoint_name: str = "ckpt", step_counter: Any = None,
+                 checkpoint_interval: Any = None, init_fn: Any = None):
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"CheckpointManager: expected a tf.train.Checkpoint, got "
+                            f"{type(checkpoint).__name__}.")
+        if max_to_keep is not None and (not isinstance(max_to_keep, int) or max_to_keep < 1):
+            raise ValueError(f"CheckpointManager: max_to_keep must be a positive int or None "
+                             f"(keep every checkpoint), got {max_to_keep!r}.")
+        for name, value in (("keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours),
+                            ("step_counter", step_counter),
+                            ("checkpoint_interval", checkpoint_interval)):
+            if value is not None:
+                raise NotImplementedError(f"CheckpointManager: {name} is not supported by "
+                                          f"stagecraft; leave it None.")
+        self._checkpoint = checkpoint
+        self._directory = os.fspath(directory)
+        self._max_to_keep = max_to_keep
+        self._prefix = os.path.join(self._directory, checkpoint_name)
+        self._init_fn = init_fn
+        latest, every = state.read_state(self._directory)
+        # Forget recorded checkpoints whose files are gone (deleted by hand).
+        self._checkpoints = [p for p in every if fmt.bundle_exists(p)]
+        self._latest = latest if latest is not None and fmt.bundle_exists(latest) else None
+
+    @property
+    def directory(self) -> str:
+        return self._directory
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return self._checkpoint
+
+    @property
+    def checkpoints(self) -> list[str]:
+        """The kept checkpoint prefixes, oldest first."""
+        return list(self._checkpoints)
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        """The newest checkpoint prefix, or None before the first save."""
+        return self._latest
+
+    def save(self, checkpoint_number: int | None = None, check_interval: bool = True,
+             options: Any = None) -> str:
+        """Writes a new checkpoint (numbered by ``checkpoint_number``, else by the incremented
+        ``save_counter``), records it, deletes the oldest beyond ``max_to_keep`` and returns
+        its prefix."""
+        if not executing_eagerly():
+            raise NotImplementedError("CheckpointManager.save() cannot be called inside a "
+                                      "tf.function; call it outside.")
+        counter = self._checkpoint.save_counter
+        counter.assign_add(1)
+        number = int(counter.numpy()) if checkpoint_number is None else int(checkpoint_number)
+        path = f"{self._prefix}-{number}"
+        try:
+            self._checkpoint.write(path)
+        except BaseException:
+            counter.assign_sub(1)
+            raise
+        self._checkpoints = [p for p in self._checkpoints if p != path] + [path]
+        self._latest = path
+        # Record the new checkpoint before deleting old ones, so an interruption while
+        # deleting still finds it; then record again without the deleted ones.
+        state.write_state(self._directory, path, self._checkpoints)
+        self._sweep()
+        state.write_state(self._directory, path, self._checkpoints)
+        return path
+
+    def restore_or_initialize(self) -> str | None:
+        """Restores the latest checkpoint and returns its path, or runs ``init_fn`` (when
+        given) and returns None when there is none."""
+        if self._latest is not None:
+            self._checkpoint.restore(self._latest)
+            return self._latest
+        if self._init_fn is not None:
+            self._init_fn()
+        return None
+
+    def _sweep(self) -> None:
+        if self._max_to_keep is None:
+            return
+        while len(self._checkpoints) > self._max_to_keep:
+            fmt.delete_bundle(self._checkpoints.pop(0))
