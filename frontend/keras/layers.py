@@ -1,0 +1,10 @@
+"""``keras.layers``: the layer base class and the core layers.
+
+>>> import stagecraft as tf
+>>> tf.keras.layers.Dense(3)(tf.ones([2, 4])).shape
+TensorShape([2, 3])
+"""
+from stagecraft.keras.base_layer import Layer
+from stagecraft.keras.core_layers import Activation, Dense, Flatten
+
+__all__ = ["Activation", "Dense", "Flatten", "Layer"]

@@ -1,0 +1,278 @@
+"""``keras.losses``: mean squared error and (sparse) categorical cross-entropy.
+
+The functions (``mean_squared_error``, ...) return one loss per example; the classes
+(``MeanSquaredError()``, ...) are callables ``loss(y_true, y_pred, sample_weight=None)`` that
+weight and reduce them, by default to the mean over all per-example losses (Keras's
+``SUM_OVER_BATCH_SIZE``). Probabilities (``from_logits=False``) are clipped to
+``[1e-7, 1 - 1e-7]`` before the log, exactly as Keras does, so values equal TensorFlow's.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from stagecraft import array_ops as _a
+from stagecraft import math_ops as _m
+from stagecraft import nn_ops as _nn
+from stagecraft.convert import convert_to_tensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.tensor import Tensor
+
+EPSILON = 1e-7  # keras.backend.epsilon()
+
+
+def _prepare(y_true: Any, y_pred: Any) -> tuple[Tensor, Tensor]:
+    y_pred = y_pred if isinstance(y_pred, Tensor) else convert_to_tensor(y_pred)
+    y_true = _m.cast(y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true),
+                     y_pred.dtype)
+    return y_true, y_pred
+
+
+def mean_squared_error(y_true: Any, y_pred: Any) -> Tensor:
+    """``mean(square(y_true - y_pred), axis=-1)``: one loss per example.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.losses.mean_squared_error([[0., 1.]], [[1., 1.]]).numpy().tolist()
+    [0.5]
+    """
+    y_true, y_pred = _prepare(y_true, y_pred)
+    return _m.reduce_mean(_m.square(_m.subtract(y_pred, y_true)), axis=-1)
+
+
+def categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
+                             label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
+    """Cross-entropy between one-hot (or soft) labels and predictions, per example.
+
+    With ``from_logits=False``, ``y_pred`` holds probabilities: they are rescaled to sum to 1
+    along ``axis`` and clipped to ``[1e-7, 1 - 1e-7]``. ``label_smoothing`` mixes the labels
+    with the uniform distribution.
+
+    >>> import stagecraft as tf
+    >>> loss = tf.keras.losses.categorical_crossentropy([[0., 1.]], [[0.5, 0.5]])
+    >>> [round(x, 4) for x in loss.numpy().tolist()]
+    [0.6931]
+    """
+    y_true, y_pred = _prepare(y_true, y_pred)
+    if label_smoothing:
+        n = y_pred.shape[axis]
+        if n is None:
+            raise ValueError("categorical_crossentropy: label_smoothing needs a known number "
+                             "of classes (the size of y_pred along axis).")
+        y_true = _m.add(_m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / n)
+    if from_logits:
+        return _nn.softmax_cross_entropy_with_logits(y_true, y_pred, axis=axis)
+    probs = _m.truediv(y_pred, _m.reduce_sum(y_pred, axis, keepdims=True))
+    probs = _m.clip_by_value(probs, EPSILON, 1.0 - EPSILON)
+    return _m.negative(_m.reduce_sum(_m.multiply(y_true, _m.log(probs)), axis))
+
+
+def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
+                                    axis: int = -1) -> Tensor:
+    """Cross-entropy between integer class labels and predictions over the last axis, per
+    example. Labels of shape ``(batch,)`` or ``(batch, 1)``, any numeric dtype (cast to
+    int64). With ``from_logits=False``, ``y_pred`` holds probabilities, clipped to
+    ``[1e-7, 1 - 1e-7]``.
+
+    >>> import stagecraft as tf
+    >>> loss = tf.keras.losses.sparse_categorical_crossentropy([1], [[0.5, 0.5]])
+    >>> [round(x, 4) for x in loss.numpy().tolist()]
+    [0.6931]
+    """
+    y_pred = y_pred if isinstance(y_pred, Tensor) else convert_to_tensor(y_pred)
+    y_true = y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true)
+    rank = y_pred.shape.rank
+    if axis not in (-1, None) and not (rank is not None and axis == rank - 1):
+        raise ValueError(f"sparse_categorical_crossentropy: only axis=-1 (classes last) is "
+                         f"supported, got axis={axis}. Transpose y_pred so classes are last.")
+    labels = _m.cast(y_true, _dt.int64)
+    if rank is not None and labels.shape.rank == rank and labels.shape[-1] == 1:
+        labels = _a.squeeze(labels, [-1])  # (batch, 1) labels, as Keras accepts
+    if not from_logits:
+        y_pred = _m.log(_m.clip_by_value(y_pred, EPSILON, 1.0 - EPSILON))
+    return _nn.sparse_softmax_cross_entropy_with_logits(labels, y_pred)
+
+
+# Keras's short aliases.
+mse = MSE = mean_squared_error
+
+
+class Reduction:
+    """How a loss object reduces the weighted per-example losses.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.losses.Reduction.all()
+    ('auto', 'none', 'sum', 'sum_over_batch_size')
+    """
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple[str, ...]:
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key: str) -> None:
+        if key not in cls.all():
+            raise ValueError(f"Invalid Reduction Key: {key!r}. Expected keys are "
+                             f"{cls.all()}.")
+
+
+def _weighted(losses: Tensor, sample_weight: Any) -> Tensor:
+    """``losses * sample_weight``, adjusting a weight of rank +-1 as Keras does."""
+    w = _m.cast(sample_weight if isinstance(sample_weight, Tensor)
+                else convert_to_tensor(sample_weight), losses.dtype)
+    lr, wr = losses.shape.rank, w.shape.rank
+    if lr is not None and wr is not None:
+        if wr == lr + 1 and w.shape[-1] == 1:
+            w = _a.squeeze(w, [-1])
+        elif wr == lr - 1 and wr > 0:
+            w = _a.expand_dims(w, -1)
+    return _m.multiply(losses, w)
+
+
+def _reduce(losses: Tensor, reduction: str) -> Tensor:
+    if reduction == Reduction.NONE:
+        return losses
+    total = _m.reduce_sum(losses)
+    if reduction == Reduction.SUM:
+        return total
+    count = _m.cast(_a.size(losses), losses.dtype)
+    # Keras's divide_no_nan: an empty batch gives 0, not nan.
+    return _m.where(_m.equal(count, 0.0), _m.multiply(total, 0.0),
+                    _m.truediv(total, _m.maximum(count, 1.0)))
+
+
+class Loss:
+    """Base class of loss objects: ``call(y_true, y_pred)`` returns per-example losses,
+    ``__call__`` weights them by ``sample_weight`` and reduces them (``reduction``).
+
+    >>> import stagecraft as tf
+    >>> class Absolute(tf.keras.losses.Loss):
+    ...     def call(self, y_true, y_pred):
+    ...         return tf.reduce_mean(tf.abs(y_pred - y_true), axis=-1)
+    >>> float(Absolute()([[0.], [0.]], [[1.], [3.]]))
+    2.0
+    """
+
+    def __init__(self, reduction: str = Reduction.AUTO, name: str | None = None):
+        Reduction.validate(reduction)
+        self.reduction = reduction
+        self.name = name
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
+        """The weighted, reduced loss of a batch."""
+        y_pred = y_pred if isinstance(y_pred, Tensor) else convert_to_tensor(y_pred)
+        y_true = y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true)
+        losses = self.call(y_true, y_pred)
+        if sample_weight is not None:
+            losses = _weighted(losses, sample_weight)
+        return _reduce(losses, self.reduction)
+
+    def call(self, y_true: Any, y_pred: Any) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must define call(y_true, y_pred) "
+                                  f"returning the per-example losses.")
+
+    def get_config(self) -> dict:
+        return {"reduction": self.reduction, "name": self.name}
+
+
+class LossFunctionWrapper(Loss):
+    """A loss object around a per-example loss function ``fn(y_true, y_pred, **kwargs)``.
+
+    >>> import stagecraft as tf
+    >>> mse = tf.keras.losses.LossFunctionWrapper(tf.keras.losses.mean_squared_error)
+    >>> float(mse([[0.], [0.]], [[1.], [3.]]))
+    5.0
+    """
+
+    def __init__(self, fn: Callable[..., Tensor], reduction: str = Reduction.AUTO,
+                 name: str | None = None, **kwargs: Any):
+        super().__init__(reduction, name)
+        self.fn = fn
+        self._fn_kwargs = kwargs
+
+    def call(self, y_true: Any, y_pred: Any) -> Tensor:
+        return self.fn(y_true, y_pred, **self._fn_kwargs)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), **self._fn_kwargs}
+
+
+class MeanSquaredError(LossFunctionWrapper):
+    """Mean of ``square(y_true - y_pred)`` (over the last axis, then the batch).
+
+    >>> import stagecraft as tf
+    >>> float(tf.keras.losses.MeanSquaredError()([[0., 1.], [0., 0.]], [[1., 1.], [1., 0.]]))
+    0.5
+    """
+
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "mean_squared_error"):
+        super().__init__(mean_squared_error, reduction, name)
+
+
+class CategoricalCrossentropy(LossFunctionWrapper):
+    """Cross-entropy with one-hot labels (see ``categorical_crossentropy``).
+
+    >>> import stagecraft as tf
+    >>> cce = tf.keras.losses.CategoricalCrossentropy(from_logits=True)
+    >>> round(float(cce([[0., 1.]], [[0., 0.]])), 4)
+    0.6931
+    """
+
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0,
+                 axis: int = -1, reduction: str = Reduction.AUTO,
+                 name: str = "categorical_crossentropy"):
+        super().__init__(categorical_crossentropy, reduction, name, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+
+
+class SparseCategoricalCrossentropy(LossFunctionWrapper):
+    """Cross-entropy with integer labels (see ``sparse_categorical_crossentropy``).
+
+    >>> import stagecraft as tf
+    >>> scce = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    >>> round(float(scce([0, 1], [[0., 0.], [0., 0.]])), 4)
+    0.6931
+    """
+
+    def __init__(self, from_logits: bool = False, reduction: str = Reduction.AUTO,
+                 name: str = "sparse_categorical_crossentropy"):
+        super().__init__(sparse_categorical_crossentropy, reduction, name,
+                         from_logits=from_logits)
+
+
+_BY_NAME: dict[str, Callable[..., Any]] = {
+    "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
+    "MSE": mean_squared_error, "categorical_crossentropy": categorical_crossentropy,
+    "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
+    "MeanSquaredError": MeanSquaredError, "CategoricalCrossentropy": CategoricalCrossentropy,
+    "SparseCategoricalCrossentropy": SparseCategoricalCrossentropy,
+}
+
+
+def get(identifier: str | Callable[..., Any]) -> Callable[..., Any]:
+    """The loss for ``identifier``: a function name (``'mse'``) gives the function, a class
+    name (``'MeanSquaredError'``) a new object; callables are returned as is.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.losses.get('mse') is tf.keras.losses.mean_squared_error
+    True
+    """
+    if isinstance(identifier, str):
+        found = _BY_NAME.get(identifier)
+        if found is None:
+            raise ValueError(f"Unknown loss function: {identifier!r}. Valid names are "
+                             f"{', '.join(repr(n) for n in sorted(_BY_NAME))}.")
+        return found() if isinstance(found, type) else found
+    if callable(identifier):
+        return identifier
+    raise TypeError(f"Could not interpret loss identifier: {identifier!r} (of type "
+                    f"{type(identifier).__name__}).")
+
+
+__all__ = ["CategoricalCrossentropy", "Loss", "LossFunctionWrapper", "MSE",
+           "MeanSquaredError", "Reduction", "SparseCategoricalCrossentropy",
+           "categorical_crossentropy", "get", "mean_squared_error", "mse",
+           "sparse_categorical_crossentropy"]

@@ -1,0 +1,183 @@
+"""``keras.Model`` (subclassing API) and ``keras.Sequential``."""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+from stagecraft import array_ops as _a
+from stagecraft.ir.shapes import TensorShape
+from stagecraft.keras.base_layer import Layer, _accepts
+
+
+class Model(Layer):
+    """A layer made of layers: subclass it, create the layers in ``__init__`` (as attributes)
+    and write the forward pass in ``call(self, inputs, training=None)`` — the TF Eager paper's
+    Listing 3. Weights are created on the first call; ``variables``/``trainable_variables``
+    list every weight of every sub-layer.
+
+    >>> import stagecraft as tf
+    >>> class MNISTModel(tf.keras.Model):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.dense1 = tf.keras.layers.Dense(units=10)
+    ...         self.dense2 = tf.keras.layers.Dense(units=10)
+    ...     def call(self, input):
+    ...         result = self.dense1(input)
+    ...         result = self.dense2(result)
+    ...         result = self.dense2(result)  # reuse variables from dense2 layer
+    ...         return result
+    >>> model = MNISTModel()
+    >>> model(tf.zeros([1, 784])).shape
+    TensorShape([1, 10])
+    >>> [tuple(v.shape.as_list()) for v in model.trainable_variables]
+    [(784, 10), (10,), (10, 10), (10,)]
+
+    The Functional API (``Model(inputs, outputs)``) is not supported: subclass ``Model`` or
+    use ``Sequential``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if args or "inputs" in kwargs or "outputs" in kwargs:
+            raise NotImplementedError(
+                f"{type(self).__name__}: the Functional API (Model(inputs, outputs)) is not "
+                f"supported by stagecraft.keras. Subclass tf.keras.Model and write `call`, or "
+                f"use tf.keras.Sequential([...]).")
+        super().__init__(**kwargs)
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        """The forward pass; subclasses must override it."""
+        raise NotImplementedError(
+            f"Unimplemented `tf.keras.Model.call()`: {type(self).__name__} must override "
+            f"`call(self, inputs, training=None)` with its forward pass.")
+
+    def build(self, input_shape: Any) -> None:
+        """Creates the weights for inputs of ``input_shape`` (batch dimension first; None
+        allowed) by running the model once on zeros. During the first call it only marks the
+        model built (the sub-layers build themselves as ``call`` reaches them)."""
+        if self._building_from_call:
+            self.built = True
+            return
+        if input_shape is None:
+            raise ValueError(f"{type(self).__name__}.build: input_shape must be given, e.g. "
+                             f"model.build((None, 784)).")
+        shape = TensorShape(input_shape)
+        if shape.rank is None:
+            raise ValueError(f"{type(self).__name__}.build: input_shape must have a known "
+                             f"rank, got {shape}.")
+        self(_a.zeros([1 if d is None else d for d in shape.as_list()], dtype=self.dtype))
+
+    @property
+    def layers(self) -> list[Layer]:
+        """The direct sub-layers, in the order they were assigned."""
+        return [c for c in self._children() if isinstance(c, Layer)]
+
+    def save_weights(self, filepath: str, overwrite: bool = True) -> str:
+        """Writes the weights as a TensorFlow-format checkpoint with the model as the root
+        (``tf.train.Checkpoint(root=model).write(filepath)``; keys such as
+        ``dense1/kernel/.ATTRIBUTES/VARIABLE_VALUE``). Returns ``filepath``.
+
+        >>> import os, tempfile, stagecraft as tf
+        >>> model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
+        >>> path = model.save_weights(os.path.join(tempfile.mkdtemp(), "weights"))
+        >>> clone = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        >>> _ = clone.load_weights(path); _ = clone(tf.ones([1, 2]))  # restored when built
+        >>> bool(tf.reduce_all(clone.layers[0].kernel == model.layers[0].kernel))
+        True
+        """
+        if filepath.endswith((".h5", ".keras")):
+            raise ValueError(f"save_weights: {filepath!r} asks for the HDF5/.keras format, "
+                             f"which stagecraft does not write. Use a path without that "
+                             f"extension (a TensorFlow checkpoint prefix).")
+        if not overwrite and os.path.exists(filepath + ".index"):
+            raise FileExistsError(f"save_weights: {filepath}.index exists and overwrite=False. "
+                                  f"Pass overwrite=True or choose another path.")
+        from stagecraft.train import Checkpoint
+        return Checkpoint(root=self).write(filepath)
+
+    def load_weights(self, filepath: str) -> Any:
+        """Reads weights written by ``save_weights`` (matched by attribute names, not by
+        order); weights not built yet are assigned when they are created. Returns the
+        checkpoint status (``assert_consumed()``, ``expect_partial()``)."""
+        from stagecraft.train import Checkpoint
+        return Checkpoint(root=self).read(filepath)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} built={self.built}>"
+
+
+class Sequential(Model):
+    """A linear stack of layers: each layer's output is the next one's input.
+
+    Layer ``i`` is held in the attribute ``"layer-i"`` (TensorFlow's checkpoint edge name for
+    a Sequential model's layers). When the first layer is given ``input_shape=``, the weights
+    are created at once; otherwise on the first call.
+
+    >>> import stagecraft as tf
+    >>> model = tf.keras.Sequential([tf.keras.layers.Dense(4, activation="relu",
+    ...                                                    input_shape=(3,)),
+    ...                              tf.keras.layers.Dense(1)])
+    >>> len(model.weights), model(tf.ones([2, 3])).shape
+    (4, TensorShape([2, 1]))
+    """
+
+    def __init__(self, layers: Iterable[Layer] | None = None, name: str | None = None):
+        super().__init__(name=name)
+        for layer in layers or ():
+            self.add(layer)
+
+    def add(self, layer: Layer) -> None:
+        """Appends ``layer`` to the stack (and builds it when the input shape is known).
+
+        >>> import stagecraft as tf
+        >>> model = tf.keras.Sequential()
+        >>> model.add(tf.keras.layers.Dense(2)); model.add(tf.keras.layers.Dense(1))
+        >>> model(tf.ones([4, 3])).shape, len(model.layers)
+        (TensorShape([4, 1]), 2)
+        """
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Sequential.add: the added layer must be an instance of class "
+                            f"Layer. Received: layer={layer!r} of type "
+                            f"{type(layer).__name__}.")
+        index = len(self.layers)
+        setattr(self, f"layer-{index}", layer)
+        if index == 0 and layer._batch_input_shape is not None:
+            self._batch_input_shape = layer._batch_input_shape
+        if self._batch_input_shape is not None:
+            self.build(self._batch_input_shape)
+
+    def pop(self) -> Layer:
+        """Removes and returns the last layer.
+
+        >>> import stagecraft as tf
+        >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2), tf.keras.layers.Flatten()])
+        >>> type(model.pop()).__name__, len(model.layers)
+        ('Flatten', 1)
+        """
+        layers = self.layers
+        if not layers:
+            raise TypeError("Sequential.pop: there are no layers in the model.")
+        delattr(self, f"layer-{len(layers) - 1}")
+        return layers[-1]
+
+    @property
+    def layers(self) -> list[Layer]:
+        """The layers, in stack order."""
+        found = []
+        for key, value in vars(self).items():
+            if key.startswith("layer-") and key[6:].isdigit() and isinstance(value, Layer):
+                found.append((int(key[6:]), value))
+        return [layer for _, layer in sorted(found, key=lambda p: p[0])]
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        """Feeds ``inputs`` through every layer in order (``training`` goes to the layers
+        whose ``call`` accepts it)."""
+        outputs = inputs
+        for layer in self.layers:
+            kwargs = {}
+            if training is not None and _accepts(type(layer).call, "training"):
+                kwargs["training"] = training
+            outputs = layer(outputs, **kwargs)
+        return outputs
+
+
+__all__ = ["Model", "Sequential"]
