@@ -31,6 +31,9 @@ from stagecraft.tensor_array import TensorArray
 from stagecraft import autograph
 from stagecraft.autograph import show_converted
 from stagecraft.compiled import compiled_source, show_compiled
+from stagecraft import keras
+from stagecraft import train
+from stagecraft import saved_model
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
 int32 = dtypes.int32
