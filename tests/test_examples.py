@@ -55,3 +55,14 @@ def test_cpu_backend_benchmark_runs_every_workload_four_ways(tmp_path) -> None:
         assert name in out.stdout
     assert report["machine"]["backend"] == "reference"
     assert "first call of the staged l2hmc step" in out.stdout
+
+
+def test_persistence_example_trains_restores_and_loads_in_another_process(tmp_path) -> None:
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "persistence.py"),
+                          "--steps", "3", "--dir", str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0].startswith("trained 3 steps: loss ")
+    assert out[1].startswith("checkpoint: ") and "step-1" in out[1]
+    assert out[2] == ("restored into a fresh model: outputs equal True, "
+                      "next step's loss equal True")
+    assert out[3] == "SavedModel loaded in a separate process: outputs equal True"
