@@ -12,7 +12,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITE = os.path.join(os.path.dirname(ROOT), "shared", "conformance")
-NOT_YET = ("tf.train", "tf.saved_model", "tf.device")
+NOT_YET = ("tf.device",)
 # TensorFlow limitations that stagecraft lifts on purpose (README, "deliberate deviations");
 # tests/converters check the values stagecraft gives instead.
 SUPPORTED_BEYOND_TF = ("case_errors_while_true_with_tensor_break",)
