@@ -362,6 +362,12 @@ def _gather(g, out, params, indices, axis, batch_dims):
     return bind(OPS["gather_grad"], g, indices, params, axis=axis, batch_dims=batch_dims), None
 
 
+@vjp("row_update")
+def _row_update(g, out, buffer, index, value):
+    return (bind(OPS["row_update"], g, index, a.zeros_like(value)), None,
+            bind(OPS["gather"], g, index, axis=0, batch_dims=0))
+
+
 @vjp("gather_grad")
 def _gather_grad(g, out, grad, indices, like, axis, batch_dims):
     return bind(OPS["gather"], g, indices, axis=axis, batch_dims=batch_dims), None, None

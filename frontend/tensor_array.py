@@ -8,7 +8,9 @@ from typing import Any
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
+from stagecraft.bind import bind
 from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.ops import OPS
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.tensor import Tensor
 
@@ -84,6 +86,15 @@ class TensorArray:
             return self._new(items=items, element_shape=shape)
         from stagecraft.array_ops import concat, expand_dims
         buf = self._buffer
+        if buf is not None and not self._dynamic and buf.shape[0] is not None \
+                and buf.shape[0] > 0:
+            # A fixed size: one row written in a copy (an index out of range raises).
+            index = convert_to_tensor(index)
+            if index.dtype not in (_dt.int32, _dt.int64):
+                raise TypeError(f"TensorArray.write: the index must be an integer, got "
+                                f"{index.dtype.name}.")
+            return self._new(buffer=bind(OPS["row_update"], buf, index, t),
+                             element_shape=shape)
         row = expand_dims(t, 0)
         if buf is None:
             return self._new(buffer=row, element_shape=shape)
@@ -154,7 +165,10 @@ class TensorArray:
         return [self._stacked()]
 
     def _component_shapes(self) -> list:
-        return [TensorShape([None]).concatenate(self._element_shape)]
+        # A fixed-size array keeps its length through a loop (writes replace rows); a dynamic
+        # one may grow.
+        n = None if self._dynamic or self._buffer is None else self._buffer.shape[0]
+        return [TensorShape([n]).concatenate(self._element_shape)]
 
     def _from_components(self, components: list) -> "TensorArray":
         return self._new(buffer=components[0])

@@ -85,6 +85,7 @@ class _Codegen:
     def __init__(self, graph: Graph, inline: frozenset = frozenset()):
         self.graph = graph
         self.inline = inline  # canonical texts of the loop nests to emit inline
+        self.inplace: set[int] = set()  # ids of row_update equations that may mutate their buffer
         self.names = Namer((*GLOBALS, ENTRY, "host_token"))
         self.kernels = Kernels()
         self.w = Writer()
@@ -500,13 +501,17 @@ class _Codegen:
 
     def _op_while(self, e: Eqn) -> None:
         n = dict(e.attrs)["carry"]
+        cond, body = e.regions
+        owned = _rows_written_in_place(body, n)
+        self.inplace.update(id(u) for u in owned.values())
         carry = []
-        for o, init in zip(e.outputs, e.inputs[:n]):
+        for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
             name = self.fresh(o.hint or "c")
-            self.w.line(f"{name} = {self.operand(init)}")
+            # A buffer whose rows the body overwrites in place is copied once, here.
+            copy = ".copy()" if k in owned else ""
+            self.w.line(f"{name} = {self.operand(init)}{copy}")
             carry.append(name)
             self.env[o.uid] = name
-        cond, body = e.regions
         with self.w.block("while True:"):
             carried = [Value(o.type, None) for o in e.outputs]
             for v, name in zip(carried, carry):
@@ -551,6 +556,38 @@ class _Codegen:
 
 
 # ---------------------------------------------------------------------- helpers
+
+# Ops whose generated code never returns a view of an input (their results are fresh arrays
+# or scalars), so reading a buffer with them before overwriting it in place is safe.
+_COPYING = frozenset(("strided_slice", "gather", "matmul", "reduce_sum", "reduce_max",
+                      "reduce_min", "reduce_mean", "reduce_prod"))
+
+
+def _rows_written_in_place(body: Graph, n: int) -> dict[int, Eqn]:
+    """Carried buffers (by index) that a while body overwrites one row of and carries on, and
+    reads before that only through copying ops: the generated loop may then write the row in
+    place instead of copying the buffer every iteration (a staged TensorArray write)."""
+    users: dict[int, list[int]] = {}
+    for i, e in enumerate(body.eqns):
+        for x in e.inputs:
+            if isinstance(x, Value):
+                users.setdefault(x.uid, []).append(i)
+    returned = [r.uid for r in body.results if isinstance(r, Value)]
+    owned = {}
+    for i, e in enumerate(body.eqns):
+        if e.op != "row_update" or not isinstance(e.inputs[0], Value):
+            continue
+        buf, out = e.inputs[0], e.outputs[0]
+        k = next((k for k, p in enumerate(body.params[:n]) if p.uid == buf.uid), None)
+        if k is None or body.results[k] is not out or returned.count(out.uid) != 1 \
+                or buf.uid in returned or users.get(out.uid):
+            continue
+        others = [j for j in users[buf.uid] if j != i]
+        if all(j < i and (body.eqns[j].op in _COPYING or _fusible(body.eqns[j]))
+               for j in others) and users[buf.uid].count(i) == 1:
+            owned[k] = e
+    return owned
+
 
 def _rank(x: Value | Literal) -> int:
     return len(x.type.shape)

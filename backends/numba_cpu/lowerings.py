@@ -215,10 +215,22 @@ def _gather(cg, e: Eqn) -> None:
     a = e.params
     bd = a["batch_dims"] + (_rank(i) if a["batch_dims"] < 0 else 0)
     axis = _norm(a["axis"], _rank(p))
+    if _rank(p) == 1 and _rank(i) == 0:  # one element: no output array
+        cg.define(e.outputs[0], f"K.take1({cg.operand(p)}, {cg.operand(i)})")
+        return
     pd, idims = cg.dims(p), cg.dims(i)
     dims = pd[:axis] + idims[bd:] + pd[axis + 1:]
     _into(cg, e, dims, lambda out: f"K.gather_into({cg.operand(p)}, {cg.array(i)}, {out}, "
                                    f"{axis}, {bd})")
+
+
+@lowers("row_update")
+def _row_update(cg, e: Eqn) -> None:
+    buf, index, value = e.inputs
+    kernel = "row_update1" if _rank(buf) == 1 else "row_update"
+    copy = id(e) not in cg.inplace  # see codegen._rows_written_in_place
+    cg.define(e.outputs[0], f"K.{kernel}({cg.operand(buf)}, {cg.operand(index)}, "
+                            f"{cg.operand(value)}, {copy})")
 
 
 @lowers("gather_grad")

@@ -40,7 +40,8 @@ def _outlinable(e: Eqn) -> bool:
     if e.op in TRANSPARENT:
         return True
     op = OPS.get(e.op)
-    return op is not None and not op.stateful and not e.regions
+    # row_update may be lowered to an in-place write, decided per equation (codegen).
+    return op is not None and not op.stateful and not e.regions and e.op != "row_update"
 
 
 def find_repeats(eqns: Sequence[Eqn]) -> dict[int, Repeat]:

@@ -85,6 +85,42 @@ def gather_into(params, indices, out, axis, batch_dims):
 
 
 @numba.njit(**_JIT)
+def take1(params, index):
+    """``params[index]`` of a rank-1 array (a scalar gather), with the gather's range check."""
+    if index < 0 or index >= params.shape[0]:
+        raise IndexError("gather: an index is out of range [0, params.shape[axis]); "
+                         "negative indices are not allowed")
+    return params[index]
+
+
+@numba.njit(**_JIT)
+def row_update(buffer, index, value, copy):
+    """``buffer`` (a copy of it when ``copy``) with row ``index`` (first axis) set to ``value``
+    (shaped like one row). An index outside [0, len(buffer)) raises IndexError."""
+    n = buffer.shape[0]
+    if index < 0 or index >= n:
+        raise IndexError("row_update: the index is out of range [0, len(buffer)); a "
+                         "fixed-size TensorArray cannot grow (pass dynamic_size=True)")
+    out = buffer.copy() if copy else buffer
+    rows = out.reshape((n, out.size // n))
+    row = value.reshape(rows.shape[1])
+    for k in range(rows.shape[1]):
+        rows[index, k] = row[k]
+    return out
+
+
+@numba.njit(**_JIT)
+def row_update1(buffer, index, value, copy):
+    """``row_update`` of a rank-1 buffer with a scalar ``value`` (no 0-d array to box)."""
+    if index < 0 or index >= buffer.shape[0]:
+        raise IndexError("row_update: the index is out of range [0, len(buffer)); a "
+                         "fixed-size TensorArray cannot grow (pass dynamic_size=True)")
+    out = buffer.copy() if copy else buffer
+    out[index] = value
+    return out
+
+
+@numba.njit(**_JIT)
 def gather_grad_into(g, indices, out, axis, batch_dims):
     """Scatter-add: out = zeros(like.shape); out[..., indices[j], ...] += g[..., j, ...].
 

@@ -291,14 +291,15 @@ def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state:
         return ((values[0] + 1,) if counted else ()) + tuple(out)
 
     loop_vars = ((convert_to_tensor(0),) if counted else ()) + tuple(flat)
-    # Components of composites (a TensorArray's buffer) may grow along their first dimension.
-    growing = {id(c) for _, template, _ in layout for x in _composites(template)
-               for c in x._nest_components()}
+    # Components of composites say their own invariants (a dynamic TensorArray's buffer may
+    # grow along its first dimension; a fixed-size one keeps its length).
+    composite = {id(c): s for _, template, _ in layout for x in _composites(template)
+                 for c, s in zip(x._nest_components(), x._component_shapes())}
     # set_loop_options(shape_invariants=[(value, shape), ...]) names values as they are when
     # the loop starts.
     given = {id(v): s for v, s in (opts or {}).get("shape_invariants") or ()}
     invariants = ([[]] if counted else []) + [
-        given.get(id(t), [None] + t.shape.as_list()[1:] if id(t) in growing else t.shape)
+        given.get(id(t), composite.get(id(t), t.shape))
         for t in flat]
     result = _cf.while_loop(cond_fn, body_fn, loop_vars, shape_invariants=invariants,
                             maximum_iterations=(opts or {}).get("maximum_iterations"),

@@ -253,6 +253,47 @@ gather_op = shape_op_def(
     "Picks slices of `params` along `axis` at `indices`; out-of-range indices raise.")
 
 
+# -------------------------------------------------------------------------- row_update
+
+def _row_update_infer(types):
+    buf, index, value = types
+    check_dtype("row_update", "index", index, INTS)
+    check_unified("row_update", ("buffer", "index", "value"), types, (0, 2), A)
+    if index.rank not in (0, None):
+        raise fail("row_update", f"index must be a scalar, got shape {format_dims(index.shape)}.")
+    if buf.rank == 0:
+        raise fail("row_update", "buffer must have rank >= 1 (rows along its first axis).")
+    if buf.shape is not None and value.shape is not None:
+        row = buf.shape[1:]
+        if len(row) != len(value.shape) or any(
+                a is not None and b is not None and a != b for a, b in zip(row, value.shape)):
+            raise fail("row_update", f"value of shape {format_dims(value.shape)} does not fit a "
+                                     f"row of a buffer of shape {format_dims(buf.shape)}.")
+    return [buf]
+
+
+def _row_update_kernel(buffer, index, value):
+    i, n = int(index), buffer.shape[0]
+    if not 0 <= i < n:
+        raise IndexError(f"row_update: index {i} is not in [0, {n}); a fixed-size TensorArray "
+                         f"cannot grow (pass dynamic_size=True).")
+    out = np.array(buffer, copy=True)
+    out[i] = value
+    return out
+
+
+def _row_update_examples(rng, d):
+    return [Example((values(rng, d, (4, 3)), np.array(2, np.int32), values(rng, d, (3,)))),
+            Example((values(rng, d, (5,)), np.array(0, np.int64), values(rng, d, ())))]
+
+
+row_update_op = shape_op_def(
+    "row_update", ("buffer", "index", "value"), (), _row_update_infer, _row_update_kernel,
+    _row_update_examples,
+    "`buffer` with row `index` (along the first axis) replaced by `value`: a staged "
+    "TensorArray write. An index outside [0, len(buffer)) raises.", unify=(0, 2))
+
+
 def _gather_grad_kernel(g, indices, like, axis, batch_dims):
     if batch_dims < 0:
         batch_dims += indices.ndim

@@ -245,3 +245,37 @@ def test_identical_loop_nests_share_one_kernel_and_single_ones_stay_inline():
     want = tf.function(f, backend="reference")(*args)
     for g, r in zip(got, want):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-6)
+
+
+def _fill_rows(buf):
+    ta = tf.TensorArray(tf.float32, size=4, element_shape=()).unstack(buf)
+    i = tf.constant(0)
+    while i < 4:  # a staged loop writing every row of a fixed-size TensorArray
+        ta = ta.write(i, tf.cast(i, tf.float32) * 10.0 + ta.read(i))
+        i += 1
+    return ta.stack()
+
+
+def test_tensor_array_rows_are_written_in_place_without_touching_the_input():
+    x = tf.constant([1.0, 2.0, 3.0, 4.0])
+    before = x.numpy().copy()
+    source = tf.compiled_source(tf.function(_fill_rows), x)
+    assert "K.row_update1(" in source and ", False)" in source  # in place, copied once
+    np.testing.assert_array_equal(tf.function(_fill_rows)(x).numpy(), [1.0, 12.0, 23.0, 34.0])
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
+@pytest.mark.parametrize("backend", ["numba", "reference"])
+def test_tensor_array_write_out_of_range_raises(backend):
+    @tf.function(backend=backend)
+    def f(n):
+        ta = tf.TensorArray(tf.float32, size=3, element_shape=())
+        i = tf.constant(0)
+        while i < n:
+            ta = ta.write(i, 1.0)
+            i += 1
+        return ta.stack()
+    np.testing.assert_array_equal(f(tf.constant(3)).numpy(), [1.0, 1.0, 1.0])
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        f(tf.constant(4))
+    assert "row_update" in str(info.value).splitlines()[0]
