@@ -297,6 +297,8 @@ class _Codegen:
         while (i + n < len(eqns) and _fusible(eqns[i + n])
                and eqns[i + n].outputs[0].type.shape == shape):
             n += 1
+        if i + n < len(eqns) and _folded_reduction(eqns[i + n], shape):
+            n += 1  # the loop also accumulates a max/min of the whole iteration space
         return n
 
     def emit_fused(self, group: Sequence[Eqn], positions: range, uses: dict) -> None:
@@ -345,8 +347,22 @@ class _Codegen:
 
     def _loop_nest(self, group: Sequence[Eqn], out_type: TensorType, produced: set,
                    keep: list) -> None:
-        """The loops computing ``group`` elementwise, storing the ``keep`` values."""
+        """The loops computing ``group`` elementwise, storing the ``keep`` values (a folded
+        reduction ends the group: its accumulator is a scalar updated in the loop)."""
         rank = out_type.rank
+        reduction = group[-1] if not _fusible(group[-1]) else None
+        if reduction is not None:
+            group = group[:-1]
+            acc = reduction.outputs[0]
+            keep = [v for v in keep if v is not acc]
+            name = self.fresh(acc.hint or "acc")
+            d = acc.type.dtype
+            if reduction.op == "reduce_max":
+                start = -math.inf if d.is_floating else np.iinfo(d.np).min
+            else:
+                start = math.inf if d.is_floating else np.iinfo(d.np).max
+            self.w.line(f"{name} = {literal(start, d)}")
+            self.env[acc.uid] = name
         dims = self._out_dims(group[0]) if None in out_type.shape else \
             [str(d) for d in out_type.shape]
         outs = {v.uid: self.empty(v, dims) for v in keep}
@@ -358,6 +374,9 @@ class _Codegen:
                     outside.append(x)
         flat = None not in out_type.shape and all(x.type.shape == out_type.shape
                                                   for x in outside)
+        if reduction is not None and isinstance(reduction.inputs[0], Value) and \
+                reduction.inputs[0].uid not in produced and reduction.inputs[0] not in outside:
+            outside.append(reduction.inputs[0])
         elem: dict[int, str] = {}
         if flat:
             n = math.prod(out_type.shape)
@@ -369,6 +388,7 @@ class _Codegen:
             j = self.fresh("j")
             with self.w.block(f"for {j} in range({n}):"):
                 self._loop_body(group, outside, keep, elem, lambda x: f"{views[x.uid]}[{j}]")
+                self._accumulate(reduction, elem)
         else:
             idx = [self.fresh(f"i{k}") for k in range(rank)]
             index = {x.uid: self._broadcast_index(x, out_type, idx) for x in outside}
@@ -379,6 +399,7 @@ class _Codegen:
                 self.w.depth += 1
             self._loop_body(group, outside, keep, elem,
                             lambda x: f"{outs.get(x.uid) or self.operand(x)}[{index[x.uid]}]")
+            self._accumulate(reduction, elem)
             self.w.depth -= rank
         for v in keep:
             self.env[v.uid] = outs[v.uid]
@@ -392,6 +413,15 @@ class _Codegen:
             elem[e.outputs[0].uid] = self._scalar(e, elem)
         for v in keep:
             self.w.line(f"{at(v)} = {elem[v.uid]}")
+
+    def _accumulate(self, reduction: Eqn | None, elem: dict) -> None:
+        """One step of a folded max/min: NaN propagates, as in the reduction kernels."""
+        if reduction is None:
+            return
+        acc, x = self.env[reduction.outputs[0].uid], elem[reduction.inputs[0].uid]
+        better = ">" if reduction.op == "reduce_max" else "<"
+        with self.w.block(f"if {x} {better} {acc} or {x} != {x}:"):
+            self.w.line(f"{acc} = {x}")
 
     def _scalar(self, e: Eqn, elem: dict) -> str:
         """Emits one element of ``e`` as a local scalar; returns its name."""
@@ -595,6 +625,20 @@ def _rank(x: Value | Literal) -> int:
 
 def _fusible(e: Eqn) -> bool:
     return e.op in scalar_ops.SCALAR
+
+
+def _folded_reduction(e: Eqn, shape: tuple) -> bool:
+    """A max/min over every axis of a value of ``shape``, which the loop nest computing that
+    shape can accumulate instead of storing the value (exact: no rounding order involved)."""
+    if e.op not in ("reduce_max", "reduce_min") or e.params.get("keepdims"):
+        return False
+    x = e.inputs[0]
+    axes = e.params.get("axes")
+    axes = (axes,) if isinstance(axes, int) else axes
+    d = e.outputs[0].type.dtype
+    return (isinstance(x, Value) and x.type.shape == shape and len(shape) > 0
+            and (axes is None or sorted(a % len(shape) for a in axes) == list(range(len(shape))))
+            and (d.is_floating or d.is_integer))
 
 
 def _numba_type(t: TensorType) -> str:

@@ -279,3 +279,21 @@ def test_tensor_array_write_out_of_range_raises(backend):
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         f(tf.constant(4))
     assert "row_update" in str(info.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_max_and_min_of_a_whole_elementwise_result_are_folded_into_its_loop(dtype):
+    def f(x):
+        return tf.reduce_max(tf.abs(x) * 2), tf.reduce_min(x - 1, axis=[0, 1]), x + 1
+    x = np.array([[3, -7, 2], [5, 0, -1]], dtype)
+    source = tf.compiled_source(tf.function(f), tf.constant(x))
+    assert "K.max3" not in source and "K.min3" not in source
+    cases = [x]
+    if np.issubdtype(dtype, np.floating):
+        cases.append(np.array([[1, np.nan, 2], [-np.inf, 0, 5]], dtype))
+    for case in cases:
+        got = tf.function(f)(tf.constant(case))
+        want = tf.function(f, backend="reference")(tf.constant(case))
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
