@@ -387,8 +387,10 @@ def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: l
     # history buffers are preallocated ([trip count, *shape], written with a select at row i)
     # rather than grown by concatenation, so the recording loop's own carried values keep one
     # shape: differentiating it again (higher order) needs stacks of them to be rectangular.
-    from stagecraft.array_ops import gather, range as range_, reshape
-    from stagecraft.math_ops import cast, equal, where
+    from stagecraft.array_ops import gather, range as range_
+    from stagecraft.bind import bind
+    from stagecraft.ir.ops import OPS
+    from stagecraft.math_ops import cast
     from stagecraft.replay import inline_graph
     # The loop's own types (outs), not the initial values' shapes, are the invariants: the
     # forward loop may have relaxed them (shape_invariants, or a second-pass relaxation).
@@ -417,9 +419,10 @@ def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: l
 
     def fwd_body(count, *state):
         vals, stk = list(state[:n]), list(state[n:])
-        here = equal(rows, count)
-        new_stk = [where(reshape(here, [-1] + [1] * sh.rank), expand_dims(cast(v, d), 0), s)
-                   for s, v, d, sh in zip(stk, vals, stored, shapes)]
+        # One row written per iteration (in place on the Numba backend), not a select over
+        # the whole history, which made recording O(trips^2).
+        new_stk = [bind(OPS["row_update"], s, count, cast(v, d))
+                   for s, v, d in zip(stk, vals, stored)]
         nxt = inline_graph(body_g, vals + invariant, effects=False)
         return (count + 1,) + tuple(nxt) + tuple(new_stk)
 

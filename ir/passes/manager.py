@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from stagecraft.ir.graph import Graph
 from stagecraft.ir.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from stagecraft.ir.passes.eliminate_dead_code import eliminate_dead_code
+from stagecraft.ir.passes.eliminate_dead_loop_vars import eliminate_dead_loop_vars
 from stagecraft.ir.passes.fold_constant_cond import fold_constant_cond
 from stagecraft.ir.passes.fold_constants import fold_constants
 from stagecraft.ir.passes.rewrite import Pass
@@ -24,6 +25,7 @@ DEFAULT_PIPELINE: tuple[Pass, ...] = (
     simplify_algebra,
     eliminate_common_subexpressions,
     eliminate_dead_code,
+    eliminate_dead_loop_vars,
 )
 
 

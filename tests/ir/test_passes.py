@@ -17,7 +17,8 @@ from stagecraft.backends.reference import run_graph
 from stagecraft.ir import dtypes
 from stagecraft.ir.graph import Graph, GraphBuilder, Literal, const_value, walk_eqns
 from stagecraft.ir.passes import (DEFAULT_PIPELINE, PassManager, eliminate_common_subexpressions,
-                                  eliminate_dead_code, fold_constant_cond, fold_constants,
+                                  eliminate_dead_code, eliminate_dead_loop_vars,
+                                  fold_constant_cond, fold_constants,
                                   optimize, simplify_algebra)
 from stagecraft.ir.passes.fold_constants import MAX_FOLDED_ELEMENTS
 from stagecraft.ir.passes.simplify_algebra import REWRITES
@@ -556,3 +557,35 @@ def test_concrete_function_compiles_the_optimized_graph():
     got = c(tf.constant(x)).numpy()
     want = x * 1.0 + np.exp(x) * 0.0
     np.testing.assert_array_equal(got, want)  # exp(-inf) * 0.0 is 0; inf*0 would be NaN
+
+
+# ------------------------------------------------------------------ dead loop variables
+
+def _loop_with_dead_carries(x, w):
+    def body(i, acc, unused, chained):
+        return i + 1, acc + x * w, unused + tf.reduce_sum(x), chained * 2.0 + unused
+    return tf.while_loop(lambda i, *_: i < 4, body, (0, tf.zeros([3]), 0.0, 1.0))[1]
+
+
+def test_dead_loop_vars_drops_carries_only_feeding_themselves():
+    g = graph_of(_loop_with_dead_carries, V3, V3)
+    out = apply(eliminate_dead_loop_vars, g)
+    (loop,) = [e for e in out.eqns if e.op == "while"]
+    assert loop.params["carry"] == 2  # the counter and acc; `unused` and `chained` are gone
+    assert not any(e.op == "reduce_sum" for e in walk_eqns(out))
+    assert_same_results(g, out)
+
+
+def test_dead_loop_vars_keeps_carries_read_by_cond_or_live_results():
+    def f(x):
+        def body(i, s, t):
+            return i + 1, s + t, t * 0.5  # t feeds s, which is returned
+        return tf.while_loop(lambda i, s, t: s < 10.0, body, (0, x, 1.0))[1]
+    g = graph_of(f, tf.TensorSpec([], tf.float32))
+    out = apply(eliminate_dead_loop_vars, g)
+    (loop,) = [e for e in out.eqns if e.op == "while"]
+    # The counter is dead (unused after the loop, unread by cond); t feeds s and s is read by
+    # cond and returned, so both stay.
+    assert loop.params["carry"] == 2
+    assert [o.type for o in loop.outputs] == [F32, F32]
+    assert_same_results(g, out)
