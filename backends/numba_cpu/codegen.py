@@ -220,12 +220,13 @@ class _Codegen:
                     if any(u >= end for u in uses.get(v.uid, ())):
                         results.append((k, j))
                         break
-        params = outside_operands(template)
+        params = outside_operands(template)  # identity -> the values standing for it
         saved = self.w, self.env
         self.w, self.env = Writer(), dict(self.env)
         names = [self.fresh(f"a{n}") for n in range(len(params))]
-        for x, name in zip(params, names):
-            self.env[x.uid] = name
+        for values, name in zip(params.values(), names):
+            for x in values:
+                self.env[x.uid] = name
         local: dict[int, set] = {}
         for n, e in enumerate(body):
             for x in e.inputs:
@@ -241,10 +242,14 @@ class _Codegen:
         for m in range(r.count):
             first = r.start + m * r.period
             run = eqns[first:first + r.period]
-            for e in run:
-                if e.op in TRANSPARENT:
+            end = first + r.period
+            for e in run:  # reads/consts whose values are also used after the run
+                if e.op in TRANSPARENT and any(u >= end for o in e.outputs
+                                               for u in uses.get(o.uid, ())):
                     self.emit_eqn(e)
-            args = [self.operand(x) if m == 0 else self.env[r.maps[m][x.uid]] for x in params]
+                elif e.op == "const":
+                    self.emit_eqn(e)  # binds its literal or argument name; emits no code
+            args = [self._identity_operand(i if m == 0 else r.maps[m][i]) for i in params]
             outs = [run[k].outputs[j] for k, j in results]
             names_out = [self.fresh(v.hint) for v in outs]
             self.line(f"# run {m + 1} of {r.count} of a repeated piece ({len(body)} equations)")
@@ -255,6 +260,11 @@ class _Codegen:
                 self.line(f"{''.join(n + ', ' for n in names_out)}= {call}")
             for v, name in zip(outs, names_out):
                 self.env[v.uid] = name
+
+    def _identity_operand(self, identity: tuple) -> str:
+        """Source text of an operand identity of a repeated run (see .repeats.identities)."""
+        kind, uid = identity
+        return self.slots[uid] if kind == "variable" else self.env[uid]
 
     def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
         """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""

@@ -14,6 +14,7 @@ import re
 # Names that keep their meaning inside a kernel: modules, builtins, and the error it raises.
 GLOBALS = frozenset(("np", "K", "rt", "numba", "range", "min", "max", "abs", "int", "float",
                      "bool", "len", "ValueError", "IndexError", "True", "False", "None"))
+INLINE_BELOW = 5  # call sites: see Kernels.used_once
 DECORATOR = '@numba.njit(cache=True, error_model="numpy", nogil=True)'
 
 _STRING = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""")
@@ -72,8 +73,10 @@ class Kernels:
         return canonical(self._lines(params, body, results))
 
     def used_once(self) -> frozenset:
-        """The canonical texts of the kernels called from one place only."""
-        return frozenset(t for t, n in self.uses.items() if n == 1)
+        """The canonical texts of the kernels worth inlining: a separate function costs Numba
+        about as much as five inline copies of a loop nest (measured), so kernels called from
+        fewer places stay inline."""
+        return frozenset(t for t, n in self.uses.items() if n < INLINE_BELOW)
 
     def add(self, params: list[str], body: list[str], results: list[str],
             prefix: str = "fused") -> str:

@@ -22,6 +22,9 @@ from stagecraft.ir.ops import OPS
 
 TRANSPARENT = frozenset(("read", "const"))
 MIN_BODY = 4          # equations with code per run: shorter runs are not worth a function
+# Measured Numba costs (ms): a function of its own ~300, a call site ~20, an equation ~20.
+# A run repeated `count` times is outlined only when that saves compile time.
+FUNCTION_MS, CALL_MS, EQUATION_MS = 300, 20, 20
 MAX_CANDIDATES = 48   # later occurrences of the first op tried as the start of the next run
 
 
@@ -74,8 +77,9 @@ def find_repeats(eqns: Sequence[Eqn]) -> dict[int, Repeat]:
                     if m is None:
                         break
                     maps.append(m)
-                gain = (len(maps) - 1) * body
-                if len(maps) >= 2 and gain > best_gain:
+                count = len(maps)
+                gain = (count - 1) * body * EQUATION_MS - FUNCTION_MS - count * CALL_MS
+                if count >= 2 and gain > best_gain:
                     best, best_gain = Repeat(i, period, len(maps), maps), gain
         if best is not None:
             found[i] = best
@@ -87,9 +91,12 @@ def find_repeats(eqns: Sequence[Eqn]) -> dict[int, Repeat]:
 
 def _match(eqns: Sequence[Eqn], attrs: list, pos: dict, a: int, b: int,
            period: int) -> dict | None:
-    """The outside-operand correspondence if run ``b`` matches run ``a``, else None."""
-    fwd: dict[int, int] = {}
-    back: dict[int, int] = {}
+    """The outside-operand correspondence (identity -> identity, see ``identities``) if run
+    ``b`` matches run ``a``, else None."""
+    ids_a = identities(eqns[a:a + period])
+    ids_b = identities(eqns[b:b + period])
+    fwd: dict = {}
+    back: dict = {}
     for k in range(period):
         x, y = eqns[a + k], eqns[b + k]
         if x.op != y.op or len(x.inputs) != len(y.inputs) or \
@@ -109,10 +116,18 @@ def _match(eqns: Sequence[Eqn], attrs: list, pos: dict, a: int, b: int,
             if pu != pv:
                 return None
             if pu is None:  # from outside the run (or a read/const): one-to-one
-                if u.type != v.type or fwd.setdefault(u.uid, v.uid) != v.uid or \
-                        back.setdefault(v.uid, u.uid) != u.uid:
+                iu, iv = ids_a.get(u.uid, ("value", u.uid)), ids_b.get(v.uid, ("value", v.uid))
+                if u.type != v.type or fwd.setdefault(iu, iv) != iv or \
+                        back.setdefault(iv, iu) != iu:
                     return None
     return fwd
+
+
+def identities(run: Sequence[Eqn]) -> dict:
+    """What the values read inside ``run`` stand for: every ``read`` of one variable in a run
+    (which has no ``assign``) gives the variable's current value, so all of them are one
+    operand ``("variable", ref uid)``; any other value ``x`` is ``("value", x.uid)``."""
+    return {e.outputs[0].uid: ("variable", e.inputs[0].uid) for e in run if e.op == "read"}
 
 
 def _inside(eqns: Sequence[Eqn], pos: dict, x: Value, start: int,
@@ -124,15 +139,18 @@ def _inside(eqns: Sequence[Eqn], pos: dict, x: Value, start: int,
     return p[0] - start, p[1]
 
 
-def outside_operands(run: Sequence[Eqn]) -> list[Value]:
-    """The values a run takes from outside (and from its read/const equations), in order of
-    first use."""
+def outside_operands(run: Sequence[Eqn]) -> dict:
+    """The operands a run takes from outside (and from its read/const equations), by identity
+    (see ``identities``), in order of first use: identity -> the values that stand for it."""
     made = {o.uid for e in run if e.op not in TRANSPARENT for o in e.outputs}
-    out: dict[int, Value] = {}
+    ids = identities(run)
+    out: dict = {}
     for e in run:
         if e.op in TRANSPARENT:
             continue
         for x in e.inputs:
             if isinstance(x, Value) and x.uid not in made:
-                out.setdefault(x.uid, x)
-    return list(out.values())
+                group = out.setdefault(ids.get(x.uid, ("value", x.uid)), [])
+                if x not in group:
+                    group.append(x)
+    return out
