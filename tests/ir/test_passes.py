@@ -579,7 +579,7 @@ def test_dead_loop_vars_drops_carries_only_feeding_themselves():
 def test_dead_loop_vars_keeps_carries_read_by_cond_or_live_results():
     def f(x):
         def body(i, s, t):
-            return i + 1, s + t, t * 0.5  # t feeds s, which is returned
+            return i + 1, s + t, t * 2.0  # t feeds s, which is returned
         return tf.while_loop(lambda i, s, t: s < 10.0, body, (0, x, 1.0))[1]
     g = graph_of(f, tf.TensorSpec([], tf.float32))
     out = apply(eliminate_dead_loop_vars, g)
