@@ -2,9 +2,17 @@
 to the same text (the style guide's "always verify")."""
 from __future__ import annotations
 
+# Numba reads NUMBA_ENABLE_CUDASIM once, when numba is first imported (through the imports
+# below), so it is set first: without a CUDA driver the CUDA tests run on Numba's simulator.
+# It affects numba.cuda only; the CPU backend compiles and runs the same code.
+import ctypes.util
+import os
+
+if ctypes.util.find_library("cuda") is None:
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
 import functools
 import importlib
-import os
 from typing import Callable, Iterator
 
 import pytest

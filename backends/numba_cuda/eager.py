@@ -1,0 +1,203 @@
+"""The eager CUDA op library: ``run(op_name, inputs, attrs)`` for every op of the op table.
+
+Inputs are device arrays (host arrays and scalars are copied to the device first); results
+are new device arrays, except where the reference kernel returns a view or its input
+(``identity``, ``stop_gradient``, ``reshape``, ``reshape_like``, ``expand_dims``, ``squeeze``,
+``sum_like`` without summed dims), which return a device view of the same buffer. Output
+dtypes and shapes come from the op's ``infer``, so they are exactly the op table's; bad
+dtypes or shapes raise its ``InvalidArgumentError``; value errors raise the exception the
+reference kernel raises, with the same message (``bind`` wraps both the same way).
+
+Data stays on the device. The host reads device values only where the result's shape or an
+error depends on them, always single elements: ``range`` (start, limit, delta),
+``where_indices`` (the row count), ``strided_slice``/``strided_slice_grad`` with run-time
+bounds (those bounds), ``row_update`` (the row index), ``random_uniform_int`` (minval,
+maxval), and the error flag of ``gather``/``gather_grad`` and of integer
+``floordiv``/``floormod``/``pow``.
+
+>>> import numpy as np
+>>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+>>> x = to_device(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+>>> to_host(run("matmul", [x, x], {"transpose_a": False, "transpose_b": True}))
+array([[ 5., 11.],
+       [11., 25.]], dtype=float32)
+>>> to_host(run("reduce_sum", [x], {"axes": (0,), "keepdims": False}))
+array([4., 6.], dtype=float32)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from stagecraft.backends.numba_cpu import scalar_ops
+from stagecraft.backends.numba_cuda import memory
+from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul, random, reduce,
+                                                    shape)
+from stagecraft.ir import OPS
+from stagecraft.ir import dtypes as dt
+from stagecraft.ir.ops import Kind
+from stagecraft.ir.ops.slicing import index_tuple
+from stagecraft.ir.types import TensorType
+
+# (device inputs, attrs, inferred output types) -> device array (or tuple of them).
+Impl = Callable[[list, dict, Sequence[TensorType]], Any]
+TABLE: dict[str, Impl] = {}
+# Ops the CUDA path does not run, with the reason (shown in the error). Empty: every op runs.
+OPT_OUT: dict[str, str] = {}
+
+
+def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
+    """Runs op ``op_name`` of the op table on the device: one device array, or a tuple for
+    ops with several outputs. Same semantics as the op's NumPy kernel (values, dtypes,
+    shapes, broadcasting, errors). ``inputs`` are device arrays; a host array or scalar among
+    them is copied to the device first. An op without an entry raises NotImplementedError.
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> y = run("add", [to_device(np.array([1, 2], np.int32)), to_device(np.int32(10))], {})
+    >>> to_host(y)
+    array([11, 12], dtype=int32)
+    >>> run("gather", [to_device(np.zeros(3)), to_device(np.array([3]))],
+    ...     {"axis": 0, "batch_dims": 0})
+    Traceback (most recent call last):
+    IndexError: indices[0] = 3 is not in [0, 3). Indices must be valid positions; ...
+    """
+    try:
+        op = OPS[op_name]
+    except KeyError:
+        raise ValueError(f"Unknown op {op_name!r}: it is not in stagecraft.ir.OPS.") from None
+    impl = TABLE.get(op_name)
+    if impl is None:
+        reason = OPT_OUT.get(op_name, "it has no CUDA implementation")
+        raise NotImplementedError(f"{op_name}: the CUDA backend cannot run this op ({reason}); "
+                                  f"run it on the CPU (with tf.device('/cpu:0')).")
+    values = [memory.to_device(x) for x in inputs]
+    types = [TensorType(dt.from_numpy(np.dtype(x.dtype)), tuple(x.shape)) for x in values]
+    return impl(values, attrs, op.infer(types, **attrs))
+
+
+def implements(*names: str) -> Callable[[Impl], Impl]:
+    def register(fn: Impl) -> Impl:
+        for n in names:
+            TABLE[n] = fn
+        return fn
+    return register
+
+
+# ------------------------------------------------------------------------- elementwise
+
+def _elementwise(name: str) -> Impl:
+    def impl(xs, attrs, types):
+        return elementwise.run(name, xs, types[0].dtype, types[0].shape)
+    return impl
+
+
+# Every elementwise op with a scalar expression (the CPU backend's table) gets a generated kernel.
+for _name, _op in OPS.items():
+    if _op.kind is Kind.ELEMENTWISE and _name in scalar_ops.SCALAR:
+        TABLE[_name] = _elementwise(_name)
+
+
+# -------------------------------------------------------------------------- reductions
+
+def _reduction(kind: str) -> Impl:
+    def impl(xs, attrs, types):
+        return reduce.reduce(kind, xs[0], attrs["axes"], attrs["keepdims"])
+    return impl
+
+
+for _kind in ("sum", "prod", "max", "min", "all", "any"):
+    TABLE[f"reduce_{_kind}"] = _reduction(_kind)
+TABLE["reduce_mean"] = lambda xs, a, t: reduce.mean(xs[0], a["axes"], a["keepdims"])
+TABLE["argmax"] = lambda xs, a, t: reduce.arg_extreme(xs[0], a["axis"], t[0].dtype.np, True)
+TABLE["argmin"] = lambda xs, a, t: reduce.arg_extreme(xs[0], a["axis"], t[0].dtype.np, False)
+TABLE["cumsum"] = lambda xs, a, t: reduce.scan(xs[0], a["axis"], a["exclusive"], a["reverse"],
+                                               product=False)
+TABLE["cumprod"] = lambda xs, a, t: reduce.scan(xs[0], a["axis"], a["exclusive"], a["reverse"],
+                                                product=True)
+TABLE["sum_like"] = lambda xs, a, t: reduce.sum_like(xs[0], tuple(xs[1].shape))
+
+
+# ------------------------------------------------------------------------------ linalg
+
+TABLE["matmul"] = lambda xs, a, t: matmul.matmul(xs[0], xs[1], a["transpose_a"],
+                                                 a["transpose_b"], t[0].shape)
+TABLE["diag"] = lambda xs, a, t: shape.diag(xs[0])
+TABLE["diag_part"] = lambda xs, a, t: shape.copy_view(
+    xs[0], lambda v: np.diagonal(v, axis1=-2, axis2=-1))
+
+
+# ------------------------------------------------------------------------------- shape
+
+@implements("reshape", "reshape_like", "expand_dims", "squeeze")
+def _reshape(xs, attrs, types):
+    # A view, like NumPy's: contiguous buffers reshape without moving data.
+    return xs[0].reshape(types[0].shape)
+
+
+TABLE["transpose"] = lambda xs, a, t: shape.copy_view(xs[0], lambda v: np.transpose(v, a["perm"]))
+TABLE["broadcast_to"] = lambda xs, a, t: shape.copy_view(
+    xs[0], lambda v: np.broadcast_to(v, t[0].shape))
+TABLE["broadcast_like"] = TABLE["broadcast_to"]
+TABLE["concat"] = lambda xs, a, t: shape.concat(xs, a["axis"], t[0].shape)
+TABLE["tile"] = lambda xs, a, t: shape.tile(xs[0], a["multiples"])
+TABLE["gather"] = lambda xs, a, t: gather.gather(xs[0], xs[1], a["axis"], a["batch_dims"],
+                                                 t[0].shape)
+TABLE["gather_grad"] = lambda xs, a, t: gather.gather_grad(xs[0], xs[1], tuple(xs[2].shape),
+                                                           a["axis"], a["batch_dims"])
+TABLE["one_hot"] = lambda xs, a, t: gather.one_hot(xs[0], xs[1], xs[2], a["depth"], a["axis"],
+                                                   t[0].shape)
+
+
+def _index(spec: tuple, bounds: Sequence[Any]) -> tuple:
+    """The NumPy index of a slicing spec; run-time bounds are read on the host. A trailing
+    ellipsis keeps an all-integer index a (0-d) view instead of an element read."""
+    idx = index_tuple(spec, tuple(int(memory.scalar(b)) for b in bounds))
+    return idx if any(i is Ellipsis for i in idx) else idx + (Ellipsis,)
+
+
+@implements("strided_slice")
+def _strided_slice(xs, attrs, types):
+    idx = _index(attrs["spec"], xs[1:])
+    try:
+        return shape.copy_view(xs[0], lambda v: v[idx])
+    except IndexError as e:   # the reference kernel's message
+        raise IndexError(f"{e} (shape {list(xs[0].shape)})") from None
+
+
+@implements("strided_slice_grad")
+def _strided_slice_grad(xs, attrs, types):
+    idx = _index(attrs["spec"], xs[2:])
+    out = shape.full(tuple(xs[1].shape), 0, xs[0].dtype)
+    return shape.scatter_view(out, xs[0], lambda v: v[idx])
+
+
+@implements("row_update")
+def _row_update(xs, attrs, types):
+    buffer, index, value = xs
+    # One element read: the row index (for the check and the scatter plan).
+    i, n = int(memory.scalar(index)), tuple(buffer.shape)[0]
+    if not 0 <= i < n:
+        raise IndexError(f"row_update: index {i} is not in [0, {n}); a fixed-size TensorArray "
+                         f"cannot grow (pass dynamic_size=True).")
+    out = shape.copy_view(buffer, lambda v: v)
+    return shape.scatter_view(out, value, lambda v: v[i, ...])
+
+
+# ---------------------------------------------------------------------------- creation
+
+TABLE["fill"] = lambda xs, a, t: shape.fill(xs[0], a["dims"])
+TABLE["range"] = lambda xs, a, t: shape.arange(xs[0], xs[1], xs[2])
+TABLE["eye"] = lambda xs, a, t: shape.eye(a["num_rows"], a["num_columns"], a["dtype"].np)
+# The shape is metadata: built on the host, copied up (no device data is read).
+TABLE["shape"] = lambda xs, a, t: memory.to_device(np.array(xs[0].shape, a["out_type"].np))
+TABLE["where_indices"] = lambda xs, a, t: shape.where_indices(xs[0])
+
+
+# ------------------------------------------------------------------------------ random
+
+TABLE["random_normal"] = lambda xs, a, t: random.normal(a["shape"], a["dtype"].np, a["seed"])
+TABLE["random_uniform"] = lambda xs, a, t: random.uniform(a["shape"], a["dtype"].np, a["seed"])
+TABLE["random_uniform_int"] = lambda xs, a, t: random.uniform_int(xs[0], xs[1], a["shape"],
+                                                                  a["seed"])

@@ -1,0 +1,108 @@
+"""Device buffers: host <-> device copies, empty device arrays and the device-array test.
+
+Every array this backend produces is C-contiguous and owns (or views) device memory; rank-0
+arrays (TensorFlow scalars) are device arrays of shape ``()`` and bool arrays keep NumPy's
+one-byte ``bool`` dtype.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from stagecraft.backends.numba_cuda.launch import cuda_module
+
+
+def to_device(array: Any) -> Any:
+    """A device copy of ``array`` (anything ``np.asarray`` accepts; NumPy scalars and rank-0
+    arrays become rank-0 device arrays). Device arrays are returned as they are.
+
+    >>> d = to_device(np.array([1.5, 2.0], np.float32))
+    >>> is_device_array(d), d.shape, d.dtype
+    (True, (2,), dtype('float32'))
+    """
+    if is_device_array(array):
+        return array
+    host = np.asarray(array)
+    if not host.flags.c_contiguous:   # (np.ascontiguousarray would turn rank 0 into rank 1)
+        host = host.copy(order="C")
+    return cuda_module().to_device(host)
+
+
+def to_host(array: Any) -> np.ndarray:
+    """A host NumPy copy of a device array (rank 0 stays a 0-d ndarray); host arrays pass
+    through ``np.asarray``.
+
+    >>> to_host(to_device(np.float64(2.5)))
+    array(2.5)
+    >>> to_host(to_device(np.array([True, False])))
+    array([ True, False])
+    """
+    if is_device_array(array):
+        return np.asarray(array.copy_to_host())
+    return np.asarray(array)
+
+
+def is_device_array(x: Any) -> bool:
+    """Whether ``x`` is a Numba CUDA device array (real or simulated). Never imports
+    ``numba.cuda``: before it is imported nothing can be a device array.
+
+    >>> is_device_array(np.zeros(3)), is_device_array(to_device(np.zeros(3)))
+    (False, True)
+    """
+    if "numba.cuda" not in sys.modules:
+        return False
+    module = sys.modules["numba.cuda"]
+    devicearray = getattr(module, "devicearray", None)
+    if devicearray is None:
+        from numba.cuda.cudadrv import devicearray
+    return bool(devicearray.is_cuda_ndarray(x))
+
+
+def empty(shape: Sequence[int], dtype: Any) -> Any:
+    """An uninitialized C-contiguous device array (``shape`` may be ``()``).
+
+    >>> empty((2, 0), np.int32).shape
+    (2, 0)
+    """
+    return cuda_module().device_array(tuple(int(d) for d in shape), np.dtype(dtype))
+
+
+def empty_like(array: Any) -> Any:
+    """An uninitialized device array with the shape and dtype of ``array``.
+
+    >>> empty_like(to_device(np.zeros((2, 3), np.float32))).dtype
+    dtype('float32')
+    """
+    return empty(array.shape, array.dtype)
+
+
+def flat(array: Any) -> Any:
+    """A 1-D view of a C-contiguous device array (rank 0 gives shape ``(1,)``): kernels index
+    every buffer with one flat index.
+
+    >>> flat(to_device(np.zeros((2, 3)))).shape, flat(to_device(np.float32(1))).shape
+    ((6,), (1,))
+    """
+    if not _contiguous(array):
+        raise ValueError(f"the CUDA backend needs C-contiguous device arrays, got one of shape "
+                         f"{tuple(array.shape)} with strides {tuple(array.strides)}; make it "
+                         f"contiguous first (every array this backend returns is).")
+    return array.reshape(array.size)
+
+
+def _contiguous(array: Any) -> bool:
+    if array.ndim <= 1 and (array.ndim == 0 or array.strides[0] in (array.dtype.itemsize, 0)):
+        return True
+    return bool(array.is_c_contiguous())
+
+
+def scalar(array: Any) -> Any:
+    """The value of a one-element device array on the host (a NumPy scalar): a device-to-host
+    copy, used only where the host needs a value (result shapes, error checks).
+
+    >>> scalar(to_device(np.int64(7)))
+    np.int64(7)
+    """
+    return np.asarray(array.copy_to_host()).reshape(())[()]

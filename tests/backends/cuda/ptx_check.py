@@ -1,0 +1,130 @@
+"""Type-checks the CUDA kernels for a real GPU without one: runs every op-table example through
+the eager CUDA path with launches replaced by ``numba.cuda.compile_ptx`` (the simulator runs
+kernels as Python, so it cannot catch what Numba's CUDA target would refuse to compile).
+
+Needs numba-cuda with the CUDA toolkit wheels (``pip install "numba-cuda[cu13]"``: NVVM, no GPU
+or driver needed). Run it as a script, without the simulator:
+
+    NUMBA_ENABLE_CUDASIM=0 python tests/backends/cuda/ptx_check.py [--quick]
+
+``--quick`` checks the first dtype of each op only. Exit status: 0 all compiled, 1 some
+failed (listed), 77 no NVVM (nothing checked).
+
+Device buffers become NumPy arrays of ones, so values are meaningless; kernels that a
+value-dependent branch skips would be missing from the list of kernels reached.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import types
+import zlib
+
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import cuda  # noqa: E402
+from numba.cuda.cudadrv import devicearray  # noqa: E402
+
+
+CC = (9, 0)
+
+
+class FakeDeviceArray(np.ndarray):
+    """A host array standing in for a device array (what the eager path calls on it)."""
+
+    def is_c_contiguous(self) -> bool:
+        return bool(self.flags.c_contiguous)
+
+    def copy_to_host(self) -> np.ndarray:
+        return np.array(self)
+
+
+class Recorder:
+    """Stands in for a kernel: each launch compiles PTX for its argument types once."""
+
+    compiled: dict = {}
+    failures: dict = {}
+
+    def __init__(self, fn):
+        self.py_func = fn
+
+    def __getitem__(self, launch):
+        return self.launch
+
+    def launch(self, *args):
+        sig = tuple(numba.typeof(np.asarray(a) if isinstance(a, np.ndarray) else a)
+                    for a in args)
+        key = (self.py_func.__qualname__, self.py_func.__code__.co_filename, sig)
+        if key in Recorder.compiled or key in Recorder.failures:
+            return
+        try:
+            cuda.compile_ptx(self.py_func, sig, cc=CC)
+            Recorder.compiled[key] = True
+        except Exception as e:   # report every failing kernel, not just the first
+            Recorder.failures[key] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+
+
+def install_fakes() -> None:
+    real_jit = cuda.jit
+
+    def jit(fn=None, **options):
+        if options.get("device"):
+            return real_jit(fn, **options) if fn is not None else \
+                (lambda f: real_jit(f, **options))
+        return Recorder(fn) if fn is not None else Recorder
+
+    cuda.jit = jit
+    cuda.to_device = lambda a: np.array(a).view(FakeDeviceArray)
+    # Ones, not zeros: value-dependent launches (where_indices' rows) then happen.
+    cuda.device_array = lambda shape, dtype: np.ones(shape, dtype).view(FakeDeviceArray)
+    devicearray.is_cuda_ndarray = lambda x: isinstance(x, FakeDeviceArray)
+    # Device functions compile for "the current device"; there is none, so name an H100's.
+    from numba.cuda import dispatcher
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=CC)
+    from stagecraft.backends.numba_cuda import detect
+    detect._probe = lambda: ("gpu", "compile_ptx check (no device)")
+
+
+def nvvm_available() -> bool:
+    try:
+        cuda.compile_ptx(lambda a: None, "void(float32[::1])", cc=CC)
+        return True
+    except Exception:   # NvvmSupportError and friends: the toolkit wheels are missing
+        return False
+
+
+def main(quick: bool = False) -> int:
+    if not nvvm_available():
+        print("NVVM is not installed (pip install 'numba-cuda[cu13]'); nothing checked")
+        return 77
+    install_fakes()
+    from stagecraft.backends.numba_cuda import config, eager, memory
+    # Small blocks, as in the simulator tests: the examples then reach both reduction paths
+    # (tree for reductions longer than a block, one thread per row for shorter ones).
+    config.THREADS_PER_BLOCK, config.TILE = 4, 2
+    from stagecraft.ir import OPS
+    start = time.time()
+    for name, op in sorted(OPS.items()):
+        for d in (op.test_dtypes or op.dtypes)[:1 if quick else None]:
+            rng = np.random.default_rng(zlib.crc32(f"{name}/{d.name}".encode()))
+            for ex in op.examples(rng, d):
+                try:
+                    eager.run(name, [memory.to_device(np.asarray(x)) for x in ex.inputs],
+                              dict(ex.attrs))
+                except Exception:
+                    pass   # zero-filled buffers can trip value checks; launches so far count
+    print(f"compiled {len(Recorder.compiled)} kernel signatures to PTX in "
+          f"{time.time() - start:.0f} s; {len(Recorder.failures)} failed")
+    kernels = sorted({q.rsplit(".", 1)[-1] for q, f, _ in Recorder.compiled
+                      if not f.startswith("<")})
+    print(f"library kernels reached: {', '.join(kernels)} (+ generated elementwise kernels)")
+    for (qualname, filename, sig), message in sorted(Recorder.failures.items(), key=str):
+        print(f"FAILED {qualname} ({os.path.basename(filename)}) {sig}: {message}")
+    return 1 if Recorder.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(quick="--quick" in sys.argv[1:]))

@@ -1,0 +1,45 @@
+"""Device buffers: round trips of every dtype and rank (rank 0, empty, bool)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stagecraft.backends.numba_cuda import memory
+
+pytestmark = pytest.mark.cuda
+
+VALUES = [np.float32(1.5), np.float64(-2.0), np.int32(7), np.int64(-3), np.bool_(True),
+          np.array([True, False, True]), np.arange(6, dtype=np.int32).reshape(2, 3),
+          np.zeros((2, 0, 3), np.float64), np.array(3.25), np.linspace(0, 1, 5)[None]]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: f"{np.asarray(v).dtype}{np.shape(v)}")
+def test_round_trip_keeps_dtype_shape_and_values(value):
+    d = memory.to_device(value)
+    assert memory.is_device_array(d)
+    back = memory.to_host(d)
+    assert isinstance(back, np.ndarray)
+    assert back.dtype == np.asarray(value).dtype and back.shape == np.shape(value)
+    np.testing.assert_array_equal(back, value)
+
+
+def test_device_arrays_pass_through_and_host_arrays_are_not_device_arrays():
+    d = memory.to_device(np.ones(3))
+    assert memory.to_device(d) is d
+    assert not memory.is_device_array(np.ones(3))
+    assert not memory.is_device_array(3.0)
+    np.testing.assert_array_equal(memory.to_host(np.ones(2)), np.ones(2))
+
+
+def test_empty_and_scalar_helpers():
+    e = memory.empty((2, 3), np.int64)
+    assert memory.is_device_array(e) and e.shape == (2, 3) and e.dtype == np.int64
+    assert memory.empty_like(e).shape == (2, 3)
+    assert memory.empty((), np.bool_).shape == ()
+    assert memory.scalar(memory.to_device(np.int32(5))) == 5
+
+
+def test_non_contiguous_device_arrays_are_rejected_with_a_clear_error():
+    d = memory.to_device(np.arange(6.0).reshape(2, 3))[:, 1:]
+    with pytest.raises(ValueError, match="needs C-contiguous device arrays"):
+        memory.flat(d)

@@ -1,0 +1,90 @@
+"""Every op of the op table on the CUDA eager path against its NumPy reference kernel,
+generated from the op table's examples: same dtype, same shape, equal values (exactly for
+integers and booleans, to the last bits for floats: summation orders differ). Random ops
+have their own tests (the streams differ from NumPy's by design)."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from stagecraft.backends.numba_cuda import eager, memory
+from stagecraft.backends.numba_cuda.kernels import elementwise
+from stagecraft.ir import OPS
+from stagecraft.ir.ops import Kind
+
+
+pytestmark = pytest.mark.cuda
+
+TOL = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-11, 1e-12)}
+RANDOM = sorted(n for n, op in OPS.items() if op.kind is Kind.RANDOM)
+
+
+def examples(name: str, d) -> list:
+    """The op table's examples with the seeds the other backends' generated tests use."""
+    seed = zlib.crc32(f"{name}/{d.name}".encode())
+    return list(OPS[name].examples(np.random.default_rng(seed), d))
+
+
+def _cases(name: str) -> list:
+    op = OPS[name]
+    return [(d, ex) for d in (op.test_dtypes or op.dtypes) for ex in examples(name, d)]
+
+
+def _outputs(x) -> list:
+    return list(x) if isinstance(x, tuple) else [x]
+
+
+def assert_matches(actual, expected, where: str) -> None:
+    assert memory.is_device_array(actual), f"{where}: not a device array ({type(actual)})"
+    a, e = memory.to_host(actual), np.asarray(expected)
+    assert a.dtype == e.dtype, f"{where}: dtype {a.dtype} != {e.dtype}"
+    assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
+    if a.dtype.kind == "f":
+        rtol, atol = TOL[a.dtype]
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
+    else:
+        np.testing.assert_array_equal(a, e, err_msg=where)
+
+
+def test_every_op_has_a_cuda_implementation():
+    assert eager.OPT_OUT == {}
+    assert sorted(n for n in OPS if n not in eager.TABLE) == []
+
+
+def _run_examples(name: str) -> None:
+    op = OPS[name]
+    for d, ex in _cases(name):
+        where = f"{name}[{d.name}] {[np.shape(x) for x in ex.inputs]} {ex.attrs}"
+        expected = op.kernel(*ex.inputs, **ex.attrs)
+        inputs = [memory.to_device(np.asarray(x)) for x in ex.inputs]
+        actual = eager.run(name, inputs, dict(ex.attrs))
+        assert len(_outputs(actual)) == op.num_outputs
+        for a, e in zip(_outputs(actual), _outputs(expected)):
+            assert_matches(a, e, where)
+            inferred = op.infer([_type(x) for x in inputs], **ex.attrs)[0]
+            assert np.dtype(a.dtype) == inferred.dtype.np, f"{where}: not the inferred dtype"
+
+
+def _type(x):
+    from stagecraft.ir import dtypes as dt
+    from stagecraft.ir.types import TensorType
+    return TensorType(dt.from_numpy(np.dtype(x.dtype)), tuple(x.shape))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in OPS if n not in RANDOM))
+def test_cuda_equals_reference(name):
+    _run_examples(name)
+
+
+FLOAT_ELEMENTWISE = sorted(n for n, op in OPS.items()
+                           if op.kind is Kind.ELEMENTWISE and any(d.is_floating for d in op.dtypes))
+
+
+@pytest.mark.parametrize("name", FLOAT_ELEMENTWISE)
+def test_gpu_spelling_of_numpy_functions_equals_reference(name, monkeypatch):
+    """The kernels a GPU compiles call kernels.device_numpy (math functions and NumPy's
+    algorithms re-written as device functions) instead of NumPy: run that spelling here."""
+    monkeypatch.setattr(elementwise, "FORCE_DEVICE_NUMPY", True)
+    _run_examples(name)
