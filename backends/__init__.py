@@ -1,5 +1,6 @@
 """Backends that compile graph functions (``compile(graph) -> executable``): the Numba CPU
-code generator (the default) and the reference interpreter; Numba CUDA joins with its issue."""
+code generator (the default), the reference interpreter, and staged GPU functions (``"cuda"``,
+which ``tf.function`` selects for calls under a GPU device scope or with GPU inputs)."""
 from __future__ import annotations
 
 import importlib
@@ -8,7 +9,8 @@ from typing import Any
 
 # Backend name -> module implementing `compile(graph) -> executable`.
 _BACKENDS = {"reference": "stagecraft.backends.reference",
-             "numba": "stagecraft.backends.numba_cpu"}
+             "numba": "stagecraft.backends.numba_cpu",
+             "cuda": "stagecraft.backends.numba_cuda.staged"}
 # `function`'s backend when none is given; STAGECRAFT_BACKEND=reference switches a whole
 # program (or test run) to the interpreter.
 DEFAULT = os.environ.get("STAGECRAFT_BACKEND", "numba")

@@ -58,7 +58,8 @@ import threading
 import types
 from typing import Any, Callable
 
-__all__ = ["cache_dir", "source_key", "load", "clear", "DEFAULT_NJIT_OPTIONS", "VERSION"]
+__all__ = ["cache_dir", "source_key", "load", "load_module", "clear", "DEFAULT_NJIT_OPTIONS",
+           "VERSION"]
 
 _log = logging.getLogger("stagecraft")
 
@@ -79,6 +80,7 @@ DEFAULT_NJIT_OPTIONS: dict[str, Any] = {"cache": True, "error_model": "numpy", "
 _MODULE_PREFIX = "stagecraft_gen_"
 _lock = threading.RLock()
 _loaded: dict[str, Callable] = {}  # resolved path of gen_<key>.py -> dispatcher
+_modules: dict[str, types.ModuleType] = {}  # the same, for load_module
 
 
 def cache_dir() -> pathlib.Path:
@@ -331,9 +333,7 @@ def load(source: str, entry: str, extra: str = "",
             return hit
         import numba
 
-        _ensure_source_file(path, source)
-        module = _import(path, _MODULE_PREFIX + key, source)
-        _register_linecache(path, source)
+        module = _publish(path, key, source)
         try:
             fn = getattr(module, entry)
         except AttributeError:
@@ -346,6 +346,37 @@ def load(source: str, entry: str, extra: str = "",
         dispatcher.__stagecraft_key__ = key
         _loaded[str(path)] = dispatcher
         return dispatcher
+
+
+def _publish(path: pathlib.Path, key: str, source: str) -> types.ModuleType:
+    """Steps 2 and 3 of the module docstring: the cached file, imported and in linecache."""
+    _ensure_source_file(path, source)
+    module = _import(path, _MODULE_PREFIX + key, source)
+    _register_linecache(path, source)
+    return module
+
+
+def load_module(source: str, extra: str = "") -> types.ModuleType:
+    """The module defined by ``source``, published as ``gen_<key>.py`` in :func:`cache_dir`
+    exactly as :func:`load` publishes it (atomically, repaired when damaged, in ``linecache``)
+    but with no njit applied: for generated code that compiles itself, such as CUDA kernels
+    (``cuda.jit(cache=True)`` also needs a real file next to which it keeps its cache).
+    Loading the same (source, extra) again in this process returns the same module.
+
+    >>> import os, tempfile, unittest.mock
+    >>> with unittest.mock.patch.dict(os.environ, STAGECRAFT_CACHE_DIR=tempfile.mkdtemp()):
+    ...     m = load_module("def three():\\n    return 3\\n", extra="demo")
+    ...     again = load_module("def three():\\n    return 3\\n", extra="demo")
+    >>> m.three(), m is again, pathlib.Path(m.__file__).name.startswith("gen_")
+    (3, True, True)
+    """
+    key = source_key(source, extra, {"module": True})
+    path = (cache_dir() / f"gen_{key}.py").resolve()
+    with _lock:
+        hit = _modules.get(str(path))
+        if hit is None:
+            hit = _modules[str(path)] = _publish(path, key, source)
+        return hit
 
 
 def clear(directory: os.PathLike | str | None = None) -> int:
@@ -374,5 +405,6 @@ def clear(directory: os.PathLike | str | None = None) -> int:
             except FileNotFoundError:
                 pass
             _loaded.pop(str(p.resolve()), None)
+            _modules.pop(str(p.resolve()), None)
             linecache.cache.pop(str(p.resolve()), None)
     return count

@@ -297,19 +297,7 @@ class _Codegen:
     # ------------------------------------------------------------------ elementwise fusion
 
     def _fusion_group(self, eqns: Sequence[Eqn], i: int) -> int:
-        """How many equations from ``i`` on form one fused elementwise loop (0: not fusible)."""
-        if not _fusible(eqns[i]):
-            return 0
-        shape = eqns[i].outputs[0].type.shape
-        if len(shape) == 0 or None in shape:
-            return 1
-        n = 1
-        while (i + n < len(eqns) and _fusible(eqns[i + n])
-               and eqns[i + n].outputs[0].type.shape == shape):
-            n += 1
-        if i + n < len(eqns) and _folded_reduction(eqns[i + n], shape):
-            n += 1  # the loop also accumulates a max/min of the whole iteration space
-        return n
+        return fusion_group(eqns, i)
 
     def emit_fused(self, group: Sequence[Eqn], positions: range, uses: dict) -> None:
         for e in group:
@@ -596,6 +584,27 @@ class _Codegen:
 
 
 # ---------------------------------------------------------------------- helpers
+
+def fusion_group(eqns: Sequence[Eqn], i: int, fold_reductions: bool = True) -> int:
+    """How many equations from ``i`` on form one fused elementwise loop (0: ``eqns[i]`` is not
+    elementwise): the run of elementwise equations with the same static output shape (a
+    rank-0 or not fully known shape is a group of one). With ``fold_reductions`` a following
+    max/min over the whole iteration space joins the group (the loop accumulates it). Shared
+    by the CPU and CUDA code generators, so both fuse the same equations.
+    """
+    if not _fusible(eqns[i]):
+        return 0
+    shape = eqns[i].outputs[0].type.shape
+    if shape is None or len(shape) == 0 or None in shape:
+        return 1
+    n = 1
+    while (i + n < len(eqns) and _fusible(eqns[i + n])
+           and eqns[i + n].outputs[0].type.shape == shape):
+        n += 1
+    if fold_reductions and i + n < len(eqns) and _folded_reduction(eqns[i + n], shape):
+        n += 1  # the loop also accumulates a max/min of the whole iteration space
+    return n
+
 
 # Ops whose generated code never returns a view of an input (their results are fresh arrays
 # or scalars), so reading a buffer with them before overwriting it in place is safe.

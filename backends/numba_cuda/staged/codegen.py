@@ -1,0 +1,445 @@
+"""Graph -> the source of one module: a ``cuda.jit`` kernel per fusion group and the host
+orchestration function that allocates device arrays, launches those kernels and runs every
+other op with the eager CUDA library (``numba_cuda.eager.run``).
+
+Representation in the host function: every tensor (rank 0 included) is a device array; a
+variable is a local ("slot") holding its current device buffer, which ``assign`` rebinds
+(buffers are never written in place, so reads taken earlier keep their value). ``cond`` and
+``while`` run on the host: their predicate is the one value copied to the host (one element
+per test). ``call`` regions are inlined. Above every statement a comment shows its IR line.
+
+The fusion groups are the CPU backend's (``numba_cpu.codegen.fusion_group``), without folded
+reductions (reductions are the eager library's tree reductions), plus runs of rank-0
+elementwise equations (inline scalar code on the CPU, one launch each here otherwise): see
+:func:`group_size`.
+
+The module defines ``build(C, S)``, which returns ``graph_fn``: ``C`` holds the device
+constants (uploaded once per executable), ``S`` the op sites (attributes, location, Python
+callables) that need not be source text.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from stagecraft.backends.numba_cpu.codegen import LoweringError, fusion_group
+from stagecraft.backends.numba_cpu.outline import canonical
+from stagecraft.backends.numba_cpu.source import Namer, Writer, tuple_text
+from stagecraft.backends.numba_cuda import layout
+from stagecraft.backends.numba_cuda.staged.kernel_source import fused_kernel, has_check
+from stagecraft.ir import OPS
+from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
+from stagecraft.ir.printer import print_lines
+from stagecraft.ir.types import TensorType
+
+ENTRY = "build"
+HOST_FN = "graph_fn"
+# Names the generated code uses at module or build() level.
+_RESERVED = ("cuda", "rt", "np", "offset", "C", "S", "err", "run", "grid", "flat", "empty",
+             "build", HOST_FN, "_CACHE", "_MESSAGES")
+_DECORATOR = "@cuda.jit(cache=_CACHE)"
+
+
+@dataclasses.dataclass
+class Generated:
+    """What the generator produced for one graph."""
+
+    source: str
+    param_indices: tuple      # the graph parameters graph_fn takes (the used ones)
+    consts: tuple             # NumPy values of C (uploaded to the device by the executable)
+    sites: tuple              # S
+    assigned: tuple           # indices (into params) of the variables returned after results
+    num_results: int
+    num_kernels: int          # distinct kernels in the module
+    num_groups: int           # fusion groups (launch sites) in the host function
+
+
+def generate(graph: Graph) -> Generated:
+    """The module source for ``graph`` (see the module docstring).
+
+    >>> from stagecraft.ir import dtypes as dt
+    >>> from stagecraft.ir.graph import GraphBuilder
+    >>> b = GraphBuilder("f")
+    >>> x = b.param(TensorType(dt.float32, (3,)), "x")
+    >>> (y,) = b.add("multiply", [x, x], [x.type])
+    >>> (s,) = b.add("reduce_sum", [y], [TensorType(dt.float32, ())],
+    ...              {"axes": None, "keepdims": False})
+    >>> gen = generate(b.build([s]))
+    >>> gen.num_kernels, gen.source.count("@cuda.jit")
+    (1, 1)
+    >>> print(gen.source[gen.source.index("    def graph_fn"):].rstrip())
+        def graph_fn(x):
+            # %0: f32[3] = multiply %x, %x
+            t = empty((3,), "float32")
+            _k0_multiply[grid(3)](flat(t), flat(x))
+            # %1: f32[] = reduce_sum[axes=None, keepdims=False] %0
+            t_1 = run("reduce_sum", [t], S[0])
+            return (t_1,)
+        return graph_fn
+    """
+    return _Codegen(graph).run()
+
+
+class _Codegen:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.names = Namer(_RESERVED)
+        self.w = Writer(depth=2)
+        self.env: dict[int, str] = {}          # value uid -> source expression (a device array)
+        self.slots: dict[int, str] = {}        # ref uid -> slot name
+        self.assigned: dict[str, None] = {}    # slot names assigned anywhere (ordered)
+        self.consts: list[np.ndarray] = []
+        self.const_keys: dict[tuple, int] = {}
+        self.sites: list[tuple] = []
+        self.kernel_names: dict[str, str] = {}  # canonical text -> kernel name
+        self.kernel_sources: list[str] = []
+        self.groups = 0
+        self.messages: list[str] = []
+        self.checks = any(_fusible(e) and has_check(e) for e in walk_eqns(graph))
+        printout = print_lines(graph)
+        self.ir_lines = {k: printout.lines[i].strip() for k, i in printout.eqn_lines.items()}
+
+    # ------------------------------------------------------------------ entry point
+
+    def run(self) -> Generated:
+        g = self.graph
+        used = {x.uid for e in g.eqns for x in e.inputs if isinstance(x, Value)}
+        used |= {r.uid for r in g.results if isinstance(r, Value)}
+        taken = tuple(i for i, p in enumerate(g.params) if p.uid in used)
+        params = []
+        for p in (g.params[i] for i in taken):
+            name = self.names.fresh(p.hint, "p")
+            params.append(name)
+            if p.ref:
+                self.slots[p.uid] = name
+            else:
+                self.env[p.uid] = name
+        if self.checks:
+            self.w.line("err = rt.error_flag()")
+        results = self.emit_body(g)
+        if self.checks:
+            self.w.line("rt.raise_if_error(err, _MESSAGES)")
+        slot_params = {name: taken[i] for i, name in enumerate(params)}
+        assigned = tuple(slot_params[s] for s in self.assigned)
+        returned = list(results) + list(self.assigned)
+        body = self.w.lines + [f"        return {tuple_text(returned)}"]
+        source = "\n".join([
+            f'"""Staged GPU code of graph @{g.name} (generated by stagecraft)."""',
+            "from numba import cuda", "",
+            "from stagecraft.backends.numba_cuda.staged import runtime as rt", "",
+            "np = rt.kernel_numpy()  # NumPy's names as device code (NumPy on the simulator)",
+            "offset = rt.offset()",
+            "_CACHE = rt.disk_cache()",
+            f"_MESSAGES = {tuple(self.messages)!r}", "", "",
+            *[s + "\n\n" for s in self.kernel_sources],
+            f"def {ENTRY}(C, S):",
+            f'    """The host function of @{g.name}: C holds its device constants, S its op '
+            f'sites."""',
+            "    run, grid, flat, empty = rt.run, rt.grid, rt.flat, rt.empty", "",
+            f"    def {HOST_FN}({', '.join(params)}):",
+            *body,
+            f"    return {HOST_FN}", ""])
+        return Generated(source, taken, tuple(self.consts), tuple(self.sites), assigned,
+                         len(results), len(self.kernel_sources), self.groups)
+
+    # ------------------------------------------------------------------ values
+
+    def const(self, value: Any, dtype: Any) -> str:
+        """``C[k]``: a device constant holding ``value`` (deduplicated for scalars)."""
+        array = np.array(value, dtype=dtype.np, order="C")
+        key = (array.dtype.str, array.tobytes()) if array.ndim == 0 else None
+        if key is not None and key in self.const_keys:
+            return f"C[{self.const_keys[key]}]"
+        self.consts.append(array)
+        if key is not None:
+            self.const_keys[key] = len(self.consts) - 1
+        return f"C[{len(self.consts) - 1}]"
+
+    def operand(self, x: Value | Literal) -> str:
+        if isinstance(x, Literal):
+            return self.const(x.value, x.type.dtype)
+        return self.env[x.uid]
+
+    def site(self, *entry: Any) -> str:
+        self.sites.append(entry)
+        return f"S[{len(self.sites) - 1}]"
+
+    def fresh(self, hint: str | None) -> str:
+        return self.names.fresh(hint)
+
+    def line(self, text: str) -> None:
+        self.w.line(text)
+
+    def comment(self, e: Eqn) -> None:
+        text = self.ir_lines.get(id(e))
+        if text is not None:   # None: an equation made by the generator itself
+            self.w.line("# " + (text if len(text) <= 100 else text[:97] + "..."))
+
+    # ------------------------------------------------------------------ bodies
+
+    def emit_body(self, graph: Graph) -> list[str]:
+        eqns = graph.eqns
+        uses: dict[int, set] = {}
+        for i, e in enumerate(eqns):
+            for x in e.inputs:
+                if isinstance(x, Value):
+                    uses.setdefault(x.uid, set()).add(i)
+        for r in graph.results:
+            if isinstance(r, Value):
+                uses.setdefault(r.uid, set()).add(len(eqns))
+        i = 0
+        while i < len(eqns):
+            n = group_size(eqns, i)
+            if n:
+                self.emit_fused(eqns[i:i + n], set(range(i, i + n)), uses)
+                i += n
+            else:
+                self.emit_eqn(eqns[i])
+                i += 1
+        return [self.operand(r) for r in graph.results]
+
+    def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
+        """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""
+        for p, a in zip(region.params, args):
+            if p.ref:
+                self.slots[p.uid] = self.slots[a.uid]
+            else:
+                self.env[p.uid] = self.operand(a)
+        return self.emit_body(region)
+
+    def emit_eqn(self, e: Eqn) -> None:
+        self.comment(e)
+        special = getattr(self, f"_op_{e.op}", None)
+        if special is not None:
+            special(e)
+        elif e.op in OPS:
+            args = ", ".join(self.operand(x) for x in e.inputs)
+            outs = [self.fresh(o.hint) for o in e.outputs]
+            call = f'run("{e.op}", [{args}], {self.site(dict(e.attrs), e.loc)})'
+            self.line(f"{outs[0]} = {call}" if len(outs) == 1 else
+                      f"{', '.join(outs)} = {call}")
+            for o, name in zip(e.outputs, outs):
+                self.env[o.uid] = name
+        else:
+            raise LoweringError(
+                f"The CUDA backend has no lowering for the op '{e.op}' (at {e.loc}); call "
+                f"this function under `with tf.device('/cpu:0'):` to run it on the CPU.")
+
+    # ------------------------------------------------------------------ fused kernels
+
+    def emit_fused(self, group: Sequence[Eqn], inside: set, uses: dict) -> None:
+        for e in group:
+            self.comment(e)
+        keep = [e.outputs[0] for e in group if uses.get(e.outputs[0].uid, set()) - inside]
+        if not keep:
+            return  # nothing uses the group (pure elementwise code: nothing to run)
+        out_type = group[0].outputs[0].type
+        produced = {e.outputs[0].uid for e in group}
+        inputs: list[Value] = []
+        for e in group:
+            for x in e.inputs:
+                if isinstance(x, Value) and x.uid not in produced and x not in inputs:
+                    inputs.append(x)
+        static = out_type.shape is not None and None not in out_type.shape
+        if static:
+            dims = tuple_text(out_type.shape)
+            n: str = str(math.prod(out_type.shape))
+        elif len(inputs) == 1:   # one array (literals are scalars): its shape is the output's
+            dims = f"{self.operand(inputs[0])}.shape"
+            n = f"{self.operand(inputs[0])}.size"
+        else:
+            where = f"{group[0].op} at {group[0].loc}"
+            shapes = "".join(f", {self.operand(x)}.shape" for x in inputs)
+            dims = self.fresh("shape")
+            self.line(f"{dims} = rt.broadcast_shape({where!r}{shapes})")
+            n = self.fresh("n")
+            self.line(f"{n} = rt.size({dims})")
+        if not static and len(inputs) == 1:
+            modes = ["same"]
+        else:
+            modes = [_mode(x.type, out_type if static else None) for x in inputs]
+        extra = []
+        if "strided" in modes:
+            extra.append(tuple_text(out_type.shape or (1,)) if static
+                         else f"rt.kernel_shape({dims})")
+            for x, m in zip(inputs, modes):
+                if m != "strided":
+                    continue
+                if static and x.type.shape is not None and None not in x.type.shape:
+                    extra.append(tuple_text(layout.broadcast_strides(x.type.shape,
+                                                                     out_type.shape) or (0,)))
+                else:
+                    extra.append(f"rt.strides({self.operand(x)}.shape, {dims})")
+        text = fused_kernel(group, inputs, modes, keep, len(self.messages) + 1)
+        if text.checks:
+            extra.append("err")
+        self.messages += text.checks
+        kernel = self.kernel(group, text.params, text.lines)
+        outs = [self.fresh(v.hint) for v in keep]
+        for v, name in zip(keep, outs):
+            self.line(f'{name} = empty({dims}, "{v.type.dtype.np.name}")')
+        args = [f"flat({o})" for o in outs] + [f"flat({self.operand(x)})" for x in inputs]
+        launch = f"{kernel}[grid({n})]({', '.join(args + extra)})"
+        self.groups += 1
+        if static:
+            if int(n):
+                self.line(launch)
+        else:
+            with self.w.block(f"if {n}:"):
+                self.line(launch)
+        for v, name in zip(keep, outs):
+            self.env[v.uid] = name
+
+    def kernel(self, group: Sequence[Eqn], params: list[str], lines: list[str]) -> str:
+        """The name of the module's kernel with this text (one kernel per distinct text)."""
+        text = canonical([f"def kernel({', '.join(params)}):", *lines])
+        name = self.kernel_names.get(text)
+        if name is None:
+            ops = "_".join(dict.fromkeys(e.op for e in group).keys())
+            ops = ops if len(ops) <= 40 else ops[:40].rstrip("_")
+            name = self.kernel_names[text] = f"_k{len(self.kernel_names)}_{ops}"
+            self.kernel_sources.append("\n".join(
+                [_DECORATOR, f"def {name}({', '.join(params)}):", *lines]))
+        return name
+
+    # ------------------------------------------------------------------ structural ops
+
+    def _op_const(self, e: Eqn) -> None:
+        self.env[e.outputs[0].uid] = self.const(dict(e.attrs)["value"],
+                                                e.outputs[0].type.dtype)
+
+    def _op_read(self, e: Eqn) -> None:
+        name = self.fresh(e.outputs[0].hint)
+        self.line(f"{name} = {self.slots[e.inputs[0].uid]}")
+        self.env[e.outputs[0].uid] = name
+
+    def _op_assign(self, e: Eqn) -> None:
+        ref, value = e.inputs
+        slot = self.slots[ref.uid]
+        mode = dict(e.attrs)["mode"]
+        var_t = ref.type
+        if mode in ("add", "sub"):
+            # old (+|-) value, through a fused kernel (typed, broadcasting).
+            old = Value(var_t, "old")
+            self.env[old.uid] = slot
+            new = Value(var_t, "new")
+            op = "add" if mode == "add" else "subtract"
+            self.emit_fused([Eqn(op, (old, value), (new,), loc=e.loc)], {0}, {new.uid: {1}})
+            value = new
+        src = self.operand(value)
+        v_shape = value.type.shape
+        if v_shape is not None and var_t.shape is not None and len(v_shape) == len(var_t.shape):
+            for k, d in enumerate(var_t.shape):
+                if d is not None and v_shape[k] != d:
+                    message = (f"assign: cannot assign a value of a different shape to a "
+                               f"variable of shape {list(var_t.shape)}\n  at {e.loc}")
+                    with self.w.block(f"if {src}.shape[{k}] != {d}:"):
+                        self.line(f"rt.fail({message!r})")
+            target = TensorType(var_t.dtype, v_shape)
+        elif v_shape == () and var_t.shape is not None and None not in var_t.shape:
+            target = var_t   # a scalar fills the variable
+        else:
+            raise LoweringError(
+                f"assign: cannot assign a value of shape {v_shape} to a variable of shape "
+                f"{var_t.shape} (at {e.loc}).")
+        if target != value.type:   # convert (dtype) or fill (shape) with a fused cast
+            new = Value(target, "new")
+            self.emit_fused([Eqn("cast", (value,), (new,), loc=e.loc)], {0}, {new.uid: {1}})
+            src = self.operand(new)
+        self.line(f"{slot} = {src}")
+        self.assigned[slot] = None
+
+    def predicate(self, x: Value | Literal) -> str:
+        """Host code testing the boolean ``x`` (the one copy a cond or while test costs)."""
+        if isinstance(x, Literal):
+            return repr(bool(x.value))
+        if self.checks:   # values computed after a failed check must not steer control flow
+            self.line("rt.raise_if_error(err, _MESSAGES)")
+        return f"rt.predicate({self.operand(x)})"
+
+    def _op_cond(self, e: Eqn) -> None:
+        outs = [self.fresh(o.hint or "r") for o in e.outputs]
+        test = self.predicate(e.inputs[0])
+        for branch, header in zip(e.regions, (f"if {test}:", "else:")):
+            with self.w.block(header):
+                results = self.emit_region(branch, e.inputs[1:])
+                for name, r in zip(outs, results):
+                    self.line(f"{name} = {r}")
+        for o, name in zip(e.outputs, outs):
+            self.env[o.uid] = name
+
+    def _op_while(self, e: Eqn) -> None:
+        n = dict(e.attrs)["carry"]
+        cond, body = e.regions
+        carry = []
+        for o, init in zip(e.outputs, e.inputs[:n]):
+            name = self.fresh(o.hint or "c")
+            self.line(f"{name} = {self.operand(init)}")
+            carry.append(name)
+            self.env[o.uid] = name
+        with self.w.block("while True:"):
+            carried = [Value(o.type, None) for o in e.outputs]
+            for v, name in zip(carried, carry):
+                self.env[v.uid] = name
+            args = carried + list(e.inputs[n:])
+            self.emit_region(cond, args)
+            with self.w.block(f"if not {self.predicate(cond.results[0])}:"):
+                self.line("break")
+            results = self.emit_region(body, args)
+            if carry:
+                self.line(f"{', '.join(carry)} = {', '.join(results)}")
+
+    def _op_call(self, e: Eqn) -> None:
+        results = self.emit_region(e.regions[0], e.inputs)
+        for o, r in zip(e.outputs, results):
+            self.env[o.uid] = r
+
+    def _op_print(self, e: Eqn) -> None:
+        values = tuple_text(self.operand(x) for x in e.inputs)
+        self.line(f"rt.host_print({self.site(dict(e.attrs), e.loc)}, {values})")
+
+    def _op_assert(self, e: Eqn) -> None:
+        self.line(f"rt.host_assert({self.operand(e.inputs[0])}, "
+                  f"{self.site(dict(e.attrs), e.loc)})")
+
+    def _op_py_function(self, e: Eqn) -> None:
+        specs = tuple((o.type.dtype.np.name, None if o.type.shape is None else o.type.rank)
+                      for o in e.outputs)
+        names = [self.fresh(o.hint or "py") for o in e.outputs]
+        values = tuple_text(self.operand(x) for x in e.inputs)
+        call = f"rt.call_host({self.site(dict(e.attrs), e.loc, specs)}, {values})"
+        self.line(f"{tuple_text(names)} = {call}" if names else call)
+        for o, n in zip(e.outputs, names):
+            self.env[o.uid] = n
+
+
+def group_size(eqns: Sequence[Eqn], i: int) -> int:
+    """How many equations from ``i`` on one fused kernel computes (0: ``eqns[i]`` is not
+    elementwise): the CPU backend's fusion group without folded reductions; a rank-0 group
+    also takes the rank-0 elementwise equations that follow (loop counters and predicates
+    then cost one launch, not one per equation)."""
+    n = fusion_group(eqns, i, fold_reductions=False)
+    if n == 1 and eqns[i].outputs[0].type.shape == ():
+        while i + n < len(eqns) and _fusible(eqns[i + n]) and \
+                eqns[i + n].outputs[0].type.shape == ():
+            n += 1
+    return n
+
+
+def _fusible(e: Eqn) -> bool:
+    from stagecraft.backends.numba_cpu.scalar_ops import SCALAR
+    return e.op in SCALAR
+
+
+def _mode(t: TensorType, out: TensorType | None) -> str:
+    """How a kernel reads an input of type ``t`` for an output of static type ``out`` (None:
+    the output's shape is only known at run time)."""
+    if t.shape is not None and None not in t.shape and math.prod(t.shape) == 1 and (
+            out is None or len(t.shape) <= len(out.shape)):
+        return "scalar"
+    if out is not None and t.shape == out.shape:
+        return "same"
+    return "strided"

@@ -1,0 +1,61 @@
+"""The callable around a staged GPU graph function: uploads its constants once, moves host
+arguments to the device, reads variables' buffers, writes assigned variables back and returns
+device arrays."""
+from __future__ import annotations
+
+import hashlib
+import pathlib
+from typing import Any, Sequence
+
+from stagecraft.backends import numba_cache
+from stagecraft.backends.numba_cuda import memory
+from stagecraft.backends.numba_cuda.launch import simulated
+from stagecraft.backends.numba_cuda.staged import runtime
+from stagecraft.backends.numba_cuda.staged.codegen import ENTRY, generate
+from stagecraft.ir.graph import Graph
+
+_library_hash: str | None = None
+
+
+def library_hash() -> str:
+    """A hash of the CUDA backend's sources (kernels, eager library, this package), part of
+    every cache key: numba does not notice changes in the modules a cached kernel calls."""
+    global _library_hash
+    if _library_hash is None:
+        h = hashlib.sha256()
+        root = pathlib.Path(__file__).resolve().parent.parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + path.read_bytes())
+        _library_hash = h.hexdigest()[:16]
+    return _library_hash
+
+
+class Executable:
+    """``exe(args) -> list of device arrays`` for a graph: tensor parameters take device
+    arrays (host arrays are copied up), reference parameters take variable objects (their
+    buffer in ``_value``; assigned ones get the new buffer after the call, see
+    ``runtime.write_back``). ``source`` is the generated module (kernels and host function),
+    ``path`` its cached file."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        gen = generate(graph)
+        self.source = gen.source
+        self.fallback_reason = None
+        self.num_kernels = gen.num_kernels
+        mode = "simulator" if simulated() else "gpu"
+        module = numba_cache.load_module(gen.source, extra=f"cuda-{mode}-{library_hash()}")
+        self.path = pathlib.Path(module.__file__)
+        consts = [memory.to_device(c) for c in gen.consts]
+        self._fn = getattr(module, ENTRY)(consts, gen.sites)
+        self._params = [(i, graph.params[i].ref) for i in gen.param_indices]
+        self._assigned = gen.assigned
+        self._n = gen.num_results
+
+    def __call__(self, args: Sequence[Any]) -> list:
+        values = [runtime.read(args[i]) if ref else memory.to_device(args[i])
+                  for i, ref in self._params]
+        out = self._fn(*values)
+        for j, i in enumerate(self._assigned):
+            runtime.write_back(args[i], out[self._n + j])
+        return list(out[:self._n])

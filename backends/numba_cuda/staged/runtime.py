@@ -1,0 +1,215 @@
+"""What generated host orchestration functions call: eager ops with located errors, output
+allocation and launch shapes, broadcast index plans, the predicate read of ``cond``/``while``,
+the deferred integer-check flag, and the explicit host round trips (print, assert,
+py_function).
+
+Every device-to-host copy of a staged GPU function goes through :func:`predicate`,
+:func:`raise_if_error` or the host round trips below (and the eager ops that document theirs,
+see ``numba_cuda.eager``); everything else only reads array metadata (shapes) on the host.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from stagecraft.backends.numba_cuda import config, layout, memory
+from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+from stagecraft.backends.runtime import format_print, write
+from stagecraft.ir.errors import InvalidArgumentError
+
+_eager: Any = None
+
+
+def _eager_module() -> Any:
+    global _eager
+    if _eager is None:
+        from stagecraft.backends.numba_cuda import eager
+        _eager = eager
+    return _eager
+
+
+def run(name: str, inputs: list, site: tuple) -> Any:
+    """Op ``name`` of the op table on device arrays (``numba_cuda.eager.run``); ``site`` is
+    ``(attrs, loc)``. Errors read like the reference backend's: ``op: message`` plus the
+    location, as an InvalidArgumentError.
+
+    >>> x = memory.to_device(np.array([1.0, 2.0]))
+    >>> memory.to_host(run("reduce_sum", [x], ({"axes": None, "keepdims": False}, "f.py:1")))
+    array(3.)
+    """
+    attrs, loc = site
+    try:
+        return _eager_module().run(name, inputs, attrs)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
+        raise InvalidArgumentError(f"{name}: {e}\n  at {loc}") from None
+
+
+def empty(shape: tuple, dtype: str) -> Any:
+    """An uninitialized device array (the output of a fused kernel)."""
+    return memory.empty(shape, dtype)
+
+
+def grid(n: int) -> tuple[int, int]:
+    """``(blocks, threads)`` of a grid-stride launch over ``n`` elements, from
+    ``numba_cuda.config`` at call time (tests shrink it for the simulator).
+
+    >>> blocks, threads = grid(10)
+    >>> blocks * threads >= min(10, config.MAX_BLOCKS * config.THREADS_PER_BLOCK)
+    True
+    """
+    threads = config.THREADS_PER_BLOCK
+    return max(1, min(-(-n // threads), config.MAX_BLOCKS)), threads
+
+
+def flat(array: Any) -> Any:
+    """The 1-D view a kernel indexes (``memory.flat``: rank 0 gives one element)."""
+    return memory.flat(array)
+
+
+def broadcast_shape(where: str, *shapes: tuple) -> tuple:
+    """The NumPy broadcast of run-time ``shapes`` (host metadata, no copy); incompatible
+    shapes raise InvalidArgumentError naming ``where`` (the op and its location).
+
+    >>> broadcast_shape("add at f.py:1", (2, 1), (3,))
+    (2, 3)
+    """
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError as e:
+        raise InvalidArgumentError(f"{where}: {e}") from None
+
+
+def size(shape: tuple) -> int:
+    return math.prod(shape)
+
+
+def strides(shape: tuple, out: tuple) -> tuple:
+    """Element strides reading a C-contiguous array of ``shape`` broadcast to ``out``; a
+    rank-0 ``out`` is treated as ``(1,)`` (kernels need a non-empty tuple). A shape that does
+    not broadcast to ``out`` raises InvalidArgumentError.
+
+    >>> strides((3, 1), (2, 3, 4)), strides((), ())
+    ((0, 1, 0), (0,))
+    """
+    lead = len(out) - len(shape)
+    if lead < 0 or any(d != 1 and d != o for d, o in zip(shape, out[lead:])):
+        raise InvalidArgumentError(f"Incompatible shapes: {list(shape)} cannot be broadcast to "
+                                   f"{list(out)}.")
+    return layout.broadcast_strides(shape, out) if out else (0,)
+
+
+def fail(message: str) -> None:
+    """Raises InvalidArgumentError(message): a run-time check of generated code failed."""
+    raise InvalidArgumentError(message)
+
+
+def kernel_shape(out: tuple) -> tuple:
+    """The shape a strided kernel unravels its flat index with (rank 0: ``(1,)``)."""
+    return tuple(out) or (1,)
+
+
+def predicate(x: Any) -> bool:
+    """The value of a one-element boolean device array on the host: the single copy a staged
+    ``cond`` or ``while`` test makes.
+
+    >>> predicate(memory.to_device(np.bool_(True)))
+    True
+    """
+    return bool(memory.scalar(x))
+
+
+def error_flag() -> Any:
+    """A fresh device flag the integer checks of fused kernels set (0: no error)."""
+    return memory.to_device(np.zeros(1, np.int32))
+
+
+def raise_if_error(err: Any, messages: Sequence[str]) -> None:
+    """Reads the check flag (one element) and raises the message of the check that failed:
+    code ``k`` means ``messages[k - 1]``. Generated code calls it before a predicate is
+    read and at the end of the call, and only when the graph has integer checks."""
+    code = int(memory.scalar(err))
+    if code:
+        raise InvalidArgumentError(messages[code - 1])
+
+
+def write_back(variable: Any, value: Any) -> None:
+    """Makes device array ``value`` the buffer of ``variable`` (a CPU variable gets a host
+    copy: it stays on its device)."""
+    store = getattr(variable, "_store", None)
+    if store is not None:
+        store(value)
+    else:
+        variable._value = value
+
+
+def read(variable: Any) -> Any:
+    """The device buffer of ``variable`` (a CPU variable's value is copied up)."""
+    return memory.to_device(variable._value)
+
+
+def host_print(site: tuple, values: tuple) -> None:
+    """``tf.print`` in a staged GPU function (``site``: its attributes and location): the
+    values are copied to the host and printed, an explicit host round trip."""
+    a = site[0]
+    host = [memory.to_host(v) for v in values]
+    write(a["stream"], format_print(a["template"], [h[()] if h.ndim == 0 else h for h in host],
+                                    a["sep"], a["summarize"]) + a["end"])
+
+
+def host_assert(condition: Any, site: tuple) -> None:
+    """``tf.debugging.Assert``: the condition is copied to the host and checked."""
+    if not bool(np.all(memory.to_host(condition))):
+        raise InvalidArgumentError(f"{site[0]['message']}\n  at {site[1]}")
+
+
+def call_host(site: tuple, values: tuple) -> tuple:
+    """``py_function`` (``site``: attributes, location, the (dtype, rank) of its results):
+    the inputs are copied to the host, the function runs there, its results are checked
+    against the staged types and copied to the device."""
+    attrs, _, specs = site
+    host = [memory.to_host(v) for v in values]
+    results = attrs["fn"](*[h[()] if h.ndim == 0 else h for h in host])
+    if not isinstance(results, (list, tuple)):
+        results = (results,)
+    out = []
+    for r, (dtype, rank) in zip(results, specs):
+        value = getattr(r, "_value", r)
+        a = memory.to_host(value) if memory.is_device_array(value) else np.asarray(value)
+        a = np.asarray(a, dtype=dtype)
+        if rank is not None and a.ndim != rank:
+            raise InvalidArgumentError(
+                f"py_function: the function returned a value of rank {a.ndim} where the "
+                f"staged code expects rank {rank}.")
+        out.append(memory.to_device(a))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_numpy() -> Any:
+    """The ``np`` generated kernels see: NumPy under the simulator (kernels run as Python),
+    ``numba_cuda.kernels.device_numpy`` on a GPU (NumPy's names as CUDA device code)."""
+    if simulated():
+        return np
+    from stagecraft.backends.numba_cuda.kernels.device_numpy import module
+    return module()
+
+
+@functools.lru_cache(maxsize=None)
+def offset() -> Callable:
+    """The device function giving the element offset of a flat index through strides."""
+    from stagecraft.backends.numba_cuda.kernels.index import offset_function
+    return offset_function()
+
+
+def cuda() -> Any:
+    """``numba.cuda`` (kernels must reach it through a module global named ``cuda``)."""
+    return cuda_module()
+
+
+def disk_cache() -> bool:
+    """Whether kernels use ``cuda.jit(cache=True)``: on a GPU (PTX/cubin cached next to the
+    generated file); the simulator compiles nothing, so there is nothing to cache."""
+    return not simulated()
