@@ -22,6 +22,8 @@ from stagecraft.variables import Variable
 from stagecraft.module import Module
 from stagecraft.tensor_spec import TensorSpec
 from stagecraft import config, debugging
+from stagecraft.device_spec import DeviceSpec
+from stagecraft.device import device, list_devices
 from stagecraft.function import ConcreteFunction, Function, function
 from stagecraft.control_flow import cond, while_loop
 from stagecraft.logging_ops import print_ as print  # noqa: A001 (TensorFlow's name)

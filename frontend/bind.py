@@ -18,6 +18,7 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.ir.types import TensorType
 from stagecraft.tensor import Tensor, wrap
+from stagecraft.device_tensor import DeviceTensor
 
 _new = object.__new__
 
@@ -34,6 +35,10 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     state = STATE.get()
     if state.graph is not None:
         return state.graph.bind(op, inputs, attrs)
+    if state.place is not None:  # inside `with device(...)` naming a device other than the CPU
+        return _placement.execute(op, inputs, attrs)
+    # GPU tensors are DeviceTensors, not Tensors: the type tests below send them (and every
+    # input that is not a CPU tensor) to the general path, which routes them to their device.
     # Unrolled for the common arities: this is the hottest line of eager execution.
     if len(inputs) == 2:
         a, b = inputs
@@ -55,10 +60,15 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     else:
         values = [x._value for x in inputs if type(x) is Tensor]
     if len(values) != len(inputs):
-        inputs = normalize(op, inputs)
+        normalized = normalize(op, inputs)
+        for x in normalized:
+            if type(x) is not Tensor:
+                if type(x) is DeviceTensor:  # (the raw inputs: Python values are not copies)
+                    return _placement.execute(op, inputs, attrs)
+                if x._value is None:
+                    raise leaked(op, normalized)
+        inputs = normalized
         values = [x._value for x in inputs]
-        if any(v is None for v in values):
-            raise leaked(op, inputs)
     unify = op.unify_indices
     if unify:
         d = values[unify[0]].dtype
@@ -114,7 +124,7 @@ def normalize(op: OpDef, inputs: tuple) -> tuple:
             break
     out = []
     for i, x in enumerate(inputs):
-        if type(x) is Tensor:
+        if isinstance(x, Tensor):  # CPU, GPU and (leaked) symbolic tensors stay as they are
             out.append(x)
         elif target is not None and i in unify and not isinstance(x, np.ndarray) and \
                 type(x) not in CONVERTERS:
@@ -169,3 +179,6 @@ def user_location() -> str:
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
+
+
+from stagecraft import placement as _placement  # noqa: E402 (it imports bind's helpers in calls)

@@ -7,7 +7,8 @@ from typing import Any
 def compiled_source(f: Any, *args: Any, **kwargs: Any) -> str:
     """The generated source of ``f``'s graph function for ``args`` (a ``ConcreteFunction``,
     or a ``Function`` traced for ``args``; with no arguments, its most recent trace). For a
-    graph that runs on the reference interpreter the text says so and why.
+    graph that runs on the reference interpreter the text says so and why; for a GPU trace it
+    is the staged GPU module (one ``cuda.jit`` kernel per fusion group and the host function).
 
     >>> import stagecraft as tf
     >>> @tf.function(backend="numba")     # the default backend, named

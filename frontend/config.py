@@ -1,6 +1,23 @@
 """``stagecraft.config``: global switches."""
 from __future__ import annotations
 
+import types
+
+from stagecraft.device import (LogicalDevice, PhysicalDevice, get_device_policy,
+                               get_soft_device_placement, list_logical_devices,
+                               list_physical_devices, set_device_policy,
+                               set_soft_device_placement)
+
+__all__ = ["LogicalDevice", "PhysicalDevice", "experimental", "functions_run_eagerly",
+           "get_soft_device_placement", "list_logical_devices", "list_physical_devices",
+           "run_functions_eagerly", "set_soft_device_placement"]
+
+# `tf.config.experimental`: the subset stagecraft has (device policies; TensorFlow's
+# experimental aliases of the device listings).
+experimental = types.SimpleNamespace(
+    set_device_policy=set_device_policy, get_device_policy=get_device_policy,
+    list_logical_devices=list_logical_devices, list_physical_devices=list_physical_devices)
+
 _RUN_FUNCTIONS_EAGERLY = [False]
 
 

@@ -8,7 +8,7 @@ from typing import Any, Callable
 from stagecraft import nest
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
-from stagecraft.tensor import Tensor, wrap
+from stagecraft.tensor import Tensor
 from stagecraft.variables import Variable
 
 
@@ -81,6 +81,8 @@ def custom_gradient(f: Callable | None = None) -> Callable:
 def _fresh(t: Tensor) -> Tensor:
     """A new tensor object with ``t``'s value, so the tape can tell the outputs apart."""
     if t._value is not None:
-        return wrap(t._value)
+        fresh = object.__new__(type(t))  # a device tensor stays on its device
+        fresh._value = t._value
+        return fresh
     from stagecraft.array_ops import identity
     return identity(t)

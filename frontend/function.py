@@ -22,6 +22,8 @@ from stagecraft import config, nest
 from stagecraft.backends import get_backend
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
+from stagecraft.device_tensor import DeviceTensor, wrap_device
+from stagecraft import placement
 from stagecraft.func_graph import FuncGraph, building
 from stagecraft.graph_tensor import GraphTensor, graph_tensor
 from stagecraft.ir.graph import Graph, Value
@@ -62,13 +64,19 @@ def _packer(outputs: Any) -> Callable[[list], Any]:
 
 
 def _fast_key(args: tuple) -> tuple | None:
-    """(shape, dtype) per argument when every argument is an eager Tensor, else None."""
+    """(shape, dtype) per argument when every argument is an eager Tensor, else None; GPU
+    tensors add their device, so that they never share an entry with CPU tensors."""
     key = []
     for a in args:
-        if type(a) is not Tensor:
+        t = type(a)
+        if t is Tensor:
+            v = a._value
+            key.append((v.shape, v.dtype))
+        elif t is DeviceTensor:
+            v = a._value
+            key.append((tuple(v.shape), v.dtype, placement.GPU_DEVICE))
+        else:
             return None
-        v = a._value
-        key.append((v.shape, v.dtype))
     return tuple(key)
 
 
@@ -146,8 +154,9 @@ def _output_structure(outputs: Any, fg: FuncGraph, results: list) -> Any:
 
 def trace(python_function: Callable, args: tuple, kwargs: dict, name: str,
           variable_policy: str = "allow", relax: Any = None,
-          backend: str | None = None) -> "ConcreteFunction":
-    """Traces ``python_function`` on placeholders for the tensors in ``args``/``kwargs``."""
+          backend: str | None = None, device: str | None = None) -> "ConcreteFunction":
+    """Traces ``python_function`` on placeholders for the tensors in ``args``/``kwargs``;
+    ``device`` (None: the CPU) is where calls of the result put their outputs."""
     fg = FuncGraph(name, variable_policy=variable_policy)
     flat_inputs: list = []
     names = _param_names(python_function, len(args))
@@ -163,7 +172,8 @@ def trace(python_function: Callable, args: tuple, kwargs: dict, name: str,
         results: list = []
         structure = _output_structure(outputs, fg, results)
     graph = fg.build(results)
-    concrete = ConcreteFunction(graph, fg, structure, flat_inputs, (args, kwargs), name, backend)
+    concrete = ConcreteFunction(graph, fg, structure, flat_inputs, (args, kwargs), name, backend,
+                                device)
     concrete._arg_names = names
     concrete._trace_report = report
     return concrete
@@ -193,7 +203,8 @@ class ConcreteFunction:
     """
 
     def __init__(self, graph: Graph, func_graph: FuncGraph, structured_outputs: Any,
-                 flat_inputs: list, arguments: tuple, name: str, backend: str | None = None):
+                 flat_inputs: list, arguments: tuple, name: str, backend: str | None = None,
+                 device: str | None = None):
         self.graph = graph
         self.name = name
         self._func_graph = func_graph
@@ -209,7 +220,13 @@ class ConcreteFunction:
         self._executable = None
         self._backward = None
         self._lock = threading.Lock()
-        self._fast: tuple | None = None  # (extra values, output packer) for _call_eager
+        self._fast: tuple | None = None  # (extra values, output packer, mode) for _call_eager
+        # The device of this trace (None: the CPU). A GPU trace compiles its graph with the
+        # "cuda" backend (staged GPU kernels, device arrays in and out) unless the function
+        # asked for the reference interpreter, which runs on host copies (placement.host_call);
+        # backend="cuda" runs every call on the GPU.
+        self._device = device
+        self._on_gpu = backend == "cuda" or device is not None and backend != "reference"
 
     # --------------------------------------------------------------- properties
     @property
@@ -239,7 +256,8 @@ class ConcreteFunction:
         if self._executable is None:
             with self._lock:
                 if self._executable is None:
-                    self._executable = get_backend(self._backend_name).compile(
+                    self._executable = get_backend(
+                        "cuda" if self._on_gpu else self._backend_name).compile(
                         self.optimized_graph)
         return self._executable
 
@@ -318,7 +336,14 @@ class ConcreteFunction:
             if any(isinstance(a, GraphTensor) for a in args):
                 raise TypeError(f"{self.name}: a symbolic tensor from a finished trace was "
                                 f"passed to an eager call.")
-            outs = [wrap(o) for o in self.executable(values)]
+            if self._on_gpu:
+                outs = [wrap_device(o) for o in self.executable(values)]
+            elif self._device is None and not any(
+                    type(a) is DeviceTensor or getattr(a, "_device", None) is not None
+                    for a in args):
+                outs = [wrap(o) for o in self.executable(values)]
+            else:
+                outs = placement.host_call(self.executable, values, self._device)
             if state.tapes:
                 self._record(state.tapes, args, outs)
         return nest.map_structure(lambda s: None if s is None else outs[s.index], self._outputs)
@@ -331,8 +356,19 @@ class ConcreteFunction:
             extras = self.captured_inputs + self._captured_variables
             if any(isinstance(c, GraphTensor) for c in extras):
                 return self._call_flat(args)  # raises the slow path's error
+            # "gpu": the staged GPU executable; "host": a CPU executable on host copies of
+            # GPU values (placement.host_call); None: the CPU executable.
+            mode = "gpu" if self._on_gpu else "host" if self._device is not None or any(
+                getattr(c, "_device", None) is not None or type(c) is DeviceTensor
+                for c in extras) else None
             fast = self._fast = ([c if isinstance(c, Variable) else convert_to_tensor(c)._value
-                                  for c in extras], _packer(self._outputs))
+                                  for c in extras], _packer(self._outputs), mode)
+        if fast[2] == "gpu":
+            return fast[1]([wrap_device(o) for o in
+                            self.executable([a._value for a in args] + fast[0])])
+        if fast[2] == "host":
+            return fast[1](placement.host_call(
+                self.executable, [a._value for a in args] + fast[0], self._device))
         outs = [wrap(o) for o in self.executable([a._value for a in args] + fast[0])]
         return fast[1](outs)
 
@@ -391,7 +427,8 @@ class ConcreteFunction:
             variables = [a for a in args if isinstance(a, Variable)]
             seeds = [o for o in self.outputs if o.dtype.is_floating]
             concrete = trace(backward, (_specs(tensors), variables, _specs(seeds)), {},
-                             f"{self.name}_backward", backend=self._backend_name)
+                             f"{self.name}_backward", backend=self._backend_name,
+                             device=self._device)
             self._backward = (concrete, list(mask))
         concrete, mask = self._backward
         return (lambda t, v, s: nest.flatten(concrete._call_flat(list(t) + list(v) + list(s)))), \
@@ -592,6 +629,8 @@ class Function:
         fast = eager_top and not kwargs and len(args) == self._n_positional
         if fast and self._fast:
             key = _fast_key(args)
+            if key is not None and state.device is not None:  # under a device scope
+                key = (key, placement.call_device(args))
             concrete = self._fast.get(key) if key is not None else None
             if concrete is not None and not state.tapes:
                 _MONITOR.called(self._code, False, self._python_function, None)
@@ -602,6 +641,8 @@ class Function:
             if fast:
                 key = _fast_key(args)
                 if key is not None:
+                    if state.device is not None:
+                        key = (key, placement.call_device(args))
                     self._fast[key] = concrete
         return concrete._call_flat(flat)
 
@@ -655,6 +696,9 @@ class Function:
         refs: list = []
         key = (make_key(key_pos, aliases, refs), make_key(kw, aliases, refs))
         flat = _flat_tensors((pos, kw))
+        device = placement.call_device(flat)
+        if device is not None and self._traces_per_device():
+            key = key + (device,)  # traced separately per device; CPU keys stay (pos, kw)
         exact = self._by_key.get(key)
         if exact is not None and exact.alive():
             return exact.concrete, flat, False, None
@@ -667,6 +711,12 @@ class Function:
             concrete = self._trace_new(pos, kw, key if relax is None else relax, refs, flat,
                                        relax, run_inits)
             return concrete, flat, True, changed
+
+    def _traces_per_device(self) -> bool:
+        """Whether calls on the GPU get their own traces. A subclass that cannot trace (a
+        function loaded from a SavedModel overrides ``_trace_new``) serves every device from
+        the traces it has: ``placement.host_call`` runs them on host copies of GPU arguments."""
+        return type(self)._trace_new is Function._trace_new
 
     def _find(self, key: Any) -> _Entry | None:
         self._entries = [e for e in self._entries if e.alive()]
@@ -708,21 +758,25 @@ class Function:
     def _trace_new(self, pos: list, kw: dict, key: Any, refs: list, flat: list, relax: Any,
                    run_inits: bool) -> ConcreteFunction:
         relax_dims = None if relax is None else _dims_of(relax)
+        device = key[2] if len(key) == 3 else None
         fn = self._converted()
         if self._created_variables is None:
-            first = trace(fn, tuple(pos), kw, self._name, "allow", relax_dims, self._backend)
+            first = trace(fn, tuple(pos), kw, self._name, "allow", relax_dims, self._backend,
+                          device)
             self._created_variables = bool(first.created_variables)
             if first.created_variables:
                 if first.pending_inits:
                     _run_initializers(first, flat)
                 self._extra_traces = getattr(self, "_extra_traces", 0) + 1
                 concrete = trace(fn, tuple(pos), kw, self._name,
-                                 "first_call_only_second_trace", relax_dims, self._backend)
+                                 "first_call_only_second_trace", relax_dims, self._backend,
+                                 device)
             else:
                 concrete = first
         else:
             policy = "first_call_only_second_trace" if self._created_variables else "never"
-            concrete = trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend)
+            concrete = trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend,
+                             device)
         self._fast.clear()  # a new, more specific trace may now match some fast keys
         self._entries.append(_Entry(key, concrete, refs))
         self._by_key[key] = self._entries[-1]
@@ -767,8 +821,8 @@ def _dims_of(key: Any) -> Any:
         return {k: _dims_of(v) for k, v in key[1]}
     if isinstance(key, tuple) and key and key[0] == "namedtuple":
         return [_dims_of(k) for k in key[3]]
-    if isinstance(key, tuple) and len(key) == 2 and not isinstance(key[0], str):
-        return (_dims_of(key[0]), _dims_of(key[1]))
+    if isinstance(key, tuple) and len(key) in (2, 3) and not isinstance(key[0], str):
+        return (_dims_of(key[0]), _dims_of(key[1]))  # (positional, keyword[, device])
     return None
 
 
@@ -799,9 +853,15 @@ def _run_initializers(concrete: ConcreteFunction, flat: list) -> None:
     graph = prune(fg.build(results))
     args = [a if isinstance(a, Variable) else a._value for a in
             list(flat) + concrete.captured_inputs + concrete._captured_variables]
-    values = get_backend(concrete._backend_name).compile(graph)(args)
+    if concrete._on_gpu:   # computed on the GPU; CPU variables get host copies (_store)
+        values = get_backend("cuda").compile(graph)(args)
+        for (var, _), value in zip(concrete.pending_inits, values):
+            var._store(value if value.dtype == var.dtype.np else
+                       np.asarray(placement.to_host_array(value), dtype=var.dtype.np))
+        return
+    values = placement.host_call(get_backend(concrete._backend_name).compile(graph), args, None)
     for (var, _), value in zip(concrete.pending_inits, values):
-        var._value = np.array(value, dtype=var.dtype.np)
+        var._store(np.array(value._value, dtype=var.dtype.np))
 
 
 def _check_signature(signature: Any, fn: Callable) -> Any:
@@ -880,6 +940,13 @@ def function(func: Callable | None = None, input_signature: Sequence[Any] | None
     happen only while tracing; tensors are symbolic inside (no ``.numpy()``, no ``bool()``);
     Python-valued arguments are baked into the trace (each new value retraces); variables may
     only be created on the first call.
+
+    Devices: a call under a GPU ``device`` scope, or with GPU tensors, gets its own trace (the
+    device is part of the trace-cache key), compiled by the ``"cuda"`` backend: one GPU kernel
+    per fused elementwise group, the other ops on the GPU library, ``cond``/``while`` driven
+    from the host (one element copied per test); inputs, outputs and variables stay on the
+    device. ``backend="reference"`` keeps the interpreter there too (on host copies);
+    ``backend="cuda"`` stages every call on the GPU, whatever the scope.
 
     >>> import stagecraft as tf
     >>> @tf.function

@@ -137,6 +137,36 @@ class Tensor(TensorOperators):
         v = self._value
         return v[()] if v.ndim == 0 else v
 
+    def gpu(self, gpu_index: int = 0) -> "Tensor":
+        """★ A copy of this tensor on GPU ``gpu_index`` (only GPU:0 exists in stagecraft);
+        recorded by tapes, so gradients flow back through the copy. Without a GPU it raises
+        InvalidArgumentError, whatever the soft-placement setting (it names a device
+        explicitly).
+
+        >>> import stagecraft as tf
+        >>> x = tf.constant([1.0])
+        >>> y = x.gpu() if tf.config.list_logical_devices("GPU") else x
+        >>> (y * 2.0).numpy().tolist()  # on the GPU when there is one
+        [2.0]
+        """
+        from stagecraft import placement
+        from stagecraft.device import list_devices
+        if gpu_index != 0:
+            raise ValueError(f"Tensor.gpu({gpu_index!r}): stagecraft uses one GPU, GPU:0 "
+                             f"(devices: {list_devices()}). Call .gpu().")
+        return placement.copy(self, placement.GPU_DEVICE)
+
+    def cpu(self) -> "Tensor":
+        """★ A copy of this tensor on the CPU (this tensor itself if it is there already);
+        differentiable like ``gpu()``.
+
+        >>> import stagecraft as tf
+        >>> tf.constant([1.0]).cpu().device
+        '/job:localhost/replica:0/task:0/device:CPU:0'
+        """
+        from stagecraft import placement
+        return placement.copy(self, placement.CPU_DEVICE)
+
     def ref(self) -> "Reference":
         """A hashable reference to this tensor, for use as a dict key or set member."""
         return Reference(self)

@@ -10,6 +10,9 @@ from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor, register_conversion
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape, as_dims, format_dims, is_compatible
+from stagecraft import placement as _placement
+from stagecraft.device_tensor import DeviceTensor, wrap_device
+from stagecraft.placement import to_device_array, to_host_array
 from stagecraft.tensor import CPU_DEVICE, Reference, Tensor, TensorOperators, wrap
 
 _uids = itertools.count()
@@ -34,7 +37,8 @@ class Variable(TensorOperators):
     3.0
     """
 
-    __slots__ = ("_value", "_shape", "_trainable", "_name", "_uid", "__weakref__")
+    # _value: a NumPy array, or a device array when _device is GPU_DEVICE (None: the CPU).
+    __slots__ = ("_value", "_shape", "_trainable", "_name", "_uid", "_device", "__weakref__")
 
     def __init__(self, initial_value: Any = None, trainable: bool | None = None,
                  validate_shape: bool = True, caching_device: Any = None,
@@ -52,12 +56,16 @@ class Variable(TensorOperators):
         if isinstance(initial_value, Variable):
             initial_value = initial_value.read_value()
         t = convert_to_tensor(initial_value, dtype)
+        self._device = _placement_of(t)
         if t._value is None:
             # The initial value depends on the arguments of the function being traced: the
             # function computes it with the first call's arguments (see function.py).
             self._value = np.zeros([0 if d is None else d for d in t.shape.as_list()],
                                    t.dtype.np)
             graph.root().pending_inits.append((self, t))
+        elif type(t) is DeviceTensor:
+            # Device buffers are never written in place, so sharing the tensor's is safe.
+            self._value = t._value if self._device is not None else to_host_array(t._value)
         else:
             self._value = np.array(t._value)  # own copy: variables never alias tensors
         self._shape = as_dims(self._value.shape) if shape is None else as_dims(shape)
@@ -67,6 +75,8 @@ class Variable(TensorOperators):
         self._trainable = True if trainable is None else bool(trainable)
         self._name = STATE.get().name_scope + (name if name is not None else "Variable")
         self._uid = next(_uids)
+        if self._device is not None and not _placement.memory().is_device_array(self._value):
+            self._value = to_device_array(self._value)
 
     # ----------------------------------------------------------------- properties
     @property
@@ -90,13 +100,19 @@ class Variable(TensorOperators):
 
     @property
     def device(self) -> str:
-        return CPU_DEVICE
+        """Where the variable's buffer lives (its ops run there)."""
+        return CPU_DEVICE if self._device is None else self._device
 
     # -------------------------------------------------------------------- reading
     def read_value(self) -> Tensor:
         """The current value as a tensor (recorded by active tapes)."""
         state = STATE.get()
-        t = wrap(self._value) if state.graph is None else state.graph.read_variable(self)
+        if state.graph is not None:
+            t = state.graph.read_variable(self)
+        elif self._device is None:
+            t = wrap(self._value)
+        else:
+            t = wrap_device(self._value)
         for tape in state.tapes:
             tape.record_read(self, t)
         return t
@@ -104,12 +120,31 @@ class Variable(TensorOperators):
     value = read_value
 
     def numpy(self) -> Any:
-        v = self._value
+        v = self._value if self._device is None else to_host_array(self._value)
         return v[()] if v.ndim == 0 else v.copy()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = np.array(self._value)
+        a = np.array(self._value) if self._device is None else to_host_array(self._value)
         return a if dtype is None else a.astype(dtype)
+
+    def _host(self) -> np.ndarray:
+        return self._value if self._device is None else to_host_array(self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._host())
+
+    def __int__(self) -> int:
+        return int(self._host())
+
+    def __float__(self) -> float:
+        return float(self._host())
+
+    def __index__(self) -> int:
+        v = self._host()
+        if not (np.ndim(v) == 0 and v.dtype.kind in "iu"):
+            raise TypeError(f"Only scalar integer tensors can be used as an index, got a "
+                            f"{self.dtype.name} variable of shape {self.shape}.")
+        return int(v)
 
     def __hash__(self) -> int:
         raise TypeError("Variable is unhashable (== is elementwise). Use variable.ref() as the "
@@ -130,6 +165,21 @@ class Variable(TensorOperators):
                              f"variable with shape=tf.TensorShape(None) to allow any shape.")
         return t._value
 
+    def _store(self, value: Any) -> None:
+        """Makes ``value`` (a NumPy or device array) the new buffer, on the variable's device."""
+        if self._device is None:
+            self._value = np.array(to_host_array(value), dtype=self.dtype.np)
+        else:
+            self._value = to_device_array(value)
+
+    def _update(self, delta: Any, op: str, what: str) -> None:
+        d = self._checked(delta, what)
+        if self._device is None:
+            fn = np.add if op == "add" else np.subtract
+            self._value = np.asarray(fn(self._value, to_host_array(d)), dtype=self._value.dtype)
+        else:
+            self._value = gpu_kernel(op, [self._value, to_device_array(d)])
+
     def assign(self, value: Any, use_locking: Any = None, name: Any = None,
                read_value: bool = True) -> "Variable | None":
         """Replaces the value (same dtype, compatible shape); returns the variable, or None
@@ -138,7 +188,7 @@ class Variable(TensorOperators):
         if graph is not None:
             graph.assign_variable(self, value, "assign")
         else:
-            self._value = np.array(self._checked(value, "assign value to"))
+            self._store(self._checked(value, "assign value to"))
         return self if read_value else None
 
     def assign_add(self, delta: Any, use_locking: Any = None, name: Any = None,
@@ -148,8 +198,7 @@ class Variable(TensorOperators):
         if graph is not None:
             graph.assign_variable(self, delta, "add")
         else:
-            self._value = np.asarray(self._value + self._checked(delta, "add to"),
-                                     dtype=self._value.dtype)
+            self._update(delta, "add", "add to")
         return self if read_value else None
 
     def assign_sub(self, delta: Any, use_locking: Any = None, name: Any = None,
@@ -159,22 +208,23 @@ class Variable(TensorOperators):
         if graph is not None:
             graph.assign_variable(self, delta, "sub")
         else:
-            self._value = np.asarray(self._value - self._checked(delta, "subtract from"),
-                                     dtype=self._value.dtype)
+            self._update(delta, "subtract", "subtract from")
         return self if read_value else None
 
     # ------------------------------------------------------------------- printing
     def __repr__(self) -> str:
         from stagecraft.tensor import _numpy_text
         return (f"<stagecraft.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={_numpy_text(self._value, is_repr=True)}>")
+                f"numpy={_numpy_text(self._host(), is_repr=True)}>")
 
     def __str__(self) -> str:
         return repr(self)
 
     def __deepcopy__(self, memo: dict) -> "Variable":
-        copy = Variable(self._value.copy(), trainable=self._trainable)
+        copy = Variable(np.array(self._host()), trainable=self._trainable)
         copy._name = self._name
+        if self._device is not None:
+            copy._device, copy._value = self._device, to_device_array(copy._value)
         return copy
 
 
@@ -186,3 +236,21 @@ def _convert_variable(v: Variable, dtype: _dt.DType | None) -> Tensor:
 
 
 register_conversion(Variable, _convert_variable)
+
+
+def _placement_of(initial: Tensor) -> str | None:
+    """The device of a new variable: the ``device`` scope's when it names one (soft placement
+    applies), else its initial value's; None means the CPU."""
+    state = STATE.get()
+    if state.place is not None:
+        target = _placement.resolve(state.device, "a new variable")
+    elif state.device is not None and state.device.device_type is not None:
+        target = CPU_DEVICE
+    else:
+        target = _placement.device_of(initial)
+    return None if target == CPU_DEVICE else target
+
+
+def gpu_kernel(name: str, values: list) -> Any:
+    """Runs the GPU kernel of op ``name`` on device arrays (variable updates)."""
+    return _placement._kernels().run(name, values, {})
