@@ -68,6 +68,43 @@ def _verify_every_trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+# The staged tests of the staging and AutoGraph issues also run a second time inside
+# `tf.device("/gpu:0")` (marker `cuda`): eager ops on the GPU op library, functions on the
+# staged CUDA backend; on Numba's CUDA simulator when there is no GPU.
+GPU_MODULES = ("test_function", "test_control_flow", "test_py_function", "test_tensor_array",
+               "test_reference_behaviours", "test_module", "test_variables")
+
+
+def _gpu_available() -> bool:
+    device = importlib.import_module("stagecraft.device")  # tf.device is the context manager
+    return device.gpu_kind() != "none"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    name = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if name in GPU_MODULES and _gpu_available():
+        metafunc.fixturenames.append("_placement")  # every test of the module takes it
+        metafunc.parametrize("_placement", ["cpu", pytest.param("gpu", marks=pytest.mark.cuda)],
+                             indirect=True)
+
+
+@pytest.fixture
+def _placement(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _device_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Runs the GPU_MODULES' "gpu" variants inside a GPU device scope."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or callspec.params.get("_placement") != "gpu":
+        yield
+        return
+    import stagecraft as tf
+    with tf.device("/gpu:0"):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _backend_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
     """Runs the NUMBA_MODULES on the Numba backend (what users get by default)."""

@@ -90,6 +90,7 @@ class _Codegen:
         self.w = Writer(depth=2)
         self.env: dict[int, str] = {}          # value uid -> source expression (a device array)
         self.slots: dict[int, str] = {}        # ref uid -> slot name
+        self.ref_slots: list[tuple[int, str]] = []  # (graph parameter index, slot name)
         self.assigned: dict[str, None] = {}    # slot names assigned anywhere (ordered)
         self.consts: list[np.ndarray] = []
         self.const_keys: dict[tuple, int] = {}
@@ -110,11 +111,13 @@ class _Codegen:
         used |= {r.uid for r in g.results if isinstance(r, Value)}
         taken = tuple(i for i, p in enumerate(g.params) if p.uid in used)
         params = []
-        for p in (g.params[i] for i in taken):
+        for i in taken:
+            p = g.params[i]
             name = self.names.fresh(p.hint, "p")
             params.append(name)
             if p.ref:
                 self.slots[p.uid] = name
+                self.ref_slots.append((i, name))
             else:
                 self.env[p.uid] = name
         if self.checks:
@@ -410,6 +413,9 @@ class _Codegen:
                       for o in e.outputs)
         names = [self.fresh(o.hint or "py") for o in e.outputs]
         values = tuple_text(self.operand(x) for x in e.inputs)
+        if self.ref_slots:  # Python code may read the variables: give them their values now
+            pairs = tuple_text(f"({i}, {slot})" for i, slot in self.ref_slots)
+            self.line(f"rt.sync_variables({pairs})")
         call = f"rt.call_host({self.site(dict(e.attrs), e.loc, specs)}, {values})"
         self.line(f"{tuple_text(names)} = {call}" if names else call)
         for o, n in zip(e.outputs, names):

@@ -55,7 +55,8 @@ class Executable:
     def __call__(self, args: Sequence[Any]) -> list:
         values = [runtime.read(args[i]) if ref else memory.to_device(args[i])
                   for i, ref in self._params]
-        out = self._fn(*values)
+        with runtime.calling(args):
+            out = self._fn(*values)
         for j, i in enumerate(self._assigned):
             runtime.write_back(args[i], out[self._n + j])
         return list(out[:self._n])

@@ -9,9 +9,11 @@ see ``numba_cuda.eager``); everything else only reads array metadata (shapes) on
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from typing import Any, Callable, Sequence
+import threading
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -143,6 +145,31 @@ def write_back(variable: Any, value: Any) -> None:
         store(value)
     else:
         variable._value = value
+
+
+_CALL = threading.local()  # the variables of the staged call running on this thread
+
+
+@contextlib.contextmanager
+def calling(variables: Sequence[Any]) -> Iterator[None]:
+    """While a staged call runs: ``variables`` (its arguments by graph parameter index) are
+    what ``sync_variables`` updates."""
+    saved = getattr(_CALL, "variables", None)
+    _CALL.variables = variables
+    try:
+        yield
+    finally:
+        _CALL.variables = saved
+
+
+def sync_variables(pairs: tuple) -> None:
+    """Before a ``py_function`` runs: each (parameter index, buffer) makes the buffer the
+    variable's value, so Python code reading the variable sees the assignments made so far in
+    the staged call (as it would eagerly)."""
+    for i, buffer in pairs:
+        variable = _CALL.variables[i]
+        if variable._value is not buffer:
+            write_back(variable, buffer)
 
 
 def read(variable: Any) -> Any:
