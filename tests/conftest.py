@@ -94,6 +94,15 @@ def _placement(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_retrace_monitor() -> None:
+    """Each test starts with no retracing history: the monitor counts calls per code object,
+    and the two placements of one test share their code objects."""
+    monitor = importlib.import_module("stagecraft.function")._MONITOR
+    monitor.history.clear()
+    monitor.warnings.clear()
+
+
+@pytest.fixture(autouse=True)
 def _device_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
     """Runs the GPU_MODULES' "gpu" variants inside a GPU device scope."""
     callspec = getattr(request.node, "callspec", None)
