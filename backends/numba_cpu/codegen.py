@@ -25,10 +25,10 @@ from stagecraft.backends.numba_cpu import scalar_ops
 from stagecraft.backends.numba_cpu.outline import GLOBALS, Kernels
 from stagecraft.backends.numba_cpu.repeats import TRANSPARENT, Repeat, find_repeats, outside_operands
 from stagecraft.backends.numba_cpu.source import Namer, Writer, literal, np_type, tuple_text
+from stagecraft.backends.source_emitter import SourceEmitter, value_uses
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
-from stagecraft.ir.printer import print_lines
 from stagecraft.ir.types import TensorType
 
 ENTRY = "graph_fn"
@@ -81,38 +81,21 @@ def unknown_rank(graph: Graph) -> str | None:
     return None
 
 
-class _Codegen:
+class _Codegen(SourceEmitter):
     def __init__(self, graph: Graph, inline: frozenset = frozenset()):
-        self.graph = graph
+        super().__init__(graph, Namer((*GLOBALS, ENTRY, "host_token")), Writer())
         self.inline = inline  # canonical texts of the loop nests to emit inline
         self.inplace: set[int] = set()  # ids of row_update equations that may mutate their buffer
-        self.names = Namer((*GLOBALS, ENTRY, "host_token"))
         self.kernels = Kernels()
-        self.w = Writer()
-        self.env: dict[int, str] = {}          # value uid -> source expression
-        self.slots: dict[int, str] = {}        # ref uid -> slot name
-        self.assigned: dict[str, None] = {}    # slot names assigned anywhere (ordered)
         self.consts: list[np.ndarray] = []
         self.const_names: list[str] = []
         self.host_fns: list[Any] = []
-        printout = print_lines(graph)
-        self.ir_lines = {k: printout.lines[i].strip() for k, i in printout.eqn_lines.items()}
 
     # ------------------------------------------------------------------ entry point
 
     def run(self) -> Generated:
         g = self.graph
-        used = {x.uid for e in g.eqns for x in e.inputs if isinstance(x, Value)}
-        used |= {r.uid for r in g.results if isinstance(r, Value)}
-        taken = tuple(i for i, p in enumerate(g.params) if p.uid in used)
-        params = []
-        for p in (g.params[i] for i in taken):
-            name = self.names.fresh(p.hint, "p")
-            params.append(name)
-            if p.ref:
-                self.slots[p.uid] = name
-            else:
-                self.env[p.uid] = name
+        taken, params = self.bind_params()
         results = self.emit_body(g)
         slot_params = {name: taken[i] for i, name in enumerate(params)}
         assigned = tuple(slot_params[s] for s in self.assigned)
@@ -158,12 +141,6 @@ class _Codegen:
         self.w.line(f"{name} = np.empty({tuple_text(dims)}, {np_type(v.type.dtype)})")
         return name
 
-    def fresh(self, hint: str) -> str:
-        return self.names.fresh(hint)
-
-    def line(self, text: str) -> None:
-        self.w.line(text)
-
     def fail(self, condition: str, message: str) -> None:
         """Raises ``message`` (a ValueError; the executable reports InvalidArgumentError)."""
         with self.w.block(f"if {condition}:"):
@@ -173,15 +150,7 @@ class _Codegen:
 
     def emit_body(self, graph: Graph) -> list[str]:
         eqns = graph.eqns
-        uses: dict[int, set] = {}
-        for i, e in enumerate(eqns):
-            for x in e.inputs:
-                if isinstance(x, Value):
-                    uses.setdefault(x.uid, set()).add(i)
-        for r in graph.results:
-            if isinstance(r, Value):
-                uses.setdefault(r.uid, set()).add(len(eqns))
-        self.emit_eqns(eqns, uses, find_repeats(eqns))
+        self.emit_eqns(eqns, value_uses(eqns, graph.results), find_repeats(eqns))
         return [self.operand(r) for r in graph.results]
 
     def emit_eqns(self, eqns: Sequence[Eqn], uses: dict, repeats: dict) -> None:
@@ -227,11 +196,7 @@ class _Codegen:
         for values, name in zip(params.values(), names):
             for x in values:
                 self.env[x.uid] = name
-        local: dict[int, set] = {}
-        for n, e in enumerate(body):
-            for x in e.inputs:
-                if isinstance(x, Value):
-                    local.setdefault(x.uid, set()).add(n)
+        local = value_uses(body, ())
         for k, j in results:
             local.setdefault(template[k].outputs[j].uid, set()).add(len(body))
         self.emit_eqns(body, local, find_repeats(body))
@@ -265,21 +230,6 @@ class _Codegen:
         """Source text of an operand identity of a repeated run (see .repeats.identities)."""
         kind, uid = identity
         return self.slots[uid] if kind == "variable" else self.env[uid]
-
-    def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
-        """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""
-        for p, a in zip(region.params, args):
-            if p.ref:
-                self.slots[p.uid] = self.slots[a.uid]
-            else:
-                self.env[p.uid] = self.operand(a)
-        return self.emit_body(region)
-
-    def comment(self, e: Eqn) -> None:
-        text = self.ir_lines.get(id(e))
-        if text is None:   # an equation made by the generator itself
-            return
-        self.w.line("# " + (text if len(text) <= 100 else text[:97] + "..."))
 
     def emit_eqn(self, e: Eqn) -> None:
         from stagecraft.backends.numba_cpu.lowerings import LOWER

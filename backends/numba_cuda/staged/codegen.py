@@ -30,9 +30,9 @@ from stagecraft.backends.numba_cpu.outline import canonical
 from stagecraft.backends.numba_cpu.source import Namer, Writer, tuple_text
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.staged.kernel_source import fused_kernel, has_check
+from stagecraft.backends.source_emitter import SourceEmitter, value_uses
 from stagecraft.ir import OPS
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
-from stagecraft.ir.printer import print_lines
 from stagecraft.ir.types import TensorType
 
 ENTRY = "build"
@@ -83,15 +83,10 @@ def generate(graph: Graph) -> Generated:
     return _Codegen(graph).run()
 
 
-class _Codegen:
+class _Codegen(SourceEmitter):
     def __init__(self, graph: Graph):
-        self.graph = graph
-        self.names = Namer(_RESERVED)
-        self.w = Writer(depth=2)
-        self.env: dict[int, str] = {}          # value uid -> source expression (a device array)
-        self.slots: dict[int, str] = {}        # ref uid -> slot name
+        super().__init__(graph, Namer(_RESERVED), Writer(depth=2))  # env values: device arrays
         self.ref_slots: list[tuple[int, str]] = []  # (graph parameter index, slot name)
-        self.assigned: dict[str, None] = {}    # slot names assigned anywhere (ordered)
         self.consts: list[np.ndarray] = []
         self.const_keys: dict[tuple, int] = {}
         self.sites: list[tuple] = []
@@ -100,26 +95,13 @@ class _Codegen:
         self.groups = 0
         self.messages: list[str] = []
         self.checks = any(_fusible(e) and has_check(e) for e in walk_eqns(graph))
-        printout = print_lines(graph)
-        self.ir_lines = {k: printout.lines[i].strip() for k, i in printout.eqn_lines.items()}
 
     # ------------------------------------------------------------------ entry point
 
     def run(self) -> Generated:
         g = self.graph
-        used = {x.uid for e in g.eqns for x in e.inputs if isinstance(x, Value)}
-        used |= {r.uid for r in g.results if isinstance(r, Value)}
-        taken = tuple(i for i, p in enumerate(g.params) if p.uid in used)
-        params = []
-        for i in taken:
-            p = g.params[i]
-            name = self.names.fresh(p.hint, "p")
-            params.append(name)
-            if p.ref:
-                self.slots[p.uid] = name
-                self.ref_slots.append((i, name))
-            else:
-                self.env[p.uid] = name
+        taken, params = self.bind_params()
+        self.ref_slots = [(i, name) for i, name in zip(taken, params) if g.params[i].ref]
         if self.checks:
             self.w.line("err = rt.error_flag()")
         results = self.emit_body(g)
@@ -170,29 +152,11 @@ class _Codegen:
         self.sites.append(entry)
         return f"S[{len(self.sites) - 1}]"
 
-    def fresh(self, hint: str | None) -> str:
-        return self.names.fresh(hint)
-
-    def line(self, text: str) -> None:
-        self.w.line(text)
-
-    def comment(self, e: Eqn) -> None:
-        text = self.ir_lines.get(id(e))
-        if text is not None:   # None: an equation made by the generator itself
-            self.w.line("# " + (text if len(text) <= 100 else text[:97] + "..."))
-
     # ------------------------------------------------------------------ bodies
 
     def emit_body(self, graph: Graph) -> list[str]:
         eqns = graph.eqns
-        uses: dict[int, set] = {}
-        for i, e in enumerate(eqns):
-            for x in e.inputs:
-                if isinstance(x, Value):
-                    uses.setdefault(x.uid, set()).add(i)
-        for r in graph.results:
-            if isinstance(r, Value):
-                uses.setdefault(r.uid, set()).add(len(eqns))
+        uses = value_uses(eqns, graph.results)
         i = 0
         while i < len(eqns):
             n = group_size(eqns, i)
@@ -203,15 +167,6 @@ class _Codegen:
                 self.emit_eqn(eqns[i])
                 i += 1
         return [self.operand(r) for r in graph.results]
-
-    def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
-        """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""
-        for p, a in zip(region.params, args):
-            if p.ref:
-                self.slots[p.uid] = self.slots[a.uid]
-            else:
-                self.env[p.uid] = self.operand(a)
-        return self.emit_body(region)
 
     def emit_eqn(self, e: Eqn) -> None:
         self.comment(e)

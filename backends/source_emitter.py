@@ -1,0 +1,95 @@
+"""What the CPU and CUDA code generators share: binding a graph's parameters to source names
+(variables to "slots" rebound by ``assign``), value uses, inlining regions, and the printed IR
+equation as a comment above the code it became."""
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Sequence
+
+from stagecraft.ir.graph import Eqn, Graph, Literal, Value
+from stagecraft.ir.printer import print_lines
+
+if TYPE_CHECKING:  # only for annotations: numba_cpu imports this module
+    from stagecraft.backends.numba_cpu.source import Namer, Writer
+
+
+class SourceEmitter(abc.ABC):
+    """Base of a generator emitting one function's source for ``graph``; subclasses define
+    ``operand`` and ``emit_body``."""
+
+    def __init__(self, graph: Graph, names: Namer, writer: Writer):
+        self.graph = graph
+        self.names = names
+        self.w = writer
+        self.env: dict[int, str] = {}          # value uid -> source expression
+        self.slots: dict[int, str] = {}        # ref uid -> slot name
+        self.assigned: dict[str, None] = {}    # slot names assigned anywhere (ordered)
+        printout = print_lines(graph)
+        self.ir_lines = {k: printout.lines[i].strip() for k, i in printout.eqn_lines.items()}
+
+    def bind_params(self) -> tuple[tuple, list[str]]:
+        """Names the graph parameters that are used: ``(their indices, their names)``;
+        variable references become slots, tensors values."""
+        g = self.graph
+        used = {x.uid for e in g.eqns for x in e.inputs if isinstance(x, Value)}
+        used |= {r.uid for r in g.results if isinstance(r, Value)}
+        taken = tuple(i for i, p in enumerate(g.params) if p.uid in used)
+        names = []
+        for i in taken:
+            p = g.params[i]
+            name = self.names.fresh(p.hint, "p")
+            names.append(name)
+            (self.slots if p.ref else self.env)[p.uid] = name
+        return taken, names
+
+    @abc.abstractmethod
+    def operand(self, x: Value | Literal) -> str:
+        """The source text of an operand."""
+
+    @abc.abstractmethod
+    def emit_body(self, graph: Graph) -> list[str]:
+        """Emits ``graph``'s equations; returns the source text of its results."""
+
+    def fresh(self, hint: str | None) -> str:
+        return self.names.fresh(hint)
+
+    def line(self, text: str) -> None:
+        self.w.line(text)
+
+    def comment(self, e: Eqn) -> None:
+        text = self.ir_lines.get(id(e))
+        if text is not None:   # None: an equation made by the generator itself
+            self.w.line("# " + (text if len(text) <= 100 else text[:97] + "..."))
+
+    def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
+        """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""
+        for p, a in zip(region.params, args):
+            if p.ref:
+                self.slots[p.uid] = self.slots[a.uid]
+            else:
+                self.env[p.uid] = self.operand(a)
+        return self.emit_body(region)
+
+
+def value_uses(eqns: Sequence[Eqn], results: Sequence) -> dict[int, set]:
+    """value uid -> the indices of the equations using it (``len(eqns)``: the results).
+
+    >>> from stagecraft.ir import dtypes
+    >>> from stagecraft.ir.graph import GraphBuilder
+    >>> from stagecraft.ir.types import TensorType
+    >>> b = GraphBuilder("f")
+    >>> x = b.param(TensorType(dtypes.float32, ()), "x")
+    >>> (y,) = b.add("negative", [x], [x.type])
+    >>> g = b.build([y])
+    >>> value_uses(g.eqns, g.results) == {x.uid: {0}, y.uid: {1}}
+    True
+    """
+    uses: dict[int, set] = {}
+    for i, e in enumerate(eqns):
+        for x in e.inputs:
+            if isinstance(x, Value):
+                uses.setdefault(x.uid, set()).add(i)
+    for r in results:
+        if isinstance(r, Value):
+            uses.setdefault(r.uid, set()).add(len(eqns))
+    return uses
