@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from stagecraft.checkpoint import format as fmt
@@ -12,8 +13,11 @@ from stagecraft.context import executing_eagerly
 
 class CheckpointManager:
     """Saves ``checkpoint`` as ``<directory>/<checkpoint_name>-<n>`` and deletes the oldest
-    checkpoints beyond ``max_to_keep`` (``None`` keeps them all). Picks up the checkpoints
-    already recorded in ``directory``.
+    checkpoints beyond ``max_to_keep`` (``None`` keeps them all), except that one every
+    ``keep_checkpoint_every_n_hours`` is left on disk (no longer managed). With
+    ``step_counter`` and ``checkpoint_interval``, ``save()`` skips (returns None) until the
+    counter has advanced by the interval. Picks up the checkpoints already recorded in
+    ``directory``.
 
     >>> import tempfile, stagecraft as tf
     >>> ckpt = tf.train.Checkpoint(v=tf.Variable(1.0))
@@ -34,12 +38,18 @@ class CheckpointManager:
         if max_to_keep is not None and (not isinstance(max_to_keep, int) or max_to_keep < 1):
             raise ValueError(f"CheckpointManager: max_to_keep must be a positive int or None "
                              f"(keep every checkpoint), got {max_to_keep!r}.")
-        for name, value in (("keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours),
-                            ("step_counter", step_counter),
-                            ("checkpoint_interval", checkpoint_interval)):
-            if value is not None:
-                raise NotImplementedError(f"CheckpointManager: {name} is not supported by "
-                                          f"stagecraft; leave it None.")
+        if checkpoint_interval is not None and step_counter is None:
+            raise ValueError("CheckpointManager: checkpoint_interval needs a step_counter (a "
+                             "variable holding the current step) to measure steps against.")
+        if keep_checkpoint_every_n_hours is not None and keep_checkpoint_every_n_hours <= 0:
+            raise ValueError(f"CheckpointManager: keep_checkpoint_every_n_hours must be "
+                             f"positive, got {keep_checkpoint_every_n_hours!r}.")
+        self._keep_every_s = None if keep_checkpoint_every_n_hours is None else \
+            3600.0 * keep_checkpoint_every_n_hours
+        self._last_preserved = time.time()  # as TensorFlow: counting starts now
+        self._step_counter = step_counter
+        self._interval = checkpoint_interval
+        self._last_step: int | None = None
         self._checkpoint = checkpoint
         self._directory = os.fspath(directory)
         self._max_to_keep = max_to_keep
@@ -76,6 +86,11 @@ class CheckpointManager:
         if not executing_eagerly():
             raise NotImplementedError("CheckpointManager.save() cannot be called inside a "
                                       "tf.function; call it outside.")
+        if self._interval is not None and check_interval:
+            step, interval = int(_value(self._step_counter)), int(_value(self._interval))
+            if self._last_step is not None and step < self._last_step + interval:
+                return None  # fewer than checkpoint_interval steps since the last save
+            self._last_step = step
         counter = self._checkpoint.save_counter
         counter.assign_add(1)
         number = int(counter.numpy()) if checkpoint_number is None else int(checkpoint_number)
@@ -108,4 +123,23 @@ class CheckpointManager:
         if self._max_to_keep is None:
             return
         while len(self._checkpoints) > self._max_to_keep:
-            fmt.delete_bundle(self._checkpoints.pop(0))
+            oldest = self._checkpoints.pop(0)
+            written = _written_at(oldest)
+            if self._keep_every_s is not None and written is not None and \
+                    written - self._last_preserved >= self._keep_every_s:
+                self._last_preserved = written  # kept on disk, no longer managed
+                continue
+            fmt.delete_bundle(oldest)
+
+
+def _value(x: Any) -> Any:
+    """A Python number from an int, a tensor or a variable."""
+    return x.numpy() if hasattr(x, "numpy") else x
+
+
+def _written_at(prefix: str) -> float | None:
+    """When the checkpoint at ``prefix`` was written (its index file's modification time)."""
+    try:
+        return os.path.getmtime(fmt.index_path(prefix))
+    except OSError:
+        return None

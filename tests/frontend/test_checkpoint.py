@@ -1,5 +1,6 @@
 """tf.train.Checkpoint semantics (semantics.md §4.1-4.4, checklist 91-100)."""
 import gc
+import importlib
 import logging
 import os
 
@@ -628,3 +629,38 @@ def test_non_string_dict_key_holding_a_variable_is_an_error(tmp_path):
     m.by_id = {3: tf.Variable(1.0)}
     with pytest.raises(ValueError, match="non-string key 3"):
         tf.train.Checkpoint(model=m).write(str(tmp_path / "c"))
+
+
+def test_manager_saves_only_every_checkpoint_interval_steps(tmp_path):
+    step = tf.Variable(0, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), str(tmp_path),
+                                         max_to_keep=None, step_counter=step,
+                                         checkpoint_interval=3)
+    saved = []
+    for s in range(8):
+        step.assign(s)
+        saved.append(manager.save())
+    assert [p is not None for p in saved] == [True, False, False, True, False, False, True,
+                                              False]
+    assert manager.save(check_interval=False) is not None  # forced
+    with pytest.raises(ValueError, match="checkpoint_interval needs a step_counter"):
+        tf.train.CheckpointManager(tf.train.Checkpoint(), str(tmp_path), checkpoint_interval=2)
+
+
+def test_manager_keeps_one_checkpoint_every_n_hours(tmp_path, monkeypatch):
+    manager_module = importlib.import_module("stagecraft.checkpoint.manager")
+    clock = [1000.0]
+    monkeypatch.setattr(manager_module.time, "time", lambda: clock[0])
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)),
+                                         str(tmp_path), max_to_keep=1,
+                                         keep_checkpoint_every_n_hours=1.0)
+    written = {}
+    monkeypatch.setattr(manager_module, "_written_at", lambda prefix: written[prefix])
+    for hours in (0.5, 1.2, 1.5, 2.6):
+        clock[0] = 1000.0 + 3600 * hours
+        written[manager.save()] = clock[0]
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".index"))
+    # ckpt-1 (0.5 h) is deleted, ckpt-2 (1.2 h: an hour after the start) is preserved,
+    # ckpt-3 (1.5 h) is deleted, ckpt-4 is the one max_to_keep keeps.
+    assert names == ["ckpt-2.index", "ckpt-4.index"]
+    assert [p.rsplit("/", 1)[-1] for p in manager.checkpoints] == ["ckpt-4"]
