@@ -11,7 +11,8 @@ import numpy as np
 
 from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cpu import host
-from stagecraft.backends.numba_cpu.codegen import ENTRY, generate
+from stagecraft.backends.numba_cpu.codegen import ENTRY
+from stagecraft.backends.numba_cpu.plans import generated
 from stagecraft.backends.numba_cpu.source import np_type
 from stagecraft.ir.errors import InternalError, InvalidArgumentError
 from stagecraft.ir.graph import Graph
@@ -39,7 +40,7 @@ class Executable:
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        gen = generate(graph)
+        gen = generated(graph, library_hash())
         self.source = gen.source
         self.fallback_reason = None
         self.dispatcher = numba_cache.load(gen.source, ENTRY, extra=library_hash())

@@ -299,3 +299,19 @@ def test_max_and_min_of_a_whole_elementwise_result_are_folded_into_its_loop(dtyp
         for g, w in zip(got, want):
             assert g.dtype == w.dtype
             np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_a_damaged_code_plan_is_regenerated_with_a_warning(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path))
+    b = GraphBuilder("plan")
+    x = b.param(TensorType(dt.float32, (3,)), "x")
+    (y,) = b.add("multiply", [x, x], [x.type])
+    graph = b.build([y])
+    arg = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(numba_compile(graph)([arg])[0], arg * arg)
+    (plan,) = tmp_path.glob("plan_*.json")
+    plan.write_text("{not json")
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        np.testing.assert_array_equal(numba_compile(graph)([arg])[0], arg * arg)
+    assert "cached code plan" in caplog.text and "regenerating" in caplog.text
+    assert plan.read_text().startswith('{"format": "stagecraft.numba_plan/1"')
