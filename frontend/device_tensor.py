@@ -63,22 +63,6 @@ class DeviceTensor(Tensor):
         a = self._host()
         return a if dtype is None else a.astype(dtype)
 
-    def __bool__(self) -> bool:
-        return bool(self._host())
-
-    def __int__(self) -> int:
-        return int(self._host())
-
-    def __float__(self) -> float:
-        return float(self._host())
-
-    def __index__(self) -> int:
-        v = self._host()
-        if not (v.ndim == 0 and v.dtype.kind in "iu"):
-            raise TypeError(f"Only scalar integer tensors can be used as an index, got a "
-                            f"{self.dtype.name} tensor of shape {self.shape}.")
-        return int(v)
-
     def __len__(self) -> int:
         shape = tuple(self._value.shape)
         if not shape:

@@ -70,20 +70,26 @@ class TensorOperators:
     __hash__ = None  # == is elementwise; use .ref() as a key
 
     # Python conversions of an eager value (symbolic tensors override them with errors).
+    _noun = "tensor"  # in messages
+
+    def _host(self) -> Any:
+        """The value as a host (NumPy) array or scalar; device tensors copy it."""
+        return self._value
+
     def __bool__(self) -> bool:
-        return bool(self._value)
+        return bool(self._host())
 
     def __int__(self) -> int:
-        return int(self._value)
+        return int(self._host())
 
     def __float__(self) -> float:
-        return float(self._value)
+        return float(self._host())
 
     def __index__(self) -> int:
-        v = self._value
-        if not (v.ndim == 0 and v.dtype.kind in "iu"):
+        v = self._host()
+        if not (np.ndim(v) == 0 and v.dtype.kind in "iu"):
             raise TypeError(f"Only scalar integer tensors can be used as an index, got a "
-                            f"{self.dtype.name} tensor of shape {self.shape}.")
+                            f"{self.dtype.name} {self._noun} of shape {self.shape}.")
         return int(v)
 
 

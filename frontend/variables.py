@@ -37,6 +37,8 @@ class Variable(TensorOperators):
     3.0
     """
 
+    _noun = "variable"  # in the messages of the conversions TensorOperators defines
+
     # _value: a NumPy array, or a device array when _device is GPU_DEVICE (None: the CPU).
     __slots__ = ("_value", "_shape", "_trainable", "_name", "_uid", "_device", "__weakref__")
 
@@ -129,22 +131,6 @@ class Variable(TensorOperators):
 
     def _host(self) -> np.ndarray:
         return self._value if self._device is None else to_host_array(self._value)
-
-    def __bool__(self) -> bool:
-        return bool(self._host())
-
-    def __int__(self) -> int:
-        return int(self._host())
-
-    def __float__(self) -> float:
-        return float(self._host())
-
-    def __index__(self) -> int:
-        v = self._host()
-        if not (np.ndim(v) == 0 and v.dtype.kind in "iu"):
-            raise TypeError(f"Only scalar integer tensors can be used as an index, got a "
-                            f"{self.dtype.name} variable of shape {self.shape}.")
-        return int(v)
 
     def __hash__(self) -> int:
         raise TypeError("Variable is unhashable (== is elementwise). Use variable.ref() as the "
