@@ -140,7 +140,9 @@ def to_eager(value: Any, dtype: Any = None, dtype_hint: Any = None) -> Tensor:
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const") -> Tensor:
     """Creates a tensor from a Python or NumPy value (copied).
 
-    With ``shape``, a scalar is broadcast to it and other values are reshaped to it.
+    With ``shape``, a scalar is broadcast to it and other values are reshaped to it. Under a
+    ``tf.device`` scope the constant is created on that device (the CPU when soft placement
+    finds no GPU).
 
     >>> import stagecraft as tf
     >>> tf.constant(0., shape=[2, 2]).numpy().tolist()
@@ -163,8 +165,15 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
                             f"for shape {list(dims)}, got {v.size}.")
         else:
             t = wrap(v.reshape(dims))
-    graph = STATE.get().graph
-    return t if graph is None or isinstance(value, Tensor) and t is value else graph.constant(t)
+    state = STATE.get()
+    if state.graph is not None:
+        return t if isinstance(value, Tensor) and t is value else state.graph.constant(t)
+    if state.place is not None and t is not value:
+        # Like TensorFlow's eager constants: created on the scope's device (soft placement
+        # rules included), so later ops on it need no copy.
+        from stagecraft import placement
+        t = placement.copy(t, placement.resolve(state.device, "tf.constant"))
+    return t
 
 
 __all__ = ["constant", "convert_to_tensor", "register_conversion"]

@@ -208,7 +208,7 @@ def test_gpu_scope_without_a_gpu_runs_on_the_cpu(no_gpu):  # 112, soft placement
         v = tf.Variable([1.0])
     assert y.device == CPU and y.numpy().tolist() == [4.0, 7.0]
     assert z.numpy().tolist() == [4, 6]
-    assert v.device == CPU
+    assert v.device == CPU and z.device == CPU
 
 
 def test_gpu_scope_without_a_gpu_raises_with_soft_placement_off(no_gpu):  # 112
@@ -220,6 +220,8 @@ def test_gpu_scope_without_a_gpu_raises_with_soft_placement_off(no_gpu):  # 112
             x + x
         with pytest.raises(tf.errors.InvalidArgumentError):
             tf.Variable(1.0)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="for tf.constant: no such"):
+            tf.constant(1.0)
     assert str(e.value).startswith(
         "Could not satisfy device specification '/job:localhost/replica:0/task:0/device:GPU:0' "
         "for op 'add': no such device on this machine (available: "
@@ -316,6 +318,19 @@ def test_eager_ops_run_on_the_gpu():
         n = tf.constant([1, 2]) * 3
     assert z.device == GPU and z.numpy().tolist() == [[2.0, 4.0], [6.0, 8.0]]
     assert n.device == GPU and n.numpy().tolist() == [3, 6]
+
+
+@cuda
+def test_constants_are_created_on_the_scopes_device():
+    with tf.device("/gpu:0"):
+        c = tf.constant([1.0, 2.0])
+        s = tf.constant(0, shape=[2, 2])
+        with tf.device("/cpu:0"):
+            h = tf.constant(1.0)
+    assert c.device == GPU and c.numpy().tolist() == [1.0, 2.0]
+    assert s.device == GPU and s.dtype == tf.int32 and s.numpy().tolist() == [[0, 0], [0, 0]]
+    assert h.device == CPU
+    assert tf.constant(c) is c  # a tensor stays where it is
 
 
 @cuda
