@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stagecraft import config, nest
+from stagecraft.config import _RUN_FUNCTIONS_EAGERLY as _RUN_EAGERLY
 from stagecraft.backends import get_backend
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
@@ -66,6 +67,9 @@ def _packer(outputs: Any) -> Callable[[list], Any]:
 def _fast_key(args: tuple) -> tuple | None:
     """(shape, dtype) per argument when every argument is an eager Tensor, else None; GPU
     tensors add their device, so that they never share an entry with CPU tensors."""
+    if len(args) == 1 and type(args[0]) is Tensor:  # the commonest call: a flat key
+        v = args[0]._value
+        return v.shape, v.dtype
     key = []
     for a in args:
         t = type(a)
@@ -220,7 +224,7 @@ class ConcreteFunction:
         self._executable = None
         self._backward = None
         self._lock = threading.Lock()
-        self._fast: tuple | None = None  # (extra values, output packer, mode) for _call_eager
+        self._fast: Callable | None = None  # the hot path's closure (_eager_caller)
         # The device of this trace (None: the CPU). A GPU trace compiles its graph with the
         # "cuda" backend (staged GPU kernels, device arrays in and out) unless the function
         # asked for the reference interpreter, which runs on host copies (placement.host_call);
@@ -349,28 +353,44 @@ class ConcreteFunction:
         return nest.map_structure(lambda s: None if s is None else outs[s.index], self._outputs)
 
     def _call_eager(self, args: tuple) -> Any:
-        """``_call_flat`` for the hot path (eager, no tape, every argument an eager Tensor):
-        captured values and the output packing are worked out once, not per call."""
+        """``_call_flat`` for the hot path (eager, no tape, every argument an eager Tensor)."""
+        return self._eager_caller()(args)
+
+    def _eager_caller(self) -> Callable[[tuple], Any]:
+        """The hot path as one closure: captured values, the executable's entry and the output
+        packing are worked out once, not per call (a call of a small function costs a few
+        microseconds, so every attribute lookup counts)."""
         fast = self._fast
-        if fast is None:
-            extras = self.captured_inputs + self._captured_variables
-            if any(isinstance(c, GraphTensor) for c in extras):
-                return self._call_flat(args)  # raises the slow path's error
-            # "gpu": the staged GPU executable; "host": a CPU executable on host copies of
-            # GPU values (placement.host_call); None: the CPU executable.
-            mode = "gpu" if self._on_gpu else "host" if self._device is not None or any(
-                getattr(c, "_device", None) is not None or type(c) is DeviceTensor
-                for c in extras) else None
-            fast = self._fast = ([c if isinstance(c, Variable) else convert_to_tensor(c)._value
-                                  for c in extras], _packer(self._outputs), mode)
-        if fast[2] == "gpu":
-            return fast[1]([wrap_device(o) for o in
-                            self.executable([a._value for a in args] + fast[0])])
-        if fast[2] == "host":
-            return fast[1](placement.host_call(
-                self.executable, [a._value for a in args] + fast[0], self._device))
-        outs = [wrap(o) for o in self.executable([a._value for a in args] + fast[0])]
-        return fast[1](outs)
+        if fast is not None:
+            return fast
+        extras = self.captured_inputs + self._captured_variables
+        if any(isinstance(c, GraphTensor) for c in extras):
+            return self._call_flat  # raises the slow path's error
+        # "gpu": the staged GPU executable; "host": a CPU executable on host copies of GPU
+        # values (placement.host_call); "cpu": the CPU executable.
+        mode = "gpu" if self._on_gpu else "host" if self._device is not None or any(
+            getattr(c, "_device", None) is not None or type(c) is DeviceTensor
+            for c in extras) else "cpu"
+        values = [c if isinstance(c, Variable) else convert_to_tensor(c)._value for c in extras]
+        pack, run, device = _packer(self._outputs), self.executable, self._device
+        if mode == "gpu":
+            def call(args: tuple) -> Any:
+                return pack([wrap_device(o) for o in run([a._value for a in args] + values)])
+        elif mode == "host":
+            def call(args: tuple) -> Any:
+                return pack(placement.host_call(run, [a._value for a in args] + values, device))
+        else:
+            run = getattr(run, "_call", run)  # the generated entry of a compiled executable
+            if type(self._outputs) is _Slot:  # one tensor: no packing
+                i = self._outputs.index
+
+                def call(args: tuple) -> Any:
+                    return wrap(run([a._value for a in args] + values)[i])
+            else:
+                def call(args: tuple) -> Any:
+                    return pack([wrap(o) for o in run([a._value for a in args] + values)])
+        self._fast = call
+        return call
 
     def _emit_call(self, fg: FuncGraph, args: list) -> list:
         operands = [fg.ref_for(a) if isinstance(a, Variable) else fg.operand(a) for a in args]
@@ -484,13 +504,15 @@ class _RetraceMonitor:
         self.history: dict[Any, collections.deque] = {}
         self.warnings: dict[Any, int] = collections.Counter()
 
-    def called(self, code: Any, traced: bool, fn: Any, changed: str | None) -> None:
+    def called(self, code: Any, traced: bool, fn: Any, changed: str | None) -> collections.deque:
+        """Records a call; returns the code's history (the caller appends later calls that
+        need no trace to it directly)."""
         h = self.history.get(code)
         if h is None:
             h = self.history.setdefault(code, collections.deque(maxlen=10))
         h.append(traced)
         if not traced:
-            return
+            return h
         n = sum(h)
         if traced and n >= 5 and self.warnings[code] < 2:
             self.warnings[code] += 1
@@ -504,6 +526,7 @@ class _RetraceMonitor:
                 "@tf.function outside of the loop. For (2), @tf.function has "
                 "reduce_retracing=True option that can avoid unnecessary retracing. For (3), "
                 "please refer to the tf.function guide.", n, len(h), repr(fn), because)
+        return h
 
 
 _MONITOR = _RetraceMonitor()
@@ -538,7 +561,9 @@ class Function:
         self._by_key: dict[Any, _Entry] = {}  # exact-key index of _entries
         # (shape, dtype) per argument -> concrete function, for calls whose arguments are all
         # eager tensors passed positionally: skips key building, binding and flattening.
-        self._fast: dict[tuple, ConcreteFunction] = {}
+        self._fast: dict[tuple, Callable] = {}
+        # This function's entry in the retracing monitor (a hot-path call appends False).
+        self._history: collections.deque = collections.deque(maxlen=10)
         try:
             self._signature: inspect.Signature | None = inspect.signature(python_function)
             params = list(self._signature.parameters.values())
@@ -622,6 +647,17 @@ class Function:
 
     # ----------------------------------------------------------------- calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast and not kwargs:
+            # The hot path: eager, no tape, no device scope, every argument an eager tensor
+            # whose (shape, dtype) was seen before.
+            state = STATE.get()
+            if state.graph is None and not state.tapes and state.device is None and \
+                    not _RUN_EAGERLY[0]:
+                call = fast.get(_fast_key(args))
+                if call is not None:
+                    self._history.append(False)
+                    return call(args)
         if config.functions_run_eagerly():
             return self._python_function(*args, **kwargs)
         state = STATE.get()
@@ -631,19 +667,19 @@ class Function:
             key = _fast_key(args)
             if key is not None and state.device is not None:  # under a device scope
                 key = (key, placement.call_device(args))
-            concrete = self._fast.get(key) if key is not None else None
-            if concrete is not None and not state.tapes:
-                _MONITOR.called(self._code, False, self._python_function, None)
-                return concrete._call_eager(args)
+            call = self._fast.get(key) if key is not None else None
+            if call is not None and not state.tapes:
+                self._history.append(False)
+                return call(args)
         concrete, flat, traced, changed = self._lookup(args, kwargs)
         if eager_top:
-            _MONITOR.called(self._code, traced, self._python_function, changed)
+            self._history = _MONITOR.called(self._code, traced, self._python_function, changed)
             if fast:
                 key = _fast_key(args)
                 if key is not None:
                     if state.device is not None:
                         key = (key, placement.call_device(args))
-                    self._fast[key] = concrete
+                    self._fast[key] = concrete._eager_caller()
         return concrete._call_flat(flat)
 
     @property

@@ -32,6 +32,7 @@ from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
 from stagecraft.ir.types import TensorType
 
 ENTRY = "graph_fn"
+SMALL_FILL = 1024  # elements: uniform constants up to this size are made by the code, not passed
 HEADER = ("import numba\nimport numpy as np\n"
           "import stagecraft.backends.numba_kernels.all as K\n"
           "import stagecraft.backends.numba_cpu.host as rt\n")
@@ -428,6 +429,13 @@ class _Codegen(SourceEmitter):
             self.env[v.uid] = literal(value.item(), v.type.dtype)
             return
         name = self.names.fresh(v.hint or "const", "c")
+        if self.w.depth == 1 and 0 < value.size <= SMALL_FILL and (value == value.flat[0]).all():
+            # A small uniform constant (a TensorArray's zeros) is filled in place: each array
+            # argument costs Numba's dispatcher ~0.3 us per call, more than the fill.
+            first = literal(value.flat[0].item(), v.type.dtype)
+            self.w.line(f"{name} = np.full({tuple_text(list(value.shape))}, {first})")
+            self.env[v.uid] = name
+            return
         self.consts.append(np.array(value, dtype=v.type.dtype.np, order="C"))
         self.const_names.append(name)
         self.env[v.uid] = name

@@ -43,7 +43,11 @@ class Executable:
         gen = generated(graph, library_hash())
         self.source = gen.source
         self.fallback_reason = None
-        self.dispatcher = numba_cache.load(gen.source, ENTRY, extra=library_hash())
+        # Object-mode blocks (print, py_function) hold the GIL: asking for nogil would only
+        # make Numba warn on every compile.
+        options = {"nogil": False} if "numba.objmode" in gen.source else None
+        self.dispatcher = numba_cache.load(gen.source, ENTRY, extra=library_hash(),
+                                           njit_options=options)
         self._token = None
         if gen.host_fns:
             self._token = host.register(gen.host_fns)
