@@ -160,10 +160,10 @@ class device:  # noqa: N801 (TensorFlow's name)
     ``DeviceSpec``, a ``LogicalDevice``, or None (no device: ops run where their inputs live).
     Nested scopes merge field-wise, the inner one winning per field. Eager ops run on the
     scope's device and copy inputs that live elsewhere; with soft placement on (the default) a
-    device this machine lacks means the CPU. Variables created inside live on the device.
-    ``tf.function`` calls inside run on it too (for now a GPU call runs the CPU executable on
-    host copies and puts the results on the GPU; staged GPU functions come later). Entering the
-    block returns the merged ``DeviceSpec`` (a stagecraft addition).
+    device this machine lacks means the CPU. Variables and constants created inside live on
+    the device. ``tf.function`` calls inside run on it too: on a GPU the graph function is
+    compiled by the ``"cuda"`` backend (fused kernels launched by a generated host function).
+    Entering the block returns the merged ``DeviceSpec`` (a stagecraft addition).
 
     >>> import stagecraft as tf
     >>> with tf.device("/job:train"):

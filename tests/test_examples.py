@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -55,6 +57,29 @@ def test_cpu_backend_benchmark_runs_every_workload_four_ways(tmp_path) -> None:
         assert name in out.stdout
     assert report["machine"]["backend"] == "reference"
     assert "first call of the staged l2hmc step" in out.stdout
+
+
+@pytest.mark.cuda
+def test_gpu_backend_benchmark_runs_on_the_cuda_simulator() -> None:
+    """The GPU benchmark's smoke test: tiny sizes on Numba's CUDA simulator (whatever the
+    machine has), staged_cpu on the default Numba backend."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "STAGECRAFT_BACKEND": "numba"}
+    script = os.path.join(ROOT, "examples", "benchmarks", "gpu_backend.py")
+    out = subprocess.run([sys.executable, script, "--quick"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("GPU: Numba CUDA simulator (simulator), numba-cuda ")
+    assert lines[2].split() == ["workload", "eager_gpu", "staged_gpu", "staged_cpu",
+                                "eager_gpu/staged_gpu", "staged_cpu/staged_gpu"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[3:6]}
+    assert set(rows) == {"l2hmc", "rnn_forward", "rnn_backward"}
+    assert all(len(cells) == 5 and all(float(c) > 0 for c in cells) for cells in rows.values())
+    matmul = out.stdout[out.stdout.index("matmul 8x8 float32"):].splitlines()
+    assert matmul[0].split()[-3:] == ["ms", "GFLOP/s", "/BLAS"]
+    cells = {line.split()[0]: line.split()[1:] for line in matmul[1:5]}
+    assert list(cells) == ["eager_gpu", "staged_gpu", "cupy", "torch"]
+    assert float(cells["eager_gpu"][0]) > 0 and float(cells["staged_gpu"][1]) > 0
 
 
 def test_persistence_example_trains_restores_and_loads_in_another_process(tmp_path) -> None:
