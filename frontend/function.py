@@ -379,16 +379,13 @@ class ConcreteFunction:
         elif mode == "host":
             def call(args: tuple) -> Any:
                 return pack(placement.host_call(run, [a._value for a in args] + values, device))
+        elif hasattr(run, "tensor_entry"):  # a compiled CPU executable: one generated entry
+            only = self._outputs.index if type(self._outputs) is _Slot else None
+            entry = run.tensor_entry(len(self.graph.params) - len(values), values, wrap, only)
+            call = entry if only is not None else lambda args: pack(entry(args))
         else:
-            run = getattr(run, "_call", run)  # the generated entry of a compiled executable
-            if type(self._outputs) is _Slot:  # one tensor: no packing
-                i = self._outputs.index
-
-                def call(args: tuple) -> Any:
-                    return wrap(run([a._value for a in args] + values)[i])
-            else:
-                def call(args: tuple) -> Any:
-                    return pack([wrap(o) for o in run([a._value for a in args] + values)])
+            def call(args: tuple) -> Any:
+                return pack([wrap(o) for o in run([a._value for a in args] + values)])
         self._fast = call
         return call
 

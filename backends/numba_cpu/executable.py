@@ -52,19 +52,38 @@ class Executable:
         if gen.host_fns:
             self._token = host.register(gen.host_fns)
             weakref.finalize(self, host.release, self._token)
+        self._gen = gen
         self._call = _make_wrapper(graph, gen, self.dispatcher, self._token)
 
     def __call__(self, args: Sequence[Any]) -> list:
         return self._call(args)
 
+    def tensor_entry(self, n_args: int, extras: Sequence[Any], box: Any,
+                     only: int | None = None) -> Any:
+        """``call(tensors)`` for the hot path of a concrete function: parameter ``i`` is
+        ``tensors[i]._value`` for the first ``n_args`` parameters and ``extras[i - n_args]``
+        after them (captured arrays, or variables for reference parameters); the results are
+        boxed with ``box`` (the list of them, or only result ``only``). One generated function
+        instead of a list of arrays built per call and a second call."""
+        return _make_wrapper(self.graph, self._gen, self.dispatcher, self._token,
+                             n_args=n_args, extras=list(extras), box=box, only=only)
 
-def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None):
-    """A Python function specialized to the graph's signature (no per-argument dispatch)."""
+
+def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None, n_args: int | None = None,
+                  extras: list | None = None, box: Any = None, only: int | None = None):
+    """A Python function specialized to the graph's signature (no per-argument dispatch):
+    ``call(args)`` with every parameter in ``args``, or with ``n_args`` given, the first
+    ``n_args`` parameters as tensors in ``args`` and the rest in ``extras``."""
+    def source(i: int) -> str:
+        if n_args is None:
+            return f"args[{i}]"
+        return f"args[{i}]._value" if i < n_args else f"extras[{i - n_args}]"
+
     lines = ["def call(args):"]
     names = []
     for i in gen.param_indices:
         p = graph.params[i]
-        src = f"args[{i}]._value" if p.ref else f"args[{i}]"
+        src = f"{source(i)}._value" if p.ref and (n_args is None or i >= n_args) else source(i)
         names.append(f"a{i}")
         if p.type.rank == 0:
             lines.append(f"    a{i} = {src}[()]")
@@ -88,10 +107,14 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None):
         value = f"r[{n + j}]"
         if p.type.rank == 0:
             value = f"np.asarray({value}, {np_type(p.type.dtype)})"
-        lines.append(f"    args[{i}]._value = {value}")
+        target = f"args[{i}]" if n_args is None else source(i)
+        lines.append(f"    {target}._value = {value}")
     outs = [f"{np_type(r.type.dtype)}(r[{k}])" if r.type.rank == 0 else f"r[{k}]"
             for k, r in enumerate(graph.results)]
-    lines.append(f"    return [{', '.join(outs)}]")
+    if box is not None:
+        outs = [f"box({o})" for o in outs]
+    lines.append(f"    return {outs[only]}" if only is not None else
+                 f"    return [{', '.join(outs)}]")
     from numba.core.errors import NumbaError
 
     def compile_failed(e: Exception) -> InternalError:
@@ -102,6 +125,7 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None):
             f"Compile this function with backend=\"reference\" meanwhile.")
 
     scope = {"fn": fn, "consts": gen.consts, "np": np, "NumbaError": NumbaError,
+             "extras": extras, "box": box,
              "compile_failed": compile_failed, "InvalidArgumentError": InvalidArgumentError}
     exec(compile("\n".join(lines), f"<stagecraft wrapper of {graph.name}>", "exec"), scope)
     return scope["call"]

@@ -315,3 +315,31 @@ def test_a_damaged_code_plan_is_regenerated_with_a_warning(tmp_path, monkeypatch
         np.testing.assert_array_equal(numba_compile(graph)([arg])[0], arg * arg)
     assert "cached code plan" in caplog.text and "regenerating" in caplog.text
     assert plan.read_text().startswith('{"format": "stagecraft.numba_plan/1"')
+
+
+def test_repeated_calls_take_the_generated_hot_path_with_the_same_results():
+    """Second and later eager calls go through one generated entry per concrete function
+    (tensors, captured arrays and variables in, boxed results out): captured tensors, a
+    variable written back, a scalar and a tuple result, and a small uniform constant."""
+    big = tf.constant(np.arange(2000, dtype=np.float32))  # captured, not embedded
+    v = tf.Variable(0.0)
+
+    @tf.function(backend="numba")
+    def f(x):
+        v.assign_add(tf.reduce_sum(x))
+        buf = tf.zeros([8]) + x[0]
+        return big[:3] * x[0], tf.reduce_sum(buf), v.read_value()
+
+    @tf.function(backend="numba")
+    def g(x):
+        return x * 2.0
+
+    for k in range(1, 4):
+        x = tf.constant([float(k), 1.0])
+        a, s, now = f(x)
+        assert a.numpy().tolist() == [0.0, k, 2.0 * k] and a.dtype == tf.float32
+        assert float(s) == 8.0 * k and s.shape == [] and s.dtype == tf.float32
+        assert float(now) == float(v.numpy()) == sum(j + 1.0 for j in range(1, k + 1))
+        assert g(x).numpy().tolist() == [2.0 * k, 2.0]
+    assert f._fast and g._fast  # the hot-path entries exist
+    assert len(f._fast) == 1 and len(g._fast) == 1
