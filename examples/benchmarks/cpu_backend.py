@@ -32,7 +32,6 @@ The numbers depend on the BLAS thread count (matmul_chain) and on other load on 
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -44,7 +43,7 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
-from timing import time_ms  # noqa: E402 (a sibling script module)
+from timing import batches, benchmark_parser, time_ms  # noqa: E402 (sibling module)
 import stagecraft as tf
 from stagecraft import backends
 
@@ -657,22 +656,12 @@ def _warm_up_numba() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchmark_parser(__doc__, list(WORKLOADS))
     parser.add_argument("--backend", help="stagecraft backend for the staged variant "
                         f"(default: stagecraft's default, now {backends.DEFAULT!r})")
-    parser.add_argument("--only", nargs="+", choices=list(WORKLOADS), metavar="NAME",
-                        help=f"run only these workloads: {', '.join(WORKLOADS)}")
-    parser.add_argument("--repeat", type=int, help="timed batches per variant (default: 5-7)")
-    parser.add_argument("--number", type=int,
-                        help="calls per batch (default: as many as fit in about 0.1 s)")
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes, one batch of one call (for the tests)")
-    parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
-    repeat = 1 if args.quick and args.repeat is None else args.repeat
-    number = 1 if args.quick and args.number is None else args.number
+    repeat, number = batches(args)
     backend = args.backend or backends.DEFAULT
     _warm_up_numba()
     rows = [measure(WORKLOADS[name](sizes, args.backend), repeat, number)

@@ -33,7 +33,6 @@ times mean nothing: it only checks that the script runs. Without a GPU or the si
 """
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import sys
@@ -45,7 +44,7 @@ import numpy as np
 
 from cpu_backend import (FULL, QUICK, WORKLOADS, Sizes, Workload, _arrays, _fmt,
                          _warm_up_numba, check, machine)  # sibling script modules
-from timing import time_ms
+from timing import batches, benchmark_parser, time_ms
 import stagecraft as tf
 from stagecraft import backends
 from stagecraft.device import gpu_kind
@@ -207,17 +206,8 @@ def gpu_machine(kind: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     names = [*GPU_WORKLOADS, "matmul"]
-    parser.add_argument("--only", nargs="+", choices=names, metavar="NAME",
-                        help=f"run only these workloads: {', '.join(names)}")
-    parser.add_argument("--repeat", type=int, help="timed batches per variant (default: 5-7)")
-    parser.add_argument("--number", type=int,
-                        help="calls per batch (default: as many as fit in about 0.1 s)")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes, one batch of one call (for the tests)")
-    parser.add_argument("--json", help="write the results to this file")
+    parser = benchmark_parser(__doc__, names)
     args = parser.parse_args(argv)
     kind = gpu_kind()
     if kind == "none":
@@ -226,8 +216,7 @@ def main(argv: list[str] | None = None) -> None:
               "examples/benchmarks/gpu_backend.py --quick", file=sys.stderr)
         sys.exit(2)
     sizes = GPU_QUICK if args.quick else GPU_FULL
-    repeat = 1 if args.quick and args.repeat is None else args.repeat
-    number = 1 if args.quick and args.number is None else args.number
+    repeat, number = batches(args)
     if kind == "simulator":
         from stagecraft.backends.numba_cuda import config
         for name, value in SIMULATOR_LAUNCHES.items():

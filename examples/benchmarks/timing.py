@@ -1,9 +1,10 @@
 """Timing shared by the benchmark scripts: medians of batches, in one process."""
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 
 def time_ms(fn: Callable[[], Any], repeat: int, number: int | None,
@@ -23,3 +24,27 @@ def time_ms(fn: Callable[[], Any], repeat: int, number: int | None,
         times.append((time.perf_counter() - start) / number * 1e3)
     return {"median_ms": statistics.median(times), "min_ms": min(times), "repeat": repeat,
             "number": number}
+
+
+def benchmark_parser(doc: str, names: Sequence[str]) -> argparse.ArgumentParser:
+    """The options every benchmark script takes: --only NAME.., --repeat, --number, --quick
+    and --json (a script adds its own)."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=list(names), metavar="NAME",
+                        help=f"run only these workloads: {', '.join(names)}")
+    parser.add_argument("--repeat", type=int, help="timed batches per variant (default: 5-7)")
+    parser.add_argument("--number", type=int,
+                        help="calls per batch (default: as many as fit in about 0.1 s)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes, one batch of one call (for the tests)")
+    parser.add_argument("--json", help="write the results to this file")
+    return parser
+
+
+def batches(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    """(repeat, number) from the parsed options: --quick means one batch of one call unless
+    they are given."""
+    repeat = 1 if args.quick and args.repeat is None else args.repeat
+    number = 1 if args.quick and args.number is None else args.number
+    return repeat, number
