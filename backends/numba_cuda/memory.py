@@ -6,12 +6,15 @@ one-byte ``bool`` dtype.
 """
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda.launch import cuda_module
+from stagecraft.backends.numba_cuda import config
+from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+from stagecraft.backends.numba_cuda.pool import device_pool
 
 
 def to_device(array: Any) -> Any:
@@ -61,12 +64,21 @@ def is_device_array(x: Any) -> bool:
 
 
 def empty(shape: Sequence[int], dtype: Any) -> Any:
-    """An uninitialized C-contiguous device array (``shape`` may be ``()``).
+    """An uninitialized C-contiguous device array (``shape`` may be ``()``). On a GPU its
+    memory comes from the caching allocator (``pool.device_pool``) unless
+    ``config.POOL_BYTES`` is 0.
 
     >>> empty((2, 0), np.int32).shape
     (2, 0)
     """
-    return cuda_module().device_array(tuple(int(d) for d in shape), np.dtype(dtype))
+    shape = tuple(int(d) for d in shape)
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes == 0 or simulated() or not config.POOL_BYTES:
+        return cuda_module().device_array(shape, dtype)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    strides = tuple(math.prod(shape[i + 1:]) * dtype.itemsize for i in range(len(shape)))
+    return DeviceNDArray(shape, strides, dtype, gpu_data=device_pool().take(nbytes))
 
 
 def empty_like(array: Any) -> Any:
@@ -85,14 +97,19 @@ def flat(array: Any) -> Any:
     >>> flat(to_device(np.zeros((2, 3)))).shape, flat(to_device(np.float32(1))).shape
     ((6,), (1,))
     """
-    if not _contiguous(array):
+    if not contiguous(array):
         raise ValueError(f"the CUDA backend needs C-contiguous device arrays, got one of shape "
                          f"{tuple(array.shape)} with strides {tuple(array.strides)}; make it "
                          f"contiguous first (every array this backend returns is).")
     return array.reshape(array.size)
 
 
-def _contiguous(array: Any) -> bool:
+def contiguous(array: Any) -> bool:
+    """Whether a device array is C-contiguous (a 1-D array: unit stride).
+
+    >>> contiguous(to_device(np.zeros((2, 3)))), contiguous(to_device(np.zeros(4))[::2])
+    (True, False)
+    """
     if array.ndim <= 1 and (array.ndim == 0 or array.strides[0] in (array.dtype.itemsize, 0)):
         return True
     return bool(array.is_c_contiguous())

@@ -56,7 +56,8 @@ RATIOS = {"eager_gpu/staged_gpu": ("eager_gpu", "staged_gpu"),
 GPU_FULL = replace(FULL, matmul_n=4096)
 GPU_QUICK = replace(QUICK, chains=2, leapfrog_steps=1, mlp_hidden=4, rnn_steps=2, rnn_batch=2,
                     rnn_input=4, rnn_hidden=4, matmul_n=8)
-SIMULATOR_LAUNCHES = {"THREADS_PER_BLOCK": 4, "MAX_BLOCKS": 2, "TILE": 4}
+SIMULATOR_LAUNCHES = {"THREADS_PER_BLOCK": 4, "MAX_BLOCKS": 2, "MATMUL_TILE": (4, 4, 4),
+                      "MATMUL_WORK": (2, 2)}
 
 
 def synchronize() -> None:

@@ -17,7 +17,8 @@ from stagecraft.backends.numba_cpu import scalar_ops
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import cuda_module, grid, jit_source, simulated
-from stagecraft.backends.numba_cuda.memory import empty, flat, scalar
+from stagecraft.backends.numba_cuda.launcher import launch
+from stagecraft.backends.numba_cuda.memory import empty, scalar
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
 
@@ -92,28 +93,34 @@ def run(op: str, inputs: Sequence[Any], out_dtype: DType, out_shape: tuple) -> A
     if op in PASS_THROUGH:
         return inputs[0]
     out = empty(out_shape, out_dtype.np)
-    n = int(np.prod(out_shape))
-    if n == 0:
+    if out.size == 0:
         return out
-    shapes = [tuple(x.shape) for x in inputs]
-    modes = tuple(_mode(s, tuple(out_shape)) for s in shapes)
-    in_dtypes = tuple(dt.from_numpy(x.dtype) for x in inputs)
-    device_np = FORCE_DEVICE_NUMPY or not simulated()
-    kernel = _kernel(op, in_dtypes, out_dtype, modes, device_np)
-    args = [flat(out)] + [flat(x) for x in inputs]
-    if "strided" in modes:
-        rank = max(len(out_shape), 1)
-        args.append(tuple(out_shape) or (1,))
-        args += [layout.broadcast_strides(s, out_shape) or (0,) * rank
-                 for s, m in zip(shapes, modes) if m == "strided"]
+    kernel, extra, checked = _plan(op, tuple((tuple(x.shape), x.dtype) for x in inputs),
+                                   out_dtype, tuple(out_shape), FORCE_DEVICE_NUMPY)
     # Only kernels with a check get a fresh flag, and only they cost a read-back.
-    checked = scalar_ops.check(op, ["a0", "a1"], in_dtypes[-1])
     err = cuda_module().to_device(np.zeros(1, np.int8)) if checked else _no_error()
-    blocks, threads = grid(n)
-    kernel[blocks, threads](*args, err)
+    launch(kernel, grid(out.size), out, *inputs, *extra, err)
     if checked and scalar(err):
         raise _ERRORS[op](checked[1])
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(op: str, inputs: tuple, out_dtype: DType, out_shape: tuple,
+          force_device_np: bool) -> tuple[Callable, tuple, tuple | None]:
+    """What a call of :func:`run` needs beyond its arrays, computed once per signature: the
+    kernel, the broadcast shape and strides it takes, and the op's integer check."""
+    shapes = [s for s, _ in inputs]
+    modes = tuple(_mode(s, out_shape) for s in shapes)
+    in_dtypes = tuple(dt.from_numpy(d) for _, d in inputs)
+    kernel = _kernel(op, in_dtypes, out_dtype, modes, force_device_np or not simulated())
+    extra: list = []
+    if "strided" in modes:
+        rank = max(len(out_shape), 1)
+        extra.append(out_shape or (1,))
+        extra += [layout.broadcast_strides(s, out_shape) or (0,) * rank
+                  for s, m in zip(shapes, modes) if m == "strided"]
+    return kernel, tuple(extra), scalar_ops.check(op, ["a0", "a1"], in_dtypes[-1])
 
 
 @functools.lru_cache(maxsize=None)

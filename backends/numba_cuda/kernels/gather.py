@@ -11,17 +11,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
+from stagecraft.backends.numba_cuda.launch import bind_cuda
+from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty, flat, scalar, to_device
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
 cuda: Any = None
-
-
-def _launch(kernel: Callable, n: int, *args: Any) -> None:
-    if n > 0:
-        blocks, threads = grid(n)
-        kernel[blocks, threads](*args)
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,13 +43,12 @@ def check_indices(indices: Any, n: int) -> None:
     """
     if indices.size == 0:
         return
-    flat_indices = flat(indices)
     first = to_device(np.array([indices.size], np.int64))
-    _launch(_check_kernel(), indices.size, flat_indices, n, first)
+    launch_over(_check_kernel(), indices.size, indices, n, first)
     k = int(scalar(first))
     if k < indices.size:
         pos = [int(i) for i in np.unravel_index(k, indices.shape)]
-        value = int(scalar(flat_indices[k:k + 1]))
+        value = int(scalar(flat(indices)[k:k + 1]))
         raise IndexError(f"indices{pos} = {value} is not in [0, {n}). Indices must be valid "
                          f"positions; negative indices are not allowed.")
 
@@ -121,7 +115,7 @@ def gather(params: Any, indices: Any, axis: int, batch_dims: int, out_shape: tup
     check_indices(indices, tuple(params.shape)[axis])
     out = empty(out_shape, params.dtype)
     npre, n, npost, ni = _blocks(tuple(params.shape), tuple(indices.shape), axis, batch_dims)
-    _launch(_gather_kernel(), out.size, flat(out), flat(params), flat(indices), npre, n, npost,
+    launch_over(_gather_kernel(), out.size, out, params, indices, npre, n, npost,
             ni)
     return out
 
@@ -141,7 +135,7 @@ def gather_grad(grad: Any, indices: Any, like_shape: tuple, axis: int, batch_dim
     check_indices(indices, like_shape[axis])
     out = full(like_shape, 0, grad.dtype)
     npre, n, npost, ni = _blocks(tuple(like_shape), tuple(indices.shape), axis, batch_dims)
-    _launch(_scatter_add_kernel(), grad.size, flat(out), flat(grad), flat(indices), npre, n,
+    launch_over(_scatter_add_kernel(), grad.size, out, grad, indices, npre, n,
             npost, ni)
     return out
 
@@ -177,6 +171,6 @@ def one_hot(indices: Any, on_value: Any, off_value: Any, depth: int, axis: int,
     a = indices.ndim if axis == -1 else axis % (indices.ndim + 1)
     inner = int(np.prod(tuple(indices.shape)[a:]))
     out = empty(out_shape, on_value.dtype)
-    _launch(_one_hot_kernel(), out.size, flat(out), flat(indices), flat(on_value),
-            flat(off_value), depth, max(inner, 1))
+    launch_over(_one_hot_kernel(), out.size, out, indices, on_value, off_value, depth,
+                max(inner, 1))
     return out

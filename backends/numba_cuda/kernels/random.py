@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
+from stagecraft.backends.numba_cuda.launcher import launch
 from stagecraft.backends.numba_cuda.memory import empty, scalar
 
 _MASK = 0xFFFFFFFF
@@ -107,8 +108,7 @@ def _kernel(kind: str) -> Callable:
 
 def _launch(kind: str, out: Any, seed: Sequence[int], low: Any, span: Any) -> Any:
     if out.size:
-        blocks, threads = grid((out.size + 1) // 2)
-        _kernel(kind)[blocks, threads](out.reshape(out.size), *key(seed), low, span)
+        launch(_kernel(kind), grid((out.size + 1) // 2), out, *key(seed), low, span)
     return out
 
 

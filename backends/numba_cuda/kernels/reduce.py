@@ -19,7 +19,8 @@ import numpy as np
 from stagecraft.backends.numba_cuda import config, layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
-from stagecraft.backends.numba_cuda.memory import empty, flat
+from stagecraft.backends.numba_cuda.launcher import launch
+from stagecraft.backends.numba_cuda.memory import empty
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
 cuda: Any = None
@@ -157,14 +158,13 @@ def reduce(kind: str, x: Any, axes: Sequence[int] | None, keepdims: bool,
     out = empty(out_shape, acc_dtype)
     kept_shape, kept_strides, red_shape, red_strides = split_dims(shape, axes)
     m = int(np.prod([shape[a] for a in axes])) if axes else 1
-    args = (flat(out), flat(x), identity(kind, acc_dtype), kept_shape, kept_strides, red_shape,
+    args = (out, x, identity(kind, acc_dtype), kept_shape, kept_strides, red_shape,
             red_strides, m)
     if out.size and m < threads:
-        blocks, threads = grid(out.size)
-        _line_kernel(kind)[blocks, threads](*args)
+        launch(_line_kernel(kind), grid(out.size), *args)
     elif out.size:
         blocks = max(1, min(out.size, config.MAX_BLOCKS))
-        _tree_kernel(kind, acc_dtype, threads)[blocks, threads](*args)
+        launch(_tree_kernel(kind, acc_dtype, threads), (blocks, threads), *args)
     return out
 
 
@@ -197,9 +197,8 @@ def mean(x: Any, axes: Sequence[int] | None, keepdims: bool) -> Any:
     out = empty(total.shape, x.dtype)
     count = x.size // max(total.size, 1) if x.size else 1
     if out.size:
-        blocks, threads = grid(out.size)
         divisor = x.dtype.type(count) if is_float else np.int64(max(count, 1))
-        _mean_kernel()[blocks, threads](flat(out), flat(total), divisor, is_float)
+        launch(_mean_kernel(), grid(out.size), out, total, divisor, is_float)
     return out
 
 
@@ -248,8 +247,7 @@ def arg_extreme(x: Any, axis: int, output_type: np.dtype, largest: bool) -> Any:
     outer, n, inner = _lines(shape, axis)
     out = empty(shape[:axis] + shape[axis + 1:], output_type)
     if out.size:
-        blocks, threads = grid(out.size)
-        _arg_kernel(largest)[blocks, threads](flat(out), flat(x), n, inner)
+        launch(_arg_kernel(largest), grid(out.size), out, x, n, inner)
     return out
 
 
@@ -329,13 +327,11 @@ def scan(x: Any, axis: int, exclusive: bool, reverse: bool, product: bool) -> An
         offsets = full((lines,), start, x.dtype)
     else:
         offsets = empty((lines * chunks,), x.dtype)
-        b, t = grid(offsets.size)
-        totals_kernel[b, t](offsets, flat(x), n, inner, size, chunks, start, bool(reverse))
-        b, t = grid(lines)
-        offsets_kernel[b, t](offsets, chunks, start)
-    b, t = grid(offsets.size)
-    rescan_kernel[b, t](flat(out), flat(x), offsets, n, inner, size, chunks, bool(exclusive),
-                        bool(reverse))
+        launch(totals_kernel, grid(offsets.size), offsets, x, n, inner, size, chunks, start,
+               bool(reverse))
+        launch(offsets_kernel, grid(lines), offsets, chunks, start)
+    launch(rescan_kernel, grid(offsets.size), out, x, offsets, n, inner, size, chunks,
+           bool(exclusive), bool(reverse))
     return out
 
 

@@ -15,16 +15,11 @@ import numpy as np
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
-from stagecraft.backends.numba_cuda.memory import empty, flat, scalar
+from stagecraft.backends.numba_cuda.launcher import launch, launch_over
+from stagecraft.backends.numba_cuda.memory import empty, scalar
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
 cuda: Any = None
-
-
-def _launch(kernel: Callable, n: int, *args: Any) -> None:
-    if n > 0:
-        blocks, threads = grid(n)
-        kernel[blocks, threads](*args)
 
 
 def _rank1(shape: tuple, strides: tuple) -> tuple[tuple, tuple]:
@@ -58,7 +53,7 @@ def copy_view(x: Any, view: Callable[[np.ndarray], np.ndarray]) -> Any:
     """
     base, shape, strides = layout.plan(view(layout.stand_in(x.shape)))
     out = empty(shape, x.dtype)
-    _launch(_copy_kernel(), out.size, flat(out), flat(x), base, *_rank1(shape, strides))
+    launch_over(_copy_kernel(), out.size, out, x, base, *_rank1(shape, strides))
     return out
 
 
@@ -87,7 +82,7 @@ def scatter_view(out: Any, src: Any, view: Callable[[np.ndarray], np.ndarray]) -
     base, shape, strides = layout.plan(view(layout.stand_in(out.shape)))
     if tuple(src.shape) != shape:
         src = copy_view(src, lambda a: np.broadcast_to(a, shape))
-    _launch(_scatter_kernel(), src.size, flat(out), flat(src), base, *_rank1(shape, strides))
+    launch_over(_scatter_kernel(), src.size, out, src, base, *_rank1(shape, strides))
     return out
 
 
@@ -121,7 +116,7 @@ def full(shape: Sequence[int], value: Any, dtype: Any) -> Any:
     array([1.5, 1.5], dtype=float32)
     """
     out = empty(shape, dtype)
-    _launch(_fill_kernel(), out.size, flat(out), np.dtype(dtype).type(value))
+    launch_over(_fill_kernel(), out.size, out, np.dtype(dtype).type(value))
     return out
 
 
@@ -133,7 +128,7 @@ def fill(value: Any, dims: Sequence[int]) -> Any:
     array([ True,  True,  True])
     """
     out = empty(dims, value.dtype)
-    _launch(_fill_from_kernel(), out.size, flat(out), flat(value))
+    launch_over(_fill_from_kernel(), out.size, out, value)
     return out
 
 
@@ -169,8 +164,7 @@ def concat(xs: Sequence[Any], axis: int, out_shape: tuple) -> Any:
     start = 0
     for x in xs:
         length = tuple(x.shape)[axis]
-        _launch(_concat_kernel(), x.size, flat(out), flat(x), length, inner,
-                out_shape[axis], start)
+        launch_over(_concat_kernel(), x.size, out, x, length, inner, out_shape[axis], start)
         start += length
     return out
 
@@ -202,7 +196,7 @@ def tile(x: Any, multiples: Sequence[int]) -> Any:
     out = empty(shape, x.dtype)
     if not shape:
         shape, in_shape = (1,), (1,)
-    _launch(_tile_kernel(), out.size, flat(out), flat(x), shape, in_shape,
+    launch_over(_tile_kernel(), out.size, out, x, shape, in_shape,
             layout.c_strides(in_shape))
     return out
 
@@ -228,7 +222,7 @@ def eye(rows: int, columns: int, dtype: np.dtype) -> Any:
     """
     out = empty((rows, columns), dtype)
     t = np.dtype(dtype).type
-    _launch(_eye_kernel(), out.size, flat(out), max(columns, 1), t(1), t(0))
+    launch_over(_eye_kernel(), out.size, out, max(columns, 1), t(1), t(0))
     return out
 
 
@@ -258,7 +252,7 @@ def arange(start: Any, limit: Any, delta: Any) -> Any:
     # Integers step exactly in int64; floats in float64 (NumPy's arange computes start +
     # i * delta), rounded to the dtype on store.
     wide = np.int64 if start.dtype.kind == "i" else np.float64
-    _launch(_range_kernel(), n, out, wide(s), wide(d))
+    launch_over(_range_kernel(), n, out, wide(s), wide(d))
     return out
 
 
@@ -285,7 +279,7 @@ def diag(x: Any) -> Any:
     """
     n = tuple(x.shape)[-1]
     out = empty(tuple(x.shape) + (n,), x.dtype)
-    _launch(_diag_kernel(), out.size, flat(out), flat(x), n, x.dtype.type(0))
+    launch_over(_diag_kernel(), out.size, out, x, n, x.dtype.type(0))
     return out
 
 
@@ -364,12 +358,11 @@ def where_indices(x: Any) -> Any:
     workers = max(1, -(-n // chunk))
     counts = empty((workers,), np.int64)
     total = empty((1,), np.int64)
-    src = flat(x)
     b = -(-workers // threads)
-    _count_kernel()[b, threads](src, chunk, counts)
-    _exclusive_scan_kernel()[1, 1](counts, total)
+    launch(_count_kernel(), (b, threads), x, chunk, counts)
+    launch(_exclusive_scan_kernel(), (1, 1), counts, total)
     rows = int(scalar(total)) if n else 0
     out = empty((rows, rank), np.int64)
     if rows and rank:
-        _coordinates_kernel()[b, threads](src, chunk, counts, tuple(x.shape), flat(out))
+        launch(_coordinates_kernel(), (b, threads), x, chunk, counts, tuple(x.shape), out)
     return out

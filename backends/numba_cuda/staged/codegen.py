@@ -38,7 +38,7 @@ from stagecraft.ir.types import TensorType
 ENTRY = "build"
 HOST_FN = "graph_fn"
 # Names the generated code uses at module or build() level.
-_RESERVED = ("cuda", "rt", "np", "offset", "C", "S", "err", "run", "grid", "flat", "empty",
+_RESERVED = ("cuda", "rt", "np", "offset", "C", "S", "err", "run", "grid", "launch", "empty",
              "build", HOST_FN, "_CACHE", "_MESSAGES")
 _DECORATOR = "@cuda.jit(cache=_CACHE)"
 
@@ -74,7 +74,7 @@ def generate(graph: Graph) -> Generated:
         def graph_fn(x):
             # %0: f32[3] = multiply %x, %x
             t = empty((3,), "float32")
-            _k0_multiply[grid(3)](flat(t), flat(x))
+            launch(_k0_multiply, grid(3), t, x)
             # %1: f32[] = reduce_sum[axes=None, keepdims=False] %0
             t_1 = run("reduce_sum", [t], S[0])
             return (t_1,)
@@ -123,7 +123,7 @@ class _Codegen(SourceEmitter):
             f"def {ENTRY}(C, S):",
             f'    """The host function of @{g.name}: C holds its device constants, S its op '
             f'sites."""',
-            "    run, grid, flat, empty = rt.run, rt.grid, rt.flat, rt.empty", "",
+            "    run, grid, launch, empty = rt.run, rt.grid, rt.launch, rt.empty", "",
             f"    def {HOST_FN}({', '.join(params)}):",
             *body,
             f"    return {HOST_FN}", ""])
@@ -239,8 +239,8 @@ class _Codegen(SourceEmitter):
         outs = [self.fresh(v.hint) for v in keep]
         for v, name in zip(keep, outs):
             self.line(f'{name} = empty({dims}, "{v.type.dtype.np.name}")')
-        args = [f"flat({o})" for o in outs] + [f"flat({self.operand(x)})" for x in inputs]
-        launch = f"{kernel}[grid({n})]({', '.join(args + extra)})"
+        args = [kernel, f"grid({n})", *outs, *[self.operand(x) for x in inputs]]
+        launch = f"launch({', '.join(args + extra)})"
         self.groups += 1
         if static:
             if int(n):

@@ -19,6 +19,7 @@ import numpy as np
 
 from stagecraft.backends.numba_cuda import config, layout, memory
 from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+from stagecraft.backends.numba_cuda.launcher import launch  # noqa: F401 (generated code's)
 from stagecraft.backends.runtime import format_print, write
 from stagecraft.ir.errors import InvalidArgumentError
 
@@ -64,11 +65,6 @@ def grid(n: int) -> tuple[int, int]:
     """
     threads = config.THREADS_PER_BLOCK
     return max(1, min(-(-n // threads), config.MAX_BLOCKS)), threads
-
-
-def flat(array: Any) -> Any:
-    """The 1-D view a kernel indexes (``memory.flat``: rank 0 gives one element)."""
-    return memory.flat(array)
 
 
 def broadcast_shape(where: str, *shapes: tuple) -> tuple:

@@ -30,7 +30,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
 # The simulator runs each thread as a Python thread (~150 us each, more with barriers), so
 # tests use tiny blocks: grid-stride loops and tiling still run several iterations (a tile
 # of 3 also leaves partial tiles for the examples' dims of 2, 4 and 5).
-SIMULATOR_CONFIG = {"THREADS_PER_BLOCK": 4, "MAX_BLOCKS": 2, "TILE": 3}
+SIMULATOR_CONFIG = {"THREADS_PER_BLOCK": 4, "MAX_BLOCKS": 2, "MATMUL_TILE": (4, 6, 3),
+                    "MATMUL_WORK": (2, 3)}
 
 
 @pytest.fixture(autouse=True)

@@ -80,6 +80,8 @@ def install_fakes() -> None:
     cuda.to_device = lambda a: np.array(a).view(FakeDeviceArray)
     # Ones, not zeros: value-dependent launches (where_indices' rows) then happen.
     cuda.device_array = lambda shape, dtype: np.ones(shape, dtype).view(FakeDeviceArray)
+    from stagecraft.backends.numba_cuda import config
+    config.POOL_BYTES = 0  # every array through the faked cuda.device_array
     devicearray.is_cuda_ndarray = lambda x: isinstance(x, FakeDeviceArray)
     # Device functions compile for "the current device"; there is none, so name an H100's.
     from numba.cuda import dispatcher
@@ -104,7 +106,7 @@ def main(quick: bool = False) -> int:
     from stagecraft.backends.numba_cuda import config, eager, memory
     # Small blocks, as in the simulator tests: the examples then reach both reduction paths
     # (tree for reductions longer than a block, one thread per row for shorter ones).
-    config.THREADS_PER_BLOCK, config.TILE = 4, 2
+    config.THREADS_PER_BLOCK, config.MATMUL_TILE, config.MATMUL_WORK = 4, (4, 4, 2), (2, 2)
     from stagecraft.ir import OPS
     start = time.time()
     for name, op in sorted(OPS.items()):

@@ -23,8 +23,9 @@ def reference(name, *inputs, **attrs):
     return np.asarray(OPS[name].kernel(*inputs, **attrs))
 
 
-@pytest.mark.parametrize("params", [dict(THREADS_PER_BLOCK=8, MAX_BLOCKS=3, TILE=3),
-                                    dict(THREADS_PER_BLOCK=2, MAX_BLOCKS=1, TILE=8)])
+@pytest.mark.parametrize("params", [
+    dict(THREADS_PER_BLOCK=8, MAX_BLOCKS=3, MATMUL_TILE=(3, 3, 3), MATMUL_WORK=(1, 1)),
+    dict(THREADS_PER_BLOCK=2, MAX_BLOCKS=1, MATMUL_TILE=(8, 4, 5), MATMUL_WORK=(4, 2))])
 def test_results_do_not_depend_on_launch_parameters(params, monkeypatch):
     for k, v in params.items():
         monkeypatch.setattr(config, k, v)

@@ -1,0 +1,80 @@
+"""The caching allocator's bookkeeping (pool.BlockPool) with fake blocks: reuse by size
+class, the idle limit, and the retry after an out-of-memory error. Its use for real device
+memory runs with every CUDA test on a GPU (memory.empty)."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from stagecraft.backends.numba_cuda.pool import BlockPool, block_size
+
+
+class Lease:
+    """Stands in for Numba's MemoryPointer: gives its block back when collected."""
+
+    def __init__(self, block, size, give_back):
+        self.block, self.size = block, size
+        weakref.finalize(self, give_back)
+
+
+def make_pool(limit=1 << 20, fail=()):
+    made = []
+
+    def allocate(n):
+        if fail and len(made) in fail:
+            fail.remove(len(made))
+            raise RuntimeError("Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY")
+        made.append(n)
+        return object()
+    return BlockPool(allocate, Lease, limit=limit), made
+
+
+@pytest.mark.parametrize("nbytes, size", [(1, 512), (512, 512), (513, 1024), (1 << 20, 1 << 20),
+                                          ((1 << 20) + 1, 2 << 20)])
+def test_block_sizes(nbytes, size):
+    assert block_size(nbytes) == size
+
+
+def test_a_dead_arrays_block_serves_the_next_array_of_its_size_class():
+    pool, made = make_pool()
+    a = pool.take(700)
+    block = a.block
+    del a
+    gc.collect()
+    assert pool.idle_bytes == 1024
+    b = pool.take(1000)
+    assert b.block is block and made == [1024] and pool.idle_bytes == 0
+    c = pool.take(100)          # another size class: a new block
+    assert c.block is not block and made == [1024, 512]
+
+
+def test_live_leases_are_never_shared():
+    pool, made = make_pool()
+    leases = [pool.take(64) for _ in range(5)]
+    assert len({id(x.block) for x in leases}) == 5 and len(made) == 5
+
+
+def test_idle_blocks_beyond_the_limit_go_back_to_the_driver():
+    pool, made = make_pool(limit=1024)
+    leases = [pool.take(1024) for _ in range(3)]
+    del leases
+    gc.collect()
+    assert pool.idle_bytes == 1024 and len(pool.idle[1024]) == 1
+
+
+def test_out_of_memory_releases_idle_blocks_and_retries_once():
+    pool, made = make_pool(fail=[1])
+    a = pool.take(4096)
+    del a
+    gc.collect()
+    assert pool.idle_bytes == 4096
+    b = pool.take(512)          # allocation 1 fails: idle blocks released, retried
+    assert pool.idle_bytes == 0 and made == [4096, 512] and b.block is not None
+
+
+def test_out_of_memory_with_nothing_idle_propagates():
+    pool, _ = make_pool(fail=[0])
+    with pytest.raises(RuntimeError, match="OUT_OF_MEMORY"):
+        pool.take(8)            # nothing idle to release: the error stands
