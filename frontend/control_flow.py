@@ -302,6 +302,19 @@ def _name(names: Sequence[str] | None, i: int) -> str:
 
 def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
                  shape_invariants: Any, names: Sequence[str] | None) -> list:
+    # Under a tape the loop also counts its iterations: its gradient needs the trip count,
+    # which otherwise costs running the whole loop once more.
+    counted = bool(STATE.get().tapes)
+    if counted:
+        user_cond, user_body = cond, _as_tuple(body)
+        cond = lambda k, *v: user_cond(*v)  # noqa: E731
+        body = lambda k, *v: (k + 1,) + user_body(*v)  # noqa: E731
+        if shape_invariants is not None:
+            shape_invariants = [as_dims([])] + list(
+                shape_invariants if isinstance(shape_invariants, (list, tuple))
+                else [shape_invariants])
+        names = ["(iteration count)"] + [_name(names, i) for i in range(len(vars_))]
+        vars_ = [convert_to_tensor(0)] + list(vars_)
     flat = [convert_to_tensor(v) if not isinstance(v, Tensor) and not hasattr(v, "assign")
             else v for v in vars_]
     init = [fg.operand(v) for v in flat]
@@ -336,8 +349,8 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
     if tapes:
         inputs = [fg.source_tensor(v) for v in init + union]
         _record(tapes, inputs, outs,
-                lambda gouts: _while_grad(regions, inputs, len(init), outs, gouts))
-    return outs
+                lambda gouts: _while_grad(regions, inputs, len(init), outs, gouts, counted))
+    return outs[1:] if counted else outs
 
 
 def _as_tuple(body: Callable) -> Callable:
@@ -373,9 +386,11 @@ def _check_body(body_r: Region, types: list, has_invariants: bool,
     return relaxed
 
 
-def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: list) -> list:
+def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: list,
+                counted: bool) -> list:
     """Reverse-mode through a loop: re-run it forward recording every iteration's carried
-    values on a stack, then run a loop backwards applying the body's VJP to each."""
+    values on a stack, then run a loop backwards applying the body's VJP to each. A
+    ``counted`` loop's first carried value is its iteration count (see ``_staged_loop``)."""
     from stagecraft.array_ops import expand_dims, zeros_like
     from stagecraft.math_ops import add, subtract
     cond_g, body_g = regions
@@ -406,8 +421,8 @@ def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: l
     def count_body(count, *vals):
         return (count + 1,) + tuple(inline_graph(body_g, list(vals) + invariant, effects=False))
 
-    trips = while_loop(count_cond, count_body, (zero,) + tuple(carried),
-                       shape_invariants=[[]] + shapes)[0]
+    trips = outs[0] if counted else while_loop(count_cond, count_body, (zero,) + tuple(carried),
+                                               shape_invariants=[[]] + shapes)[0]
     rows = range_(trips)
     stored = [_dt.int32 if c.dtype == _dt.bool_ else c.dtype for c in carried]
     stacks = [gather(expand_dims(zeros_like(cast(c, d)), 0), rows * 0, axis=0)

@@ -531,6 +531,29 @@ def test_while_gradient_data_dependent_trip_count():
     _assert_same(s[2], e[2])
 
 
+def test_while_under_a_tape_counts_its_trips_so_its_gradient_reruns_it_once():
+    # The gradient records the iterations in one more forward run and applies the VJPs in a
+    # backward loop; the trip count comes from the forward loop itself, not a third loop.
+    @tf.function
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.while_loop(lambda v: tf.reduce_max(tf.abs(v)) > 0.5,
+                              lambda v: (tf.tanh(v) * 0.9,), (x,))[0]
+            loss = tf.reduce_sum(y * y)
+        return y, tape.gradient(loss, x)
+
+    x = tf.constant([1.5, -2.0])
+    assert _ops(f, x).count("while") == 3
+    y, g = f(x)
+    v, d = x.numpy(), np.ones(2)
+    while np.max(np.abs(v)) > 0.5:   # the chain rule by hand, iteration by iteration
+        d = d * 0.9 * (1 - np.tanh(v) ** 2)
+        v = np.tanh(v) * 0.9
+    np.testing.assert_allclose(y.numpy(), v, rtol=1e-6)
+    np.testing.assert_allclose(g.numpy(), 2 * v * d, rtol=1e-5)
+
+
 def test_while_gradient_zero_iterations():
     @tf.function
     def f(x):
