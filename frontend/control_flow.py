@@ -15,6 +15,7 @@ from stagecraft.ir.graph import Graph, Value
 from stagecraft.ir.shapes import as_dims, format_dims, is_compatible, most_specific_common
 from stagecraft.ir.types import TensorType
 from stagecraft.tensor import Tensor
+from stagecraft.while_grad import backward, check_ranks, known_trips, record, while_grad
 
 
 # ------------------------------------------------------------------------ regions
@@ -169,16 +170,17 @@ def _cond_grad(pred: Any, regions: list[Graph], inputs: list, outs: list, gouts:
 
 
 def _region_vjp(graph: Graph, inputs: list, seeds: list, n_explicit: int = 0,
-                explicit: Sequence[Any] = ()) -> list:
+                explicit: Sequence[Any] = (), memo: dict | None = None) -> list:
     """Gradients of ``graph``'s float results (seeded) with respect to its parameters, with
-    zeros where none flows (so every branch returns the same structure)."""
+    zeros where none flows (so every branch returns the same structure). Equations whose
+    outputs ``memo`` holds are not recomputed (see ``inline_graph``)."""
     from stagecraft.array_ops import zeros_like
     from stagecraft.replay import inline_graph
     from stagecraft.tape import GradientTape
     args = list(explicit) + list(inputs)
     with GradientTape(watch_accessed_variables=False) as tape:
         tape.watch([a for a in args if a.dtype.is_floating])
-        results = inline_graph(graph, args, effects=False)
+        results = inline_graph(graph, args, effects=False, memo=memo)
     targets = [r for r in results if r.dtype.is_floating]
     fseeds = [s for r, s in zip(results, seeds) if r.dtype.is_floating]
     grads = tape.gradient(targets, args, output_gradients=fseeds)
@@ -343,13 +345,29 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
                         f"{[str(r.type) for r in cond_r.results]}.\n  at {user_location()}")
     union = _union(cond_r, body_r)
     regions = [cond_r.graph(union), body_r.graph(union)]
-    outs = fg.emit("while", init + union, types, {"carry": len(init)}, regions=regions,
-                   hints=names)
-    tapes = STATE.get().tapes
-    if tapes:
-        inputs = [fg.source_tensor(v) for v in init + union]
-        _record(tapes, inputs, outs,
-                lambda gouts: _while_grad(regions, inputs, len(init), outs, gouts, counted))
+    state = STATE.get()
+    inputs = [fg.source_tensor(v) for v in init + union] if state.tapes else []
+    trips = known_trips(regions, inputs, len(init)) if len(state.tapes) == 1 else None
+    if trips is not None:
+        # One tape and a known trip count: the forward run is the gradient's recording (see
+        # while_grad). It is emitted unseen by the tape, which records the loop as one op.
+        shapes = [t.shape for t in types]
+        check_ranks(shapes)
+        token = STATE.set(state.replace(tapes=()))
+        try:
+            rec = record(regions, inputs[:len(init)], inputs[len(init):], shapes, trips,
+                         effects=True)
+        finally:
+            STATE.reset(token)
+        outs = rec.results
+        _record(state.tapes, inputs, outs, lambda gouts: backward(
+            regions, inputs[:len(init)], inputs[len(init):], shapes, rec, outs, gouts))
+    else:
+        outs = fg.emit("while", init + union, types, {"carry": len(init)}, regions=regions,
+                       hints=names)
+        if state.tapes:
+            _record(state.tapes, inputs, outs,
+                    lambda gouts: while_grad(regions, inputs, len(init), outs, gouts, counted))
     return outs[1:] if counted else outs
 
 
@@ -384,87 +402,3 @@ def _check_body(body_r: Region, types: list, has_invariants: bool,
                              f"specify a less-specific shape (e.g. tf.TensorShape([None])).")
         relaxed.append(TensorType(t.dtype, most_specific_common(t.shape, r.type.shape)))
     return relaxed
-
-
-def _while_grad(regions: list[Graph], inputs: list, n: int, outs: list, gouts: list,
-                counted: bool) -> list:
-    """Reverse-mode through a loop: re-run it forward recording every iteration's carried
-    values on a stack, then run a loop backwards applying the body's VJP to each. A
-    ``counted`` loop's first carried value is its iteration count (see ``_staged_loop``)."""
-    from stagecraft.array_ops import expand_dims, zeros_like
-    from stagecraft.math_ops import add, subtract
-    cond_g, body_g = regions
-    carried, invariant = inputs[:n], inputs[n:]
-    floats = [i for i, c in enumerate(carried) if c.dtype.is_floating]
-    zero = convert_to_tensor(0)
-
-    # Forward again, recording the carried values seen at the start of each iteration. The
-    # history buffers are preallocated ([trip count, *shape], written with a select at row i)
-    # rather than grown by concatenation, so the recording loop's own carried values keep one
-    # shape: differentiating it again (higher order) needs stacks of them to be rectangular.
-    from stagecraft.array_ops import gather, range as range_
-    from stagecraft.bind import bind
-    from stagecraft.ir.ops import OPS
-    from stagecraft.math_ops import cast
-    from stagecraft.replay import inline_graph
-    # The loop's own types (outs), not the initial values' shapes, are the invariants: the
-    # forward loop may have relaxed them (shape_invariants, or a second-pass relaxation).
-    shapes = [o.shape for o in outs]
-    for k, sh in enumerate(shapes):
-        if sh.rank is None:
-            raise ValueError(f"while_loop gradient: loop variable {k} has an unknown rank; give "
-                             f"it a shape invariant of known rank to differentiate the loop.")
-
-    def count_cond(count, *vals):
-        return inline_graph(cond_g, list(vals) + invariant, effects=False)[0]
-
-    def count_body(count, *vals):
-        return (count + 1,) + tuple(inline_graph(body_g, list(vals) + invariant, effects=False))
-
-    trips = outs[0] if counted else while_loop(count_cond, count_body, (zero,) + tuple(carried),
-                                               shape_invariants=[[]] + shapes)[0]
-    rows = range_(trips)
-    stored = [_dt.int32 if c.dtype == _dt.bool_ else c.dtype for c in carried]
-    stacks = [gather(expand_dims(zeros_like(cast(c, d)), 0), rows * 0, axis=0)
-              for c, d in zip(carried, stored)]
-
-    def fwd_cond(count, *state):
-        vals = list(state[:n])
-        return inline_graph(cond_g, vals + invariant, effects=False)[0]
-
-    def fwd_body(count, *state):
-        vals, stk = list(state[:n]), list(state[n:])
-        # One row written per iteration (in place on the Numba backend), not a select over
-        # the whole history, which made recording O(trips^2).
-        new_stk = [bind(OPS["row_update"], s, count, cast(v, d))
-                   for s, v, d in zip(stk, vals, stored)]
-        nxt = inline_graph(body_g, vals + invariant, effects=False)
-        return (count + 1,) + tuple(nxt) + tuple(new_stk)
-
-    res = while_loop(fwd_cond, fwd_body, (zero,) + tuple(carried) + tuple(stacks),
-                     shape_invariants=[[]] + shapes + [s.shape for s in stacks])
-    count, history = res[0], list(res[1 + n:])
-    history = [h if c.dtype != _dt.bool_ else cast(h, _dt.bool_)
-               for h, c in zip(history, carried)]
-
-    seeds = [zeros_like(o) if g is None else g for g, o in zip(gouts, outs)]
-    inv_zero = [zeros_like(v) for v in invariant]
-
-    def bwd_cond(i, *state):
-        from stagecraft.math_ops import greater_equal
-        return greater_equal(i, 0)
-
-    def bwd_body(i, *state):
-        g_carried, g_inv = list(state[:n]), list(state[n:])
-        vals = [h[i] for h in history]
-        grads = _region_vjp(body_g, invariant, g_carried, explicit=vals)
-        new_g = [grads[k] if grads[k] is not None else g_carried[k] for k in range(n)]
-        new_inv = [add(a, b) if b is not None and a.dtype.is_floating else a
-                   for a, b in zip(g_inv, grads[n:])]
-        return (subtract(i, 1),) + tuple(new_g) + tuple(new_inv)
-
-    out = while_loop(bwd_cond, bwd_body, (subtract(count, 1),) + tuple(seeds) + tuple(inv_zero),
-                     shape_invariants=[[]] + shapes + [v.shape for v in invariant])
-    g_carried, g_inv = list(out[1:1 + n]), list(out[1 + n:])
-    return [g if k in floats else None for k, g in enumerate(g_carried)] + \
-        [g if v.dtype.is_floating else None for g, v in zip(g_inv, invariant)]

@@ -10,13 +10,20 @@ from stagecraft.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir.graph import Graph, Literal
 from stagecraft.convert import convert_to_tensor
+from stagecraft.context import STATE
 
 
-def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True) -> list:
+def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True,
+                 keep: dict | None = None, memo: dict | None = None) -> list:
     """The results of ``graph`` applied to ``args`` (tensors for tensor parameters, Variables
     for reference parameters), computed with frontend ops. With ``effects=False`` variable
     writes, prints and asserts are skipped: reads then see the values the forward call left,
-    which is what they read after its writes."""
+    which is what they read after its writes.
+
+    ``keep`` (a dict) receives the value of every output of the graph's own primitive
+    equations, by uid. A primitive equation whose outputs are all in ``memo`` (uid -> value)
+    is not computed again: the tapes record it with those values as its outputs, so a
+    gradient uses them (a loop's gradient passes the values its forward run kept)."""
     from stagecraft import control_flow, logging_ops
     env: dict[int, Any] = {p.uid: a for p, a in zip(graph.params, args)}
 
@@ -69,9 +76,15 @@ def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True) -> lis
             from stagecraft.logging_ops import emit_assert
             emit_assert(ins[0], attrs["message"])
             outs = []
+        elif memo is not None and eqn.outputs and all(v.uid in memo for v in eqn.outputs):
+            outs = [memo[v.uid] for v in eqn.outputs]
+            for tape in STATE.get().tapes:
+                tape.record(OPS[op], attrs, ins, outs)
         else:
             res = bind(OPS[op], *ins, **attrs)
             outs = list(res) if OPS[op].num_outputs > 1 else [res]
+            if keep is not None:
+                keep.update((v.uid, o) for v, o in zip(eqn.outputs, outs))
         for v, o in zip(eqn.outputs, outs):
             env[v.uid] = o
     return [get(r) for r in graph.results]

@@ -554,6 +554,54 @@ def test_while_under_a_tape_counts_its_trips_so_its_gradient_reruns_it_once():
     np.testing.assert_allclose(g.numpy(), 2 * v * d, rtol=1e-5)
 
 
+def _range_loop_loss(x, w, counter=None):
+    def body(t, h):
+        if counter is not None:
+            counter.assign_add(1.0)
+        return t + 1, tf.tanh(h * w + x)
+
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        h = tf.while_loop(lambda t, h: t < 5, body, (tf.constant(0), x))[1]
+        loss = tf.reduce_sum(h * h)
+    return loss, tape.gradient(loss, w)
+
+
+def test_range_loop_under_one_tape_records_in_its_forward_run():
+    # Trip count known on entry (t < 5, t += 1): the forward loop keeps what the gradient
+    # reads, so the graph has the forward loop and the backward loop only.
+    x, w = tf.constant([0.3, -0.2]), tf.constant(0.7)
+    f = tf.function(_range_loop_loss)
+    assert _ops(f, x, w).count("while") == 2
+    loss, g = f(x, w)
+    loss_e, g_e = _range_loop_loss(x, w)
+    np.testing.assert_allclose(loss.numpy(), loss_e.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(g.numpy(), g_e.numpy(), rtol=1e-6)
+
+
+def test_range_loop_recorded_in_its_forward_run_keeps_side_effects_once():
+    counter = tf.Variable(0.0)
+    f = tf.function(lambda x, w: _range_loop_loss(x, w, counter))
+    f(tf.constant([0.3, -0.2]), tf.constant(0.7))
+    assert counter.numpy() == 5.0
+
+
+def test_range_loop_second_order_under_nested_tapes():
+    # Two tapes: the forward run stays a plain loop and the gradient records a second one,
+    # which the outer tape differentiates again.
+    def second(x, w):
+        with tf.GradientTape() as outer:
+            outer.watch(w)
+            _, g = _range_loop_loss(x, w)
+        return g, outer.gradient(g, w)
+
+    x, w = tf.constant([0.3, -0.2]), tf.constant(0.7)
+    g, gg = tf.function(second)(x, w)
+    g_e, gg_e = second(x, w)
+    np.testing.assert_allclose(g.numpy(), g_e.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(gg.numpy(), gg_e.numpy(), rtol=1e-5)
+
+
 def test_while_gradient_zero_iterations():
     @tf.function
     def f(x):

@@ -1,0 +1,196 @@
+"""Reverse mode through staged ``while`` loops.
+
+The gradient of a loop needs, for every iteration, the values its body's VJP reads. A
+*recording* run of the loop keeps them: the carried values at the start of each iteration and
+the body's own intermediate values, each written as one row of a stack preallocated with one
+row per iteration. A *backward* loop then walks the iterations in reverse, applying the VJP of
+the body to the kept values (nothing of the body is computed again, except nested regions).
+
+A recording needs the trip count before it starts. When the loop's condition is
+``i < limit`` on a carried ``i`` that the body increments by one (``for i in range(n)``
+loops), the count is ``max(limit - i0, 0)`` and the loop under a single tape *is* its
+recording: the forward run keeps what the gradient needs, as TensorFlow's ``while_v2`` does.
+Otherwise the forward loop counts its iterations (``control_flow._staged_loop``) and the
+gradient records a second run. Under nested tapes (higher-order gradients) the recording is
+always a separate loop, which the outer tapes see and differentiate again.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+from stagecraft.convert import convert_to_tensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.graph import Graph, Literal, Value
+
+# Equations whose values a recording keeps: plain ops (not regions, variable access or host
+# calls) with static shapes and non-bool values; the others are computed again if needed.
+_NOT_KEPT = frozenset(("const", "read", "assign", "print", "assert", "py_function"))
+
+
+def kept_values(body: Graph) -> list[Value]:
+    """The outputs of ``body``'s equations that a recording keeps (see the module doc)."""
+    kept = []
+    for e in body.eqns:
+        if e.regions or e.op in _NOT_KEPT or not e.outputs:
+            continue
+        types = [v.type for v in e.outputs]
+        if all(t.shape is not None and None not in t.shape and t.dtype != _dt.bool_
+               for t in types):
+            kept += e.outputs
+    return kept
+
+
+@dataclasses.dataclass
+class Recording:
+    """A recorded run: the trip count, the final carried values, and per iteration (one row
+    each) the carried values at its start and the body's kept values."""
+
+    count: Any
+    results: list
+    history: list
+    kept: list
+    kept_history: list
+
+
+def check_ranks(shapes: Sequence[Any]) -> None:
+    for k, sh in enumerate(shapes):
+        if sh is None or getattr(sh, "rank", 0) is None:
+            raise ValueError(f"while_loop gradient: loop variable {k} has an unknown rank; give "
+                             f"it a shape invariant of known rank to differentiate the loop.")
+
+
+def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: list,
+           trips: Any, effects: bool) -> Recording:
+    """Runs the loop keeping what its gradient reads: once more after the forward run
+    (``effects=False``: variable writes, prints and asserts are not repeated), or as the
+    forward run itself."""
+    from stagecraft.array_ops import expand_dims, gather, range as range_, zeros, zeros_like
+    from stagecraft.bind import bind
+    from stagecraft.control_flow import while_loop
+    from stagecraft.ir.ops import OPS
+    from stagecraft.math_ops import cast
+    from stagecraft.replay import inline_graph
+    cond_g, body_g = regions
+    n = len(carried)
+    # Preallocated [trips, *shape] stacks written one row per iteration (in place on the
+    # Numba backend): the loop's carried values keep one shape, so differentiating the
+    # recording again (higher order) stacks them rectangularly.
+    rows = range_(trips)
+    stored = [_dt.int32 if c.dtype == _dt.bool_ else c.dtype for c in carried]
+    stacks = [gather(expand_dims(zeros_like(cast(c, d)), 0), rows * 0, axis=0)
+              for c, d in zip(carried, stored)]
+    kept = kept_values(body_g)
+    stacks += [gather(expand_dims(zeros(v.type.shape, v.type.dtype), 0), rows * 0, axis=0)
+               for v in kept]
+
+    def cond(count, *state):
+        return inline_graph(cond_g, list(state[:n]) + invariant, effects=effects)[0]
+
+    def body(count, *state):
+        vals, stk = list(state[:n]), list(state[n:])
+        rows_out = [bind(OPS["row_update"], s, count, cast(v, d))
+                    for s, v, d in zip(stk, vals, stored)]
+        values: dict = {}
+        nxt = inline_graph(body_g, vals + invariant, effects=effects, keep=values)
+        rows_out += [bind(OPS["row_update"], s, count, values[v.uid])
+                     for s, v in zip(stk[n:], kept)]
+        return (count + 1,) + tuple(nxt) + tuple(rows_out)
+
+    res = while_loop(cond, body, (convert_to_tensor(0),) + tuple(carried) + tuple(stacks),
+                     shape_invariants=[[]] + list(shapes) + [s.shape for s in stacks])
+    history = [h if c.dtype != _dt.bool_ else cast(h, _dt.bool_)
+               for h, c in zip(res[1 + n:1 + 2 * n], carried)]
+    return Recording(res[0], list(res[1:1 + n]), history, kept, list(res[1 + 2 * n:]))
+
+
+def backward(regions: Sequence[Graph], carried: list, invariant: list, shapes: list,
+             rec: Recording, outs: list, gouts: list) -> list:
+    """Gradients for ``carried + invariant`` from the output gradients ``gouts``: a loop over
+    the recorded iterations in reverse applying the body's VJP to the kept values."""
+    from stagecraft.array_ops import zeros_like
+    from stagecraft.control_flow import _region_vjp, while_loop
+    from stagecraft.math_ops import add, greater_equal, subtract
+    body_g = regions[1]
+    n = len(carried)
+    seeds = [zeros_like(o) if g is None else g for g, o in zip(gouts, outs)]
+    inv_zero = [zeros_like(v) for v in invariant]
+
+    def cond(i, *state):
+        return greater_equal(i, 0)
+
+    def body(i, *state):
+        g_carried, g_inv = list(state[:n]), list(state[n:])
+        vals = [h[i] for h in rec.history]
+        memo = {v.uid: h[i] for v, h in zip(rec.kept, rec.kept_history)}
+        grads = _region_vjp(body_g, invariant, g_carried, explicit=vals, memo=memo)
+        new_g = [grads[k] if grads[k] is not None else g_carried[k] for k in range(n)]
+        new_inv = [add(a, b) if b is not None and a.dtype.is_floating else a
+                   for a, b in zip(g_inv, grads[n:])]
+        return (subtract(i, 1),) + tuple(new_g) + tuple(new_inv)
+
+    out = while_loop(cond, body, (subtract(rec.count, 1),) + tuple(seeds) + tuple(inv_zero),
+                     shape_invariants=[[]] + list(shapes) + [v.shape for v in invariant])
+    g_carried, g_inv = list(out[1:1 + n]), list(out[1 + n:])
+    return [g if c.dtype.is_floating else None for g, c in zip(g_carried, carried)] + \
+        [g if v.dtype.is_floating else None for g, v in zip(g_inv, invariant)]
+
+
+def while_grad(regions: Sequence[Graph], inputs: list, n: int, outs: list, gouts: list,
+               counted: bool) -> list:
+    """The gradient of a loop emitted without a recording: records a second run (its trip
+    count is the forward loop's first carried value when ``counted``, else it is counted by
+    one more run), then runs the backward loop."""
+    from stagecraft.control_flow import while_loop
+    from stagecraft.replay import inline_graph
+    cond_g, body_g = regions
+    carried, invariant = inputs[:n], inputs[n:]
+    # The loop's own types (outs), not the initial values' shapes, are the invariants: the
+    # forward loop may have relaxed them (shape_invariants, or a second-pass relaxation).
+    shapes = [o.shape for o in outs]
+    check_ranks(shapes)
+    if counted:
+        trips = outs[0]
+    else:
+        def count_cond(count, *vals):
+            return inline_graph(cond_g, list(vals) + invariant, effects=False)[0]
+
+        def count_body(count, *vals):
+            return (count + 1,) + tuple(inline_graph(body_g, list(vals) + invariant,
+                                                     effects=False))
+        trips = while_loop(count_cond, count_body, (convert_to_tensor(0),) + tuple(carried),
+                           shape_invariants=[[]] + shapes)[0]
+    rec = record(regions, carried, invariant, shapes, trips, effects=False)
+    return backward(regions, carried, invariant, shapes, rec, outs, gouts)
+
+
+def known_trips(regions: Sequence[Graph], inputs: list, n: int) -> Any:
+    """The loop's trip count computed before it runs, when its condition is ``i < limit``
+    for a carried integer ``i`` its body increments by one and a loop-invariant or constant
+    ``limit``; else None."""
+    from stagecraft.math_ops import cast, maximum, subtract
+    cond_g, body_g = regions
+    made = {o.uid: e for e in cond_g.eqns for o in e.outputs}
+    test = made.get(getattr(cond_g.results[0], "uid", None))
+    if test is None or test.op != "less" or not isinstance(test.inputs[0], Value):
+        return None
+    params = [p.uid for p in cond_g.params]
+    if test.inputs[0].uid not in params[:n]:
+        return None
+    k = params.index(test.inputs[0].uid)
+    bound = test.inputs[1]
+    if isinstance(bound, Literal):
+        limit = convert_to_tensor(bound.type.dtype.np.type(bound.value))
+    elif isinstance(bound, Value) and bound.uid in params[n:]:
+        limit = inputs[params.index(bound.uid)]
+    else:
+        return None
+    body_made = {o.uid: e for e in body_g.eqns for o in e.outputs}
+    step = body_made.get(getattr(body_g.results[k], "uid", None))
+    index = body_g.params[k]
+    if step is None or step.op != "add" or not inputs[k].dtype.is_integer:
+        return None
+    one = [x for x in step.inputs if isinstance(x, Literal) and x.value == 1]
+    if len(one) != 1 or not any(isinstance(x, Value) and x.uid == index.uid for x in step.inputs):
+        return None
+    return cast(maximum(subtract(limit, inputs[k]), 0), _dt.int32)
