@@ -23,7 +23,8 @@ import numpy as np
 
 from stagecraft.backends.numba_cpu import scalar_ops
 from stagecraft.backends.numba_cpu.outline import GLOBALS, Kernels
-from stagecraft.backends.numba_cpu.repeats import TRANSPARENT, Repeat, find_repeats, outside_operands
+from stagecraft.backends.numba_cpu.repeats import (TRANSPARENT, Group, Occurrence, find_repeats,
+                                                   identities, outside_operands)
 from stagecraft.backends.numba_cpu.source import Namer, Writer, literal, np_type, tuple_text
 from stagecraft.backends.source_emitter import SourceEmitter, value_uses
 from stagecraft.ir import dtypes as dt
@@ -68,7 +69,7 @@ def generate(graph: Graph) -> Generated:
     # loop inline, a repeated call site far less than a repeated loop).
     first = _Codegen(graph)
     first.run()
-    return _Codegen(graph, inline=first.kernels.used_once()).run()
+    return _Codegen(graph, inline=first.kernels.used_once(), repeats=first.repeats).run()
 
 
 def unknown_rank(graph: Graph) -> str | None:
@@ -83,11 +84,17 @@ def unknown_rank(graph: Graph) -> str | None:
 
 
 class _Codegen(SourceEmitter):
-    def __init__(self, graph: Graph, inline: frozenset = frozenset()):
+    def __init__(self, graph: Graph, inline: frozenset = frozenset(),
+                 repeats: dict | None = None):
         super().__init__(graph, Namer((*GLOBALS, ENTRY, "host_token")), Writer())
         self.inline = inline  # canonical texts of the loop nests to emit inline
+        # find_repeats of each body, by id of its equation list (shared by both passes).
+        self.repeats: dict[int, dict] = {} if repeats is None else repeats
         self.inplace: set[int] = set()  # ids of row_update equations that may mutate their buffer
         self.kernels = Kernels()
+        self.ids: dict = {}        # value uid -> operand identity (see .repeats.identities)
+        self.functions: dict[Group, str] = {}   # repeated runs' functions, by group
+        self.calls: dict[Group, int] = {}       # calls emitted, by group
         self.consts: list[np.ndarray] = []
         self.const_names: list[str] = []
         self.host_fns: list[Any] = []
@@ -151,19 +158,23 @@ class _Codegen(SourceEmitter):
 
     def emit_body(self, graph: Graph) -> list[str]:
         eqns = graph.eqns
-        self.emit_eqns(eqns, value_uses(eqns, graph.results), find_repeats(eqns))
+        self.ids.update(identities(eqns))
+        if id(eqns) not in self.repeats:
+            self.repeats[id(eqns)] = find_repeats(eqns, graph.results)
+        self.emit_eqns(eqns, value_uses(eqns, graph.results), self.repeats[id(eqns)])
         return [self.operand(r) for r in graph.results]
 
     def emit_eqns(self, eqns: Sequence[Eqn], uses: dict, repeats: dict) -> None:
         """Emits ``eqns`` (``uses``: value uid -> indices of the equations using it, the
-        length of ``eqns`` standing for "after them")."""
+        length of ``eqns`` standing for "after them"; ``repeats``: the runs outlined, by
+        start)."""
         starts = sorted(repeats) + [len(eqns)]
         i = 0
         while i < len(eqns):
             if i in repeats:
-                self.emit_repeated(eqns, repeats[i], uses)
                 r = repeats[i]
-                i += r.period * r.count
+                self.emit_repeated(eqns, i, r, uses)
+                i += r.length
                 continue
             # A fused group stops where a repeated run starts.
             group = min(self._fusion_group(eqns, i), next(j for j in starts if j > i) - i)
@@ -174,23 +185,38 @@ class _Codegen(SourceEmitter):
             self.emit_eqn(eqns[i])
             i += 1
 
-    def emit_repeated(self, eqns: Sequence[Eqn], r: Repeat, uses: dict) -> None:
-        """A repeated run of equations: one function (see .repeats), one call per run."""
-        template = eqns[r.start:r.start + r.period]
-        body = [e for e in template if e.op not in TRANSPARENT]
-        # Results: outputs any run's later equations use (the same offsets for every run).
-        results: list[tuple[int, int]] = []
-        for k, e in enumerate(template):
-            if e.op in TRANSPARENT:
-                continue
-            for j, o in enumerate(e.outputs):
-                for m in range(r.count):
-                    end = r.start + (m + 1) * r.period
-                    v = eqns[r.start + m * r.period + k].outputs[j]
-                    if any(u >= end for u in uses.get(v.uid, ())):
-                        results.append((k, j))
-                        break
-        params = outside_operands(template)  # identity -> the values standing for it
+    def emit_repeated(self, eqns: Sequence[Eqn], start: int, r: Occurrence,
+                      uses: dict) -> None:
+        """One occurrence of a repeated run of equations: a call of the group's function
+        (see .repeats), which the first occurrence defines."""
+        run = eqns[start:start + r.length]
+        end = start + r.length
+        for e in run:  # reads/consts whose values are also used after the run
+            if e.op in TRANSPARENT and e.outputs[0].uid not in self.env and \
+                    (e.op == "const" or any(u >= end for u in uses.get(e.outputs[0].uid, ()))):
+                self.emit_eqn(e)  # a const binds its literal or argument name: no code
+        params = outside_operands(run, self.ids)  # identity -> the values standing for it
+        fn = self.functions.get(r.group)
+        if fn is None:
+            fn = self.functions[r.group] = self._repeated_function(run, r.group, params)
+        body = [e for e in run if e.op not in TRANSPARENT]
+        outs = [body[k].outputs[j] for k, j in r.group.results]
+        names_out = [self.fresh(v.hint) for v in outs]
+        self.calls[r.group] = self.calls.get(r.group, 0) + 1
+        self.line(f"# run {self.calls[r.group]} of {r.group.count} of a repeated piece "
+                  f"({len(body)} equations)")
+        args = [self._identity_operand(i, values) for i, values in params.items()]
+        call = f"{fn}({', '.join(args)})"
+        if len(outs) == 1:
+            self.line(f"{names_out[0]} = {call}")
+        elif outs:
+            self.line(f"{''.join(n + ', ' for n in names_out)}= {call}")
+        for v, name in zip(outs, names_out):
+            self.env[v.uid] = name
+
+    def _repeated_function(self, run: Sequence[Eqn], group: Group, params: dict) -> str:
+        """The name of the function computing ``run`` (one per canonical text)."""
+        body = [e for e in run if e.op not in TRANSPARENT]
         saved = self.w, self.env
         self.w, self.env = Writer(), dict(self.env)
         names = [self.fresh(f"a{n}") for n in range(len(params))]
@@ -198,39 +224,21 @@ class _Codegen(SourceEmitter):
             for x in values:
                 self.env[x.uid] = name
         local = value_uses(body, ())
-        for k, j in results:
-            local.setdefault(template[k].outputs[j].uid, set()).add(len(body))
-        self.emit_eqns(body, local, find_repeats(body))
-        returned = [self.operand(template[k].outputs[j]) for k, j in results]
+        for k, j in group.results:
+            local.setdefault(body[k].outputs[j].uid, set()).add(len(body))
+        self.emit_eqns(body, local, group.inner)
+        returned = [self.operand(body[k].outputs[j]) for k, j in group.results]
         lines = self.w.lines
         self.w, self.env = saved
-        fn = self.kernels.add(names, lines, returned, prefix="repeated")
-        for m in range(r.count):
-            first = r.start + m * r.period
-            run = eqns[first:first + r.period]
-            end = first + r.period
-            for e in run:  # reads/consts whose values are also used after the run
-                if e.op in TRANSPARENT and any(u >= end for o in e.outputs
-                                               for u in uses.get(o.uid, ())):
-                    self.emit_eqn(e)
-                elif e.op == "const":
-                    self.emit_eqn(e)  # binds its literal or argument name; emits no code
-            args = [self._identity_operand(i if m == 0 else r.maps[m][i]) for i in params]
-            outs = [run[k].outputs[j] for k, j in results]
-            names_out = [self.fresh(v.hint) for v in outs]
-            self.line(f"# run {m + 1} of {r.count} of a repeated piece ({len(body)} equations)")
-            call = f"{fn}({', '.join(args)})"
-            if len(outs) == 1:
-                self.line(f"{names_out[0]} = {call}")
-            elif outs:
-                self.line(f"{''.join(n + ', ' for n in names_out)}= {call}")
-            for v, name in zip(outs, names_out):
-                self.env[v.uid] = name
+        return self.kernels.add(names, lines, returned, prefix="repeated")
 
-    def _identity_operand(self, identity: tuple) -> str:
-        """Source text of an operand identity of a repeated run (see .repeats.identities)."""
-        kind, uid = identity
-        return self.slots[uid] if kind == "variable" else self.env[uid]
+    def _identity_operand(self, identity: tuple, values: list) -> str:
+        """Source text of an operand identity of a repeated run (see .repeats.identities):
+        a value standing for it that is bound, else the variable's slot."""
+        for x in values:
+            if x.uid in self.env:
+                return self.env[x.uid]
+        return self.slots[identity[1]]
 
     def emit_eqn(self, e: Eqn) -> None:
         from stagecraft.backends.numba_cpu.lowerings import LOWER
