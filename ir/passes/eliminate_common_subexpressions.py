@@ -3,9 +3,12 @@
 Two equations are identical when they are stateless primitives of the op table (or ``const``
 equations) with the same op, the same operands (values by identity, literals by dtype and bit
 pattern, so ``0.0`` and ``-0.0`` differ), the same attributes (arrays by dtype, shape and
-bytes) and the same output types. Stateful equations (random ops, ``read``, ``print``...) and
-control flow are never merged: two ``random_normal`` draws are different values, and two
-``read`` of one variable may see different contents. Each region is its own scope.
+bytes) and the same output types. Stateful equations (random ops, ``print``...) and control
+flow are never merged: two ``random_normal`` draws are different values. Two ``read`` of one
+variable are merged when nothing that may write it comes between them: an ``assign`` to it,
+control flow or a call it is passed to, or a ``py_function`` (anywhere, even nested: Python may
+assign any variable). An unrolled loop reading its weights every step then computes what
+depends only on them once. Each region is its own scope.
 """
 from __future__ import annotations
 
@@ -40,12 +43,26 @@ def eliminate_common_subexpressions(graph: Graph) -> tuple[bool, Graph]:
 def _cse(graph: Graph, memo: dict) -> tuple[bool, Graph]:
     subst: dict = {}
     seen: dict[Hashable, tuple] = {}
+    reads: dict[int, tuple] = {}  # variable (ref uid) -> outputs of its current read
     changed = False
     eqns = []
     for eqn in graph.eqns:
         eqn = rename_inputs(eqn, subst)
         c, eqn = map_regions(eqn, lambda r: _cse(r, memo), memo)
         changed |= c
+        if eqn.op == "read":
+            earlier = reads.get(eqn.inputs[0].uid)
+            if earlier is not None:
+                subst[eqn.outputs[0].uid] = earlier[0]
+                changed = True
+                continue
+            reads[eqn.inputs[0].uid] = eqn.outputs
+        elif _calls_python(eqn):
+            reads.clear()
+        else:
+            for x in eqn.inputs:
+                if getattr(x, "ref", False):
+                    reads.pop(x.uid, None)
         key = eqn_key(eqn)
         if key is not None:
             earlier = seen.get(key)
@@ -57,6 +74,11 @@ def _cse(graph: Graph, memo: dict) -> tuple[bool, Graph]:
             seen[key] = eqn.outputs
         eqns.append(eqn)
     return rebuild(graph, changed, eqns, rename_results(graph, subst))
+
+
+def _calls_python(eqn: Eqn) -> bool:
+    return eqn.op == "py_function" or any(_calls_python(e) for r in eqn.regions
+                                          for e in r.eqns)
 
 
 def eqn_key(eqn: Eqn) -> Hashable | None:

@@ -272,7 +272,7 @@ def test_cse_golden():
     assert_same_results(before, after)
 
 
-def test_cse_never_merges_random_or_reads():
+def test_cse_never_merges_random_draws_or_reads_across_a_write():
     v = tf.Variable(np.ones(3, np.float32))
 
     def f(x):
@@ -286,6 +286,47 @@ def test_cse_never_merges_random_or_reads():
     after = apply(eliminate_common_subexpressions, graph_of(f, V3))
     ops = [e.op for e in after.eqns]
     assert ops.count("random_normal") == 2 and ops.count("read") == 2
+
+
+def test_cse_merges_reads_with_no_write_between():
+    v = tf.Variable(np.ones(3, np.float32))
+
+    def f(x):
+        return tf.exp(v * x) + tf.exp(v * x)   # each use reads v
+
+    before = graph_of(f, V3)
+    after = apply(eliminate_common_subexpressions, before)
+    ops = [e.op for e in after.eqns]
+    assert [e.op for e in before.eqns].count("read") == 2
+    assert ops.count("read") == 1 and ops.count("exp") == 1
+    x = tf.constant([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(tf.function(f)(x).numpy(), f(x).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("between", ["assign", "py_function", "cond", "nested py_function"])
+def test_cse_keeps_reads_apart_when_something_may_write_between(between):
+    v = tf.Variable(np.ones(3, np.float32))
+    w = tf.Variable(np.zeros(3, np.float32))
+
+    def bump(x):
+        w.assign_add(x)          # Python may write any variable (here another one)
+        return x
+
+    def f(x):
+        a = v.read_value()
+        if between == "assign":
+            v.assign_add(x)
+        elif between == "py_function":
+            tf.py_function(bump, [x], tf.float32)
+        elif between == "cond":
+            tf.cond(tf.reduce_sum(x) > 0, lambda: v.assign_add(x), lambda: v.assign_sub(x))
+        else:
+            tf.cond(tf.reduce_sum(x) > 0, lambda: tf.py_function(bump, [x], tf.float32),
+                    lambda: x)
+        return a + v.read_value()
+
+    after = apply(eliminate_common_subexpressions, graph_of(f, V3))
+    assert [e.op for e in after.eqns].count("read") == 2
 
 
 def test_cse_tells_signed_zeros_and_dtypes_apart():
