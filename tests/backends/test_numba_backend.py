@@ -228,9 +228,10 @@ def test_unrolled_python_loop_compiles_one_function_per_repeated_piece():
     x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4) / 10)
     source = tf.compiled_source(tf.function(step), x)
     assert source.count("def _repeated_") == 1
-    # Every step is in a call (one step or two per call, whichever saves more compile time).
+    # Every step is in a call (one step or two per call, whichever saves more compile time),
+    # but for the ends of the first and last, where the runs' alignment may cut a step.
     assert re.search(r"# run (\d+) of \1 of a repeated piece", source)
-    assert "for " not in source.split("def graph_fn")[1]
+    assert source.split("def graph_fn")[1].count("np.tanh") <= 1
     expected = tf.function(step, backend="reference")(x)
     np.testing.assert_allclose(tf.function(step)(x).numpy(), expected.numpy(), rtol=1e-6)
 
