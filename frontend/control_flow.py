@@ -15,7 +15,7 @@ from stagecraft.ir.graph import Graph, Value
 from stagecraft.ir.shapes import as_dims, format_dims, is_compatible, most_specific_common
 from stagecraft.ir.types import TensorType
 from stagecraft.tensor import Tensor
-from stagecraft.while_grad import backward, check_ranks, known_trips, record, while_grad
+from stagecraft.while_grad import backward, known_trips, ranks_known, record, while_grad
 
 
 # ------------------------------------------------------------------------ regions
@@ -347,12 +347,12 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
     regions = [cond_r.graph(union), body_r.graph(union)]
     state = STATE.get()
     inputs = [fg.source_tensor(v) for v in init + union] if state.tapes else []
-    trips = known_trips(regions, inputs, len(init)) if len(state.tapes) == 1 else None
+    shapes = [t.shape for t in types]
+    trips = known_trips(regions, inputs, len(init)) \
+        if len(state.tapes) == 1 and ranks_known(shapes) else None
     if trips is not None:
         # One tape and a known trip count: the forward run is the gradient's recording (see
         # while_grad). It is emitted unseen by the tape, which records the loop as one op.
-        shapes = [t.shape for t in types]
-        check_ranks(shapes)
         token = STATE.set(state.replace(tapes=()))
         try:
             rec = record(regions, inputs[:len(init)], inputs[len(init):], shapes, trips,

@@ -53,9 +53,14 @@ class Recording:
     kept_history: list
 
 
+def ranks_known(shapes: Sequence[Any]) -> bool:
+    """Whether every loop variable's rank is known (its history can then be stacked)."""
+    return all(sh is not None and getattr(sh, "rank", 0) is not None for sh in shapes)
+
+
 def check_ranks(shapes: Sequence[Any]) -> None:
     for k, sh in enumerate(shapes):
-        if sh is None or getattr(sh, "rank", 0) is None:
+        if not ranks_known([sh]):
             raise ValueError(f"while_loop gradient: loop variable {k} has an unknown rank; give "
                              f"it a shape invariant of known rank to differentiate the loop.")
 
@@ -148,7 +153,7 @@ def while_grad(regions: Sequence[Graph], inputs: list, n: int, outs: list, gouts
     # The loop's own types (outs), not the initial values' shapes, are the invariants: the
     # forward loop may have relaxed them (shape_invariants, or a second-pass relaxation).
     shapes = [o.shape for o in outs]
-    check_ranks(shapes)
+    check_ranks(shapes[1:] if counted else shapes)  # numbered as the user's loop variables
     if counted:
         trips = outs[0]
     else:

@@ -602,6 +602,31 @@ def test_range_loop_second_order_under_nested_tapes():
     np.testing.assert_allclose(gg.numpy(), gg_e.numpy(), rtol=1e-5)
 
 
+def test_range_loop_of_unknown_rank_under_a_tape_runs_and_its_gradient_says_why_not():
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.while_loop(lambda t, v: t < 3, lambda t, v: (t + 1, v * 2.0),
+                              (tf.constant(0), x))[1]
+        return y
+
+    np.testing.assert_allclose(f(tf.constant([1.0, 2.0])).numpy(), [8.0, 16.0])
+
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+    def g(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.while_loop(lambda t, v: t < 3, lambda t, v: (t + 1, v * 2.0),
+                              (tf.constant(0), x))[1]
+        return tape.gradient(y, x)
+
+    with pytest.raises(ValueError) as e:
+        g(tf.constant([1.0, 2.0]))
+    assert _first_line(e) == ("while_loop gradient: loop variable 1 has an unknown rank; give "
+                              "it a shape invariant of known rank to differentiate the loop.")
+
+
 def test_while_gradient_zero_iterations():
     @tf.function
     def f(x):
