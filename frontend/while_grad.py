@@ -170,32 +170,79 @@ def while_grad(regions: Sequence[Graph], inputs: list, n: int, outs: list, gouts
 
 
 def known_trips(regions: Sequence[Graph], inputs: list, n: int) -> Any:
-    """The loop's trip count computed before it runs, when its condition is ``i < limit``
-    for a carried integer ``i`` its body increments by one and a loop-invariant or constant
-    ``limit``; else None."""
-    from stagecraft.math_ops import cast, maximum, subtract
+    """The loop's trip count computed before it runs, or None. Recognized: a carried integer
+    ``i`` the body steps by ``d`` (``i = i + d``), with the condition ``i < limit`` (``d`` a
+    positive constant) or AutoGraph's ``for i in tf.range(...)`` test
+    ``i < limit if d > 0 else i > limit``; ``d`` and ``limit`` constants or loop invariants.
+    Then the count is ``max(ceil((limit - i0) / d), 0)``."""
+    from stagecraft.array_ops import ones_like
+    from stagecraft.math_ops import cast, equal, floordiv, maximum, negative, subtract, where
     cond_g, body_g = regions
     made = {o.uid: e for e in cond_g.eqns for o in e.outputs}
+    slot = _Slots(cond_g, n)
     test = made.get(getattr(cond_g.results[0], "uid", None))
-    if test is None or test.op != "less" or not isinstance(test.inputs[0], Value):
+    if test is None:
         return None
-    params = [p.uid for p in cond_g.params]
-    if test.inputs[0].uid not in params[:n]:
+    step_in_cond = None
+    if test.op == "select":   # AutoGraph's range test: select(d > 0, i < limit, i > limit)
+        sign, up, down = (made.get(getattr(x, "uid", None)) for x in test.inputs)
+        if None in (sign, up, down) or sign.op != "greater" or up.op != "less" or \
+                down.op != "greater" or slot.of(up.inputs[0]) != slot.of(down.inputs[0]) or \
+                slot.of(up.inputs[1]) != slot.of(down.inputs[1]) or \
+                not _is_literal(sign.inputs[1], 0):
+            return None
+        test, step_in_cond = up, slot.of(sign.inputs[0])
+    elif test.op != "less":
         return None
-    k = params.index(test.inputs[0].uid)
-    bound = test.inputs[1]
-    if isinstance(bound, Literal):
-        limit = convert_to_tensor(bound.type.dtype.np.type(bound.value))
-    elif isinstance(bound, Value) and bound.uid in params[n:]:
-        limit = inputs[params.index(bound.uid)]
-    else:
+    index, bound = slot.of(test.inputs[0]), slot.of(test.inputs[1])
+    if index is None or index[0] != "carried" or bound is None or bound[0] == "carried":
         return None
+    k = index[1]
     body_made = {o.uid: e for e in body_g.eqns for o in e.outputs}
     step = body_made.get(getattr(body_g.results[k], "uid", None))
-    index = body_g.params[k]
     if step is None or step.op != "add" or not inputs[k].dtype.is_integer:
         return None
-    one = [x for x in step.inputs if isinstance(x, Literal) and x.value == 1]
-    if len(one) != 1 or not any(isinstance(x, Value) and x.uid == index.uid for x in step.inputs):
+    body_slot = _Slots(body_g, n)
+    operands = [body_slot.of(x) for x in step.inputs]
+    if ("carried", k) not in operands:
         return None
-    return cast(maximum(subtract(limit, inputs[k]), 0), _dt.int32)
+    d = operands[1 - operands.index(("carried", k))]
+    if d is None or d[0] == "carried" or (step_in_cond is None and not (
+            d[0] == "literal" and d[1] > 0)) or (step_in_cond is not None and d != step_in_cond):
+        return None
+    limit, delta = _operand(bound, inputs), _operand(d, inputs)
+    # ceil(a / d) = -floor(-a / d), for either sign of d. The count sizes the recording's
+    # stacks (the loop itself keeps its own test), so it may only err upwards: a zero step,
+    # which leaves the loop at once or never, counts with a step of 1.
+    delta = where(equal(delta, 0), ones_like(delta), delta)
+    count = negative(floordiv(negative(subtract(limit, inputs[k])), delta))
+    return cast(maximum(count, 0), _dt.int32)
+
+
+class _Slots:
+    """What an operand of a loop region stands for: ``("carried", k)``, ``("invariant", j)``
+    (the index among the loop's inputs) or ``("literal", value)``; None for values the
+    region computes."""
+
+    def __init__(self, graph: Graph, n: int):
+        self.index = {p.uid: i for i, p in enumerate(graph.params)}
+        self.n = n
+
+    def of(self, x: Any) -> tuple | None:
+        if isinstance(x, Literal):
+            return ("literal", x.value.item() if hasattr(x.value, "item") else x.value,
+                    x.type.dtype)
+        i = self.index.get(getattr(x, "uid", None))
+        if i is None:
+            return None
+        return ("carried", i) if i < self.n else ("invariant", i)
+
+
+def _is_literal(x: Any, value: Any) -> bool:
+    return isinstance(x, Literal) and x.value == value
+
+
+def _operand(slot: tuple, inputs: list) -> Any:
+    if slot[0] == "literal":
+        return convert_to_tensor(slot[2].np.type(slot[1]))
+    return inputs[slot[1]]

@@ -627,6 +627,30 @@ def test_range_loop_of_unknown_rank_under_a_tape_runs_and_its_gradient_says_why_
                               "it a shape invariant of known rank to differentiate the loop.")
 
 
+@pytest.mark.parametrize("start, limit, delta", [(0, 5, 1), (5, 0, -1), (1, 8, 3), (7, -2, -4),
+                                                 (3, 3, 1), (4, 2, 1)])
+def test_autograph_range_loops_record_in_their_forward_run(start, limit, delta):
+    def loss(x, w, start, limit, delta):
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            h = x
+            for i in tf.range(start, limit, delta):
+                h = tf.tanh(h * w + tf.cast(i, tf.float32) * 0.1)
+            total = tf.reduce_sum(h)
+        return total, tape.gradient(total, w)
+
+    x, w = tf.constant([0.3, -0.4]), tf.constant(0.8)
+    bounds = [tf.constant(start), tf.constant(limit), tf.constant(delta)]
+    f = tf.function(loss)
+    assert _ops(f, x, w, *bounds).count("while") == 2
+    got, want = f(x, w, *bounds), loss(x, w, start, limit, delta)
+    np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-6)
+    # An empty range: eagerly nothing connects w to the loss (None, as in TF); the staged
+    # loop connects them with a zero gradient, as TF's while loop does.
+    expected = 0.0 if want[1] is None else want[1].numpy()
+    np.testing.assert_allclose(got[1].numpy(), expected, rtol=1e-6)
+
+
 def test_while_gradient_zero_iterations():
     @tf.function
     def f(x):
