@@ -6,9 +6,9 @@ the body's own intermediate values, each written as one row of a stack prealloca
 row per iteration. A *backward* loop then walks the iterations in reverse, applying the VJP of
 the body to the kept values (nothing of the body is computed again, except nested regions).
 
-A recording needs the trip count before it starts. When the loop's condition is
-``i < limit`` on a carried ``i`` that the body increments by one (``for i in range(n)``
-loops), the count is ``max(limit - i0, 0)`` and the loop under a single tape *is* its
+A recording needs the trip count before it starts. When the body steps a carried ``i`` by
+``d`` and the condition is ``i < limit`` or AutoGraph's ``tf.range`` test (see
+:func:`known_trips`), the count is known on entry and the loop under a single tape *is* its
 recording: the forward run keeps what the gradient needs, as TensorFlow's ``while_v2`` does.
 Otherwise the forward loop counts its iterations (``control_flow._staged_loop``) and the
 gradient records a second run. Under nested tapes (higher-order gradients) the recording is
