@@ -6,6 +6,7 @@ one-byte ``bool`` dtype.
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from typing import Any, Sequence
@@ -76,9 +77,15 @@ def empty(shape: Sequence[int], dtype: Any) -> Any:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes == 0 or simulated() or not config.POOL_BYTES:
         return cuda_module().device_array(shape, dtype)
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
     strides = tuple(math.prod(shape[i + 1:]) * dtype.itemsize for i in range(len(shape)))
-    return DeviceNDArray(shape, strides, dtype, gpu_data=device_pool().take(nbytes))
+    return _device_ndarray()(shape, strides, dtype, gpu_data=device_pool().take(nbytes))
+
+
+@functools.lru_cache(maxsize=None)
+def _device_ndarray() -> type:
+    # Numba's array class, looked up once (empty() is on every eager GPU op's path).
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    return DeviceNDArray
 
 
 def empty_like(array: Any) -> Any:
