@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from stagecraft.backends.inplace_rows import rows_written_in_place
 from stagecraft.backends.numba_cpu import scalar_ops
 from stagecraft.backends.numba_cpu.outline import GLOBALS, Kernels
 from stagecraft.backends.numba_cpu.repeats import (TRANSPARENT, Group, Occurrence, find_repeats,
@@ -496,7 +497,7 @@ class _Codegen(SourceEmitter):
     def _op_while(self, e: Eqn) -> None:
         n = dict(e.attrs)["carry"]
         cond, body = e.regions
-        owned = _rows_written_in_place(body, n)
+        owned = rows_written_in_place(body, n, _fusible)
         self.inplace.update(id(u) for u in owned.values())
         carry = []
         for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
@@ -570,38 +571,6 @@ def fusion_group(eqns: Sequence[Eqn], i: int, fold_reductions: bool = True) -> i
     if fold_reductions and i + n < len(eqns) and _folded_reduction(eqns[i + n], shape):
         n += 1  # the loop also accumulates a max/min of the whole iteration space
     return n
-
-
-# Ops whose generated code never returns a view of an input (their results are fresh arrays
-# or scalars), so reading a buffer with them before overwriting it in place is safe.
-_COPYING = frozenset(("strided_slice", "gather", "matmul", "reduce_sum", "reduce_max",
-                      "reduce_min", "reduce_mean", "reduce_prod"))
-
-
-def _rows_written_in_place(body: Graph, n: int) -> dict[int, Eqn]:
-    """Carried buffers (by index) that a while body overwrites one row of and carries on, and
-    reads before that only through copying ops: the generated loop may then write the row in
-    place instead of copying the buffer every iteration (a staged TensorArray write)."""
-    users: dict[int, list[int]] = {}
-    for i, e in enumerate(body.eqns):
-        for x in e.inputs:
-            if isinstance(x, Value):
-                users.setdefault(x.uid, []).append(i)
-    returned = [r.uid for r in body.results if isinstance(r, Value)]
-    owned = {}
-    for i, e in enumerate(body.eqns):
-        if e.op != "row_update" or not isinstance(e.inputs[0], Value):
-            continue
-        buf, out = e.inputs[0], e.outputs[0]
-        k = next((k for k, p in enumerate(body.params[:n]) if p.uid == buf.uid), None)
-        if k is None or body.results[k] is not out or returned.count(out.uid) != 1 \
-                or buf.uid in returned or users.get(out.uid):
-            continue
-        others = [j for j in users[buf.uid] if j != i]
-        if all(j < i and (body.eqns[j].op in _COPYING or _fusible(body.eqns[j]))
-               for j in others) and users[buf.uid].count(i) == 1:
-            owned[k] = e
-    return owned
 
 
 def _rank(x: Value | Literal) -> int:

@@ -228,7 +228,7 @@ def _gather(cg, e: Eqn) -> None:
 def _row_update(cg, e: Eqn) -> None:
     buf, index, value = e.inputs
     kernel = "row_update1" if _rank(buf) == 1 else "row_update"
-    copy = id(e) not in cg.inplace  # see codegen._rows_written_in_place
+    copy = id(e) not in cg.inplace  # see backends.inplace_rows.rows_written_in_place
     cg.define(e.outputs[0], f"K.{kernel}({cg.operand(buf)}, {cg.operand(index)}, "
                             f"{cg.operand(value)}, {copy})")
 

@@ -173,16 +173,29 @@ def _strided_slice_grad(xs, attrs, types):
     return shape.scatter_view(out, xs[0], lambda v: v[idx])
 
 
-@implements("row_update")
-def _row_update(xs, attrs, types):
-    buffer, index, value = xs
+def row_update(buffer: Any, index: Any, value: Any, copy: bool = True) -> Any:
+    """``buffer`` with row ``index`` set to ``value`` (shaped like a row): a new array, or
+    with ``copy=False`` ``buffer`` itself, written in place (for a caller that owns it, see
+    ``numba_cuda.staged.runtime.row_update_in_place``). An index outside [0, len(buffer))
+    raises IndexError.
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> b = to_device(np.zeros((2, 2), np.int32))
+    >>> to_host(row_update(b, to_device(np.int32(1)), to_device(np.array([3, 4], np.int32)),
+    ...                    copy=False)), to_host(b)[1]
+    (array([[0, 0],
+           [3, 4]], dtype=int32), array([3, 4], dtype=int32))
+    """
     # One element read: the row index (for the check and the scatter plan).
     i, n = int(memory.scalar(index)), tuple(buffer.shape)[0]
     if not 0 <= i < n:
         raise IndexError(f"row_update: index {i} is not in [0, {n}); a fixed-size TensorArray "
                          f"cannot grow (pass dynamic_size=True).")
-    out = shape.copy_view(buffer, lambda v: v)
+    out = shape.copy_view(buffer, lambda v: v) if copy else buffer
     return shape.scatter_view(out, value, lambda v: v[i, ...])
+
+
+TABLE["row_update"] = lambda xs, a, t: row_update(*xs)
 
 
 # ---------------------------------------------------------------------------- creation

@@ -4,9 +4,10 @@ other op with the eager CUDA library (``numba_cuda.eager.run``).
 
 Representation in the host function: every tensor (rank 0 included) is a device array; a
 variable is a local ("slot") holding its current device buffer, which ``assign`` rebinds
-(buffers are never written in place, so reads taken earlier keep their value). ``cond`` and
-``while`` run on the host: their predicate is the one value copied to the host (one element
-per test). ``call`` regions are inlined. Above every statement a comment shows its IR line.
+(buffers are not written in place, so reads taken earlier keep their value; the one exception
+is a buffer a ``while`` loop owns: see :meth:`_Codegen._op_while`). ``cond`` and ``while`` run
+on the host: their predicate is the one value copied to the host (one element per test).
+``call`` regions are inlined. Above every statement a comment shows its IR line.
 
 The fusion groups are the CPU backend's (``numba_cpu.codegen.fusion_group``), without folded
 reductions (reductions are the eager library's tree reductions), plus runs of rank-0
@@ -25,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from stagecraft.backends.inplace_rows import rows_written_in_place
 from stagecraft.backends.numba_cpu.codegen import LoweringError, fusion_group
 from stagecraft.backends.numba_cpu.outline import canonical
 from stagecraft.backends.numba_cpu.source import Namer, Writer, tuple_text
@@ -94,6 +96,7 @@ class _Codegen(SourceEmitter):
         self.kernel_sources: list[str] = []
         self.groups = 0
         self.messages: list[str] = []
+        self.inplace: set[int] = set()  # ids of row_update equations writing their buffer
         self.checks = any(_fusible(e) and has_check(e) for e in walk_eqns(graph))
 
     # ------------------------------------------------------------------ entry point
@@ -174,17 +177,21 @@ class _Codegen(SourceEmitter):
         if special is not None:
             special(e)
         elif e.op in OPS:
-            args = ", ".join(self.operand(x) for x in e.inputs)
-            outs = [self.fresh(o.hint) for o in e.outputs]
-            call = f'run("{e.op}", [{args}], {self.site(dict(e.attrs), e.loc)})'
-            self.line(f"{outs[0]} = {call}" if len(outs) == 1 else
-                      f"{', '.join(outs)} = {call}")
-            for o, name in zip(e.outputs, outs):
-                self.env[o.uid] = name
+            self.emit_call(e, f'run("{e.op}", ')
         else:
             raise LoweringError(
                 f"The CUDA backend has no lowering for the op '{e.op}' (at {e.loc}); call "
                 f"this function under `with tf.device('/cpu:0'):` to run it on the CPU.")
+
+    def emit_call(self, e: Eqn, head: str) -> None:
+        """``outputs = head[operands], site)``: ``head`` opens a call of ``run`` or of a runtime
+        function taking what ``run`` takes after the op name."""
+        args = ", ".join(self.operand(x) for x in e.inputs)
+        outs = [self.fresh(o.hint) for o in e.outputs]
+        call = f"{head}[{args}], {self.site(dict(e.attrs), e.loc)})"
+        self.line(f"{', '.join(outs)} = {call}")
+        for o, name in zip(e.outputs, outs):
+            self.env[o.uid] = name
 
     # ------------------------------------------------------------------ fused kernels
 
@@ -332,10 +339,15 @@ class _Codegen(SourceEmitter):
     def _op_while(self, e: Eqn) -> None:
         n = dict(e.attrs)["carry"]
         cond, body = e.regions
+        # A carried buffer the body overwrites one row of (a TensorArray, a loop gradient's
+        # stack) and nothing else sees is copied once here, then written in place.
+        owned = rows_written_in_place(body, n, _fusible)
+        self.inplace.update(id(u) for u in owned.values())
         carry = []
-        for o, init in zip(e.outputs, e.inputs[:n]):
+        for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
             name = self.fresh(o.hint or "c")
-            self.line(f"{name} = {self.operand(init)}")
+            value = self.operand(init)
+            self.line(f"{name} = rt.copy({value})" if k in owned else f"{name} = {value}")
             carry.append(name)
             self.env[o.uid] = name
         with self.w.block("while True:"):
@@ -349,6 +361,10 @@ class _Codegen(SourceEmitter):
             results = self.emit_region(body, args)
             if carry:
                 self.line(f"{', '.join(carry)} = {', '.join(results)}")
+
+    def _op_row_update(self, e: Eqn) -> None:
+        in_place = id(e) in self.inplace   # see _op_while
+        self.emit_call(e, "rt.row_update_in_place(" if in_place else 'run("row_update", ')
 
     def _op_call(self, e: Eqn) -> None:
         results = self.emit_region(e.regions[0], e.inputs)

@@ -43,11 +43,40 @@ def run(name: str, inputs: list, site: tuple) -> Any:
     >>> memory.to_host(run("reduce_sum", [x], ({"axes": None, "keepdims": False}, "f.py:1")))
     array(3.)
     """
-    attrs, loc = site
+    with _located(name, site[1]):
+        return _eager_module().run(name, inputs, site[0])
+
+
+@contextlib.contextmanager
+def _located(name: str, loc: str) -> Iterator[None]:
     try:
-        return _eager_module().run(name, inputs, attrs)
+        yield
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
         raise InvalidArgumentError(f"{name}: {e}\n  at {loc}") from None
+
+
+def row_update_in_place(inputs: list, site: tuple) -> Any:
+    """``run("row_update", inputs, site)`` writing the row into the buffer ``inputs[0]``
+    itself: one scatter launch, no copy. Generated code calls it for a buffer that its while
+    loop copied on entry and that nothing else reads (``backends.inplace_rows``). Same errors
+    as ``run``.
+
+    >>> b, i, v = (memory.to_device(a) for a in (np.zeros(3), np.int32(2), np.float64(5)))
+    >>> out = row_update_in_place([b, i, v], ({}, "f.py:1"))
+    >>> out is b, memory.to_host(b)
+    (True, array([0., 0., 5.]))
+    """
+    buffer, index, value = inputs
+    if tuple(value.shape) != tuple(buffer.shape)[1:]:
+        return run("row_update", inputs, site)  # raises the op's own shape error
+    with _located("row_update", site[1]):
+        return _eager_module().row_update(buffer, index, value, copy=False)
+
+
+def copy(x: Any) -> Any:
+    """A new device array with the values of ``x`` (one copy launch)."""
+    from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+    return copy_view(x, lambda v: v)
 
 
 def empty(shape: tuple, dtype: str) -> Any:
