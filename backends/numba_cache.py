@@ -303,7 +303,8 @@ def _guard_cache_loads(dispatcher: Any, path: pathlib.Path) -> None:
 
 
 def load(source: str, entry: str, extra: str = "",
-         njit_options: dict[str, Any] | None = None) -> Callable:
+         njit_options: dict[str, Any] | None = None,
+         link: Callable[[types.ModuleType, Any], None] | None = None) -> Callable:
     """The numba dispatcher of function ``entry`` defined by ``source``, cached on disk.
 
     ``source`` is a complete module text defining a plain Python function ``entry`` (its
@@ -314,6 +315,10 @@ def load(source: str, entry: str, extra: str = "",
     attributes hold the source, the cached file and the key.  Loading the same
     (source, extra, options) again in this process returns the same object; in a new process
     numba's ``cache=True`` loads the machine code from disk at the first call.
+
+    ``link(module, links)``, when given, chooses the calls of the module that go through
+    published symbols (:mod:`stagecraft.backends.numba_links`) instead of copying the callee's
+    code into each caller; ``links`` keeps its record in ``gen_<key>.links``.
 
     Raises ``SyntaxError`` (or whatever running the module raises) for a broken source and
     ``AttributeError`` when it defines no ``entry``.
@@ -341,6 +346,11 @@ def load(source: str, entry: str, extra: str = "",
         dispatcher = numba.njit(**_njit_options(njit_options))(fn)
         _check_numba_cache(dispatcher, path)
         _guard_cache_loads(dispatcher, path)
+        if link is not None:
+            from stagecraft.backends.numba_links import Links
+            links = Links(path.with_suffix(".links"))
+            link(module, links)
+            links.guard(dispatcher, entry)
         dispatcher.__stagecraft_source__ = source
         dispatcher.__stagecraft_path__ = path
         dispatcher.__stagecraft_key__ = key
@@ -394,6 +404,10 @@ def clear(directory: os.PathLike | str | None = None) -> int:
     with _lock:
         for p in folder.glob("gen_*.py"):
             stem = p.stem
+            try:
+                p.with_suffix(".links").unlink()
+            except FileNotFoundError:
+                pass
             for q in (folder / "__pycache__").glob(f"{stem}.*"):
                 try:
                     q.unlink()

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from stagecraft.backends import numba_cache
-from stagecraft.backends.numba_cpu import host
+from stagecraft.backends.numba_cpu import host, linking
 from stagecraft.backends.numba_cpu.codegen import ENTRY
 from stagecraft.backends.numba_cpu.plans import generated
 from stagecraft.backends.numba_cpu.source import np_type
@@ -43,11 +43,14 @@ class Executable:
         gen = generated(graph, library_hash())
         self.source = gen.source
         self.fallback_reason = None
-        # Object-mode blocks (print, py_function) hold the GIL: asking for nogil would only
-        # make Numba warn on every compile.
-        options = {"nogil": False} if "numba.objmode" in gen.source else None
+        # Only Python calls the entry: no C-callable wrapper to compile. Object-mode blocks
+        # (print, py_function) hold the GIL: asking for nogil would only make Numba warn on
+        # every compile.
+        options = {"no_cfunc_wrapper": True}
+        if "numba.objmode" in gen.source:
+            options["nogil"] = False
         self.dispatcher = numba_cache.load(gen.source, ENTRY, extra=library_hash(),
-                                           njit_options=options)
+                                           njit_options=options, link=linking.link)
         self._token = None
         if gen.host_fns:
             self._token = host.register(gen.host_fns)

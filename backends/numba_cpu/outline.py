@@ -14,8 +14,9 @@ import re
 # Names that keep their meaning inside a kernel: modules, builtins, and the error it raises.
 GLOBALS = frozenset(("np", "K", "rt", "numba", "range", "min", "max", "abs", "int", "float",
                      "bool", "len", "ValueError", "IndexError", "True", "False", "None"))
-INLINE_BELOW = 5  # call sites: see Kernels.used_once
-DECORATOR = '@numba.njit(cache=True, error_model="numpy", nogil=True)'
+INLINE_BELOW = 2  # call sites: see Kernels.used_once
+DECORATOR = ('@numba.njit(cache=True, error_model="numpy", nogil=True, no_cpython_wrapper=True, '
+             'no_cfunc_wrapper=True)')
 
 _STRING = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""")
 _NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)")
@@ -73,9 +74,10 @@ class Kernels:
         return canonical(self._lines(params, body, results))
 
     def used_once(self) -> frozenset:
-        """The canonical texts of the kernels worth inlining: a separate function costs Numba
-        about as much as five inline copies of a loop nest (measured), so kernels called from
-        fewer places stay inline."""
+        """The canonical texts of the kernels worth inlining: those called from one place. A
+        kernel is compiled once and called through its symbol (``numba_links``), so two copies
+        of a loop nest already cost more than a function (the L2HMC step's first call: 4.7 s
+        with this threshold at 2, 4.9 s at 5)."""
         return frozenset(t for t, n in self.uses.items() if n < INLINE_BELOW)
 
     def add(self, params: list[str], body: list[str], results: list[str],
