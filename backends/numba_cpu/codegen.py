@@ -147,7 +147,7 @@ class _Codegen(SourceEmitter):
     def empty(self, v: Value, dims: Sequence[str]) -> str:
         """Allocates the output array of ``v`` (0-d for a rank-0 ``v``)."""
         name = self.names.fresh(v.hint)
-        self.w.line(f"{name} = np.empty({tuple_text(dims)}, {np_type(v.type.dtype)})")
+        self.w.line(f"{name} = K.empty({tuple_text(dims)}, {np_type(v.type.dtype)})")
         return name
 
     def fail(self, condition: str, message: str) -> None:

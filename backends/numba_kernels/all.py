@@ -1,6 +1,6 @@
 """Every kernel under one name: generated graph code imports this module as ``K``."""
 from stagecraft.backends.numba_kernels.creation import (  # noqa: F401
-    eye_into, fill_into, random_into, range_into, range_len, where_indices)
+    empty, eye_into, fill_into, random_into, range_into, range_len, where_indices)
 from stagecraft.backends.numba_kernels.linalg import (  # noqa: F401
     batch_index, batch_matmul3, diag2, diag_part3, matmul2)
 from stagecraft.backends.numba_kernels.reduce import (  # noqa: F401

@@ -25,6 +25,14 @@ _JIT = dict(cache=True, error_model="numpy", nogil=True)
 
 
 @numba.njit(**_JIT)
+def empty(shape, dtype):
+    """``np.empty(shape, dtype)``. Generated code allocates through this kernel, which is
+    compiled once per rank and dtype and cached on disk, instead of having Numba compile
+    NumPy's allocation again inside every new graph function."""
+    return np.empty(shape, dtype)
+
+
+@numba.njit(**_JIT)
 def fill_into(value, out):
     """out[...] = value (a 0-d array of out's dtype)."""
     v = value[()]
