@@ -26,6 +26,7 @@ from stagecraft.backends.numba_cpu import scalar_ops
 from stagecraft.backends.numba_cpu.outline import GLOBALS, Kernels
 from stagecraft.backends.numba_cpu.repeats import (TRANSPARENT, Group, Occurrence, find_repeats,
                                                    identities, outside_operands)
+from stagecraft.backends.numba_cpu.reroll import Reroll, find_rerolls, loop_uses
 from stagecraft.backends.numba_cpu.source import Namer, Writer, literal, np_type, tuple_text
 from stagecraft.backends.source_emitter import SourceEmitter, value_uses
 from stagecraft.ir import dtypes as dt
@@ -66,8 +67,8 @@ def generate(graph: Graph) -> Generated:
                             f"has an unknown rank; give it a rank (dims may be None) or "
                             f"compile this function with backend=\"reference\".")
     # Two passes: the first finds which fused loop nests occur more than once; the second
-    # makes only those separate functions (a function costs Numba ~0.2 s more than the same
-    # loop inline, a repeated call site far less than a repeated loop).
+    # makes only those separate functions (a function costs Numba more than one inline copy
+    # of its loop, a repeated call site far less than a repeated loop).
     first = _Codegen(graph)
     first.run()
     return _Codegen(graph, inline=first.kernels.used_once(), repeats=first.repeats).run()
@@ -95,7 +96,6 @@ class _Codegen(SourceEmitter):
         self.kernels = Kernels()
         self.ids: dict = {}        # value uid -> operand identity (see .repeats.identities)
         self.functions: dict[Group, str] = {}   # repeated runs' functions, by group
-        self.calls: dict[Group, int] = {}       # calls emitted, by group
         self.consts: list[np.ndarray] = []
         self.const_names: list[str] = []
         self.host_fns: list[Any] = []
@@ -169,22 +169,57 @@ class _Codegen(SourceEmitter):
         """Emits ``eqns`` (``uses``: value uid -> indices of the equations using it, the
         length of ``eqns`` standing for "after them"; ``repeats``: the runs outlined, by
         start)."""
-        starts = sorted(repeats) + [len(eqns)]
-        i = 0
-        while i < len(eqns):
+        self.emit_range(eqns, uses, repeats, 0, len(eqns), find_rerolls(eqns, uses, repeats))
+
+    def emit_range(self, eqns: Sequence[Eqn], uses: dict, repeats: dict, lo: int, hi: int,
+                   rerolls: dict) -> None:
+        """Emits ``eqns[lo:hi]`` (see :meth:`emit_eqns`; ``rerolls``: see .reroll)."""
+        starts = sorted(repeats) + [hi]
+        i = lo
+        while i < hi:
+            if i in rerolls:
+                self.emit_rerolled(eqns, rerolls[i], uses, repeats)
+                i += rerolls[i].length * rerolls[i].count
+                continue
             if i in repeats:
                 r = repeats[i]
                 self.emit_repeated(eqns, i, r, uses)
                 i += r.length
                 continue
-            # A fused group stops where a repeated run starts.
-            group = min(self._fusion_group(eqns, i), next(j for j in starts if j > i) - i)
+            # A fused group stops where a repeated run (or a rolled loop) starts.
+            stop = min(next(j for j in starts if j > i), hi,
+                       next((j for j in sorted(rerolls) if j > i), hi))
+            group = min(self._fusion_group(eqns, i), stop - i)
             if group:
                 self.emit_fused(eqns[i:i + group], range(i, i + group), uses)
                 i += group
                 continue
             self.emit_eqn(eqns[i])
             i += 1
+
+    def emit_rerolled(self, eqns: Sequence[Eqn], r: Reroll, uses: dict, repeats: dict) -> None:
+        """``r.count`` periods of equations as one ``for`` loop over the first (see .reroll)."""
+        saved, carried = {}, []
+        for init, rel, out in r.carried:
+            name = self.fresh(eqns[r.start + rel].outputs[out].hint or init.hint or "carried")
+            self.line(f"{name} = {self.operand(init)}")
+            saved[init.uid] = self.env[init.uid]
+            self.env[init.uid] = name
+            carried.append((name, rel, out))
+        self.line(f"# {r.count} copies of {r.length} equations, each taking the results of "
+                  f"the one before: a loop")
+        body_uses = loop_uses(eqns, uses, r)
+        with self.w.block(f"for {self.fresh('step')} in range({r.count}):"):
+            self.emit_range(eqns, body_uses, repeats, r.start, r.start + r.length, {})
+            for name, rel, out in carried:
+                self.line(f"{name} = {self.operand(eqns[r.start + rel].outputs[out])}")
+        self.env.update(saved)
+        # After the loop, the first period's names hold the last period's values.
+        last = r.start + (r.count - 1) * r.length
+        for q in range(r.length):
+            for first, v in zip(eqns[r.start + q].outputs, eqns[last + q].outputs):
+                if first.uid in self.env:
+                    self.env[v.uid] = self.env[first.uid]
 
     def emit_repeated(self, eqns: Sequence[Eqn], start: int, r: Occurrence,
                       uses: dict) -> None:
@@ -203,8 +238,7 @@ class _Codegen(SourceEmitter):
         body = [e for e in run if e.op not in TRANSPARENT]
         outs = [body[k].outputs[j] for k, j in r.group.results]
         names_out = [self.fresh(v.hint) for v in outs]
-        self.calls[r.group] = self.calls.get(r.group, 0) + 1
-        self.line(f"# run {self.calls[r.group]} of {r.group.count} of a repeated piece "
+        self.line(f"# a piece repeated {r.group.count} times in the graph "
                   f"({len(body)} equations)")
         args = [self._identity_operand(i, values) for i, values in params.items()]
         call = f"{fn}({', '.join(args)})"

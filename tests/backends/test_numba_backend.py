@@ -229,9 +229,12 @@ def test_unrolled_python_loop_compiles_one_function_per_repeated_piece():
     source = tf.compiled_source(tf.function(step), x)
     assert source.count("def _repeated_") == 1
     # Every step is in a call (one step or two per call, whichever saves more compile time),
-    # but for the ends of the first and last, where the runs' alignment may cut a step.
-    assert re.search(r"# run (\d+) of \1 of a repeated piece", source)
-    assert source.split("def graph_fn")[1].count("np.tanh") <= 1
+    # but for the ends of the first and last, where the runs' alignment may cut a step; the
+    # calls, each taking the one before's results, are rolled into a loop.
+    graph_fn = source.split("def graph_fn")[1]
+    assert re.search(r"# a piece repeated \d+ times in the graph", source)
+    assert "each taking the results of the one before: a loop" in graph_fn
+    assert graph_fn.count("np.tanh") <= 1
     expected = tf.function(step, backend="reference")(x)
     np.testing.assert_allclose(tf.function(step)(x).numpy(), expected.numpy(), rtol=1e-6)
 

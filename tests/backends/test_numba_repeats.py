@@ -47,7 +47,7 @@ def test_runs_repeated_apart_share_one_function_with_variables_read_inside():
     args = (tf.constant(np.arange(12.0).reshape(3, 4) / 10), tf.constant(0.7, tf.float64))
     source = tf.compiled_source(tf.function(f, backend="numba"), *args)
     assert source.count("def _repeated_") == 1
-    assert source.count("= _repeated_0(") == 3 and "# run 3 of 3 of a repeated piece" in source
+    assert source.count("= _repeated_0(") == 3 and "# a piece repeated 3 times in the graph" in source
     _check(f, *args)
 
 
