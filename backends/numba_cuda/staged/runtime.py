@@ -52,7 +52,9 @@ def _located(name: str, loc: str) -> Iterator[None]:
     try:
         yield
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
-        raise InvalidArgumentError(f"{name}: {e}\n  at {loc}") from None
+        text = str(e)  # kernels' messages may name the op already
+        text = text if text.startswith(f"{name}:") else f"{name}: {text}"
+        raise InvalidArgumentError(f"{text}\n  at {loc}") from None
 
 
 def row_update_in_place(inputs: list, site: tuple) -> Any:
