@@ -24,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+import numpy as np
+
 from stagecraft.backends.numba_cpu.repeats import _outlinable, _token
 from stagecraft.ir.graph import Eqn, Literal, Value
 
@@ -91,7 +93,7 @@ def _period_matches(eqns, repeats, pos, start, length, i, slots) -> bool:
     base, here = start, start + i * length
     for q in range(length):
         a, b = eqns[base + q], eqns[here + q]
-        if _token(a) != _token(b):
+        if _token(a) != _token(b) or not _same_constant(a, b):
             return False
         ra, rb = repeats.get(base + q), repeats.get(here + q)
         if (ra is None) != (rb is None) or (ra is not None and (ra.group is not rb.group or
@@ -120,6 +122,17 @@ def _period_matches(eqns, repeats, pos, start, length, i, slots) -> bool:
             if slots.setdefault((q, k), kind) != kind:
                 return False
     return True
+
+
+def _same_constant(a: Eqn, b: Eqn) -> bool:
+    """Whether two equations with equal tokens also make the same constant: the token leaves
+    a constant's value out (an outlined run takes it as an argument), but the loop body is the
+    first period's code, constants included."""
+    if a.op != "const":
+        return True
+    x, y = (np.asarray(dict(e.attrs)["value"]) for e in (a, b))
+    return x.dtype == y.dtype and x.shape == y.shape and \
+        bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"))
 
 
 def _checked(eqns, uses, pos, start, length, count, slots) -> Reroll | None:

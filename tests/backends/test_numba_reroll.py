@@ -78,6 +78,24 @@ def test_a_starting_value_also_read_by_every_step_stays_before_the_loop():
     assert LOOP in graph_fn and "in range(5):" in graph_fn
 
 
+def test_steps_with_different_constants_stay_unrolled():
+    def f(x):
+        for i in range(6):
+            x = _layer(_layer(x)) * tf.constant(float(i + 1))  # a constant of its own per step
+        return x
+
+    assert LOOP not in _check(f, _x())
+
+
+def test_steps_with_the_same_constant_roll():
+    def f(x):
+        for _ in range(6):
+            x = _layer(_layer(x)) * tf.constant(0.75)
+        return x
+
+    assert LOOP in _check(f, _x())
+
+
 def test_too_few_copies_stay_unrolled():
     def f(x):
         for _ in range(MIN_COUNT - 1):
