@@ -330,6 +330,8 @@ def load(source: str, entry: str, extra: str = "",
     >>> f(21), f.__stagecraft_path__.name.startswith("gen_")
     (42, True)
     """
+    if link is not None:  # linked code calls symbols: never load it without its links
+        extra += f";link={link.__module__}.{link.__qualname__}"
     key = source_key(source, extra, njit_options)
     path = (cache_dir() / f"gen_{key}.py").resolve()
     with _lock:

@@ -207,6 +207,7 @@ class Links:
         """Lists ``key`` compiled for ``argtypes`` (once) and rewrites the file."""
         entry = [key, [encode_type(t) for t in argtypes]]
         with _lock:
+            self._read = False  # merge what other processes listed since, not overwrite it
             self._load()
             if entry not in self.entries:
                 self.entries.append(entry)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from numba import types
 
-from stagecraft.backends import numba_cache
+from stagecraft.backends import numba_cache, numba_links
 from stagecraft.backends.numba_links import decode_type, encode_type, external
 
 
@@ -162,3 +162,23 @@ def test_the_record_sits_next_to_the_module_and_clear_removes_it(tmp_path):
     assert record.with_suffix(".py").exists()
     numba_cache.clear(tmp_path / "cache")
     assert not record.exists() and not record.with_suffix(".py").exists()
+
+
+def test_linked_and_plain_loads_of_one_source_are_different_modules(tmp_path, monkeypatch):
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path))
+    source = "def inc(x):\n    return x + 1\n"
+    plain = numba_cache.load(source, "inc")
+    linked = numba_cache.load(source, "inc", link=lambda module, links: None)
+    # Linked machine code calls published symbols: a plain load must never find its cache.
+    assert plain.__stagecraft_path__ != linked.__stagecraft_path__
+    assert plain(1) == linked(1) == 2
+
+
+def test_records_of_two_processes_merge_instead_of_overwriting(tmp_path):
+    path = tmp_path / "gen_x.links"
+    first, second = numba_links.Links(path), numba_links.Links(path)
+    first.record("a", (types.float32,))
+    second.record("b", (types.int64,))      # read the file before "a" was listed
+    first.record("c", (types.boolean,))
+    listed = [key for key, _ in json.loads(json.loads(path.read_text())["calls"])]
+    assert listed == ["a", "b", "c"]
