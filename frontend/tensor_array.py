@@ -35,6 +35,8 @@ class TensorArray:
         self._element_shape = TensorShape(element_shape)
         self._items: list | None = None
         self._buffer: Tensor | None = None
+        # A fixed length known when tracing, for a buffer made at the first write.
+        self._size = size if isinstance(size, int) and not self._dynamic else None
         if STATE.get().graph is None:
             n = 0 if size is None else int(size)
             self._items = [None] * n
@@ -56,7 +58,7 @@ class TensorArray:
         ta = object.__new__(TensorArray)
         ta._dtype, ta._dynamic = self._dtype, self._dynamic
         ta._element_shape = element_shape or self._element_shape
-        ta._items, ta._buffer = items, buffer
+        ta._items, ta._buffer, ta._size = items, buffer, self._size
         return ta
 
     def _value(self, value: Any) -> Tensor:
@@ -84,8 +86,12 @@ class TensorArray:
                 items.extend([None] * (i + 1 - len(items)))
             items[i] = t
             return self._new(items=items, element_shape=shape)
-        from stagecraft.array_ops import concat, expand_dims
+        from stagecraft.array_ops import concat, expand_dims, tile, zeros_like
         buf = self._buffer
+        if buf is None and self._size and t.shape.rank is not None:
+            # The first write of a fixed-size array whose element shape was unknown until now:
+            # the buffer gets all its rows (zeros), so writes replace rows instead of growing it.
+            buf = tile(zeros_like(expand_dims(t, 0)), [self._size] + [1] * t.shape.rank)
         if buf is not None and not self._dynamic and buf.shape[0] is not None \
                 and buf.shape[0] > 0:
             # A fixed size: one row written in a copy (an index out of range raises).

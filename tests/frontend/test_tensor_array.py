@@ -1,4 +1,5 @@
 """TensorArray eagerly and as a loop variable of a staged while_loop."""
+import numpy as np
 import pytest
 
 import stagecraft as tf
@@ -52,3 +53,24 @@ def test_staged_unstack_then_read_by_tensor_index():
         return tf.TensorArray(tf.float32, size=3).unstack(x).read(i)
 
     assert float(pick(tf.constant([4.0, 5.0, 6.0]), tf.constant(2))) == 6.0
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_staged_fixed_size_without_element_shape_takes_its_rows_at_the_first_write(backend):
+    x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4))
+
+    def doubling(x):
+        ta = tf.TensorArray(tf.float32, size=3)   # element shape unknown until the write
+        for i in range(3):
+            x = x * 2.0
+            ta = ta.write(i, x)
+        return ta.stack()
+
+    def one_row(x):
+        ta = tf.TensorArray(tf.float32, size=4).write(2, x)
+        return ta.stack(), ta.size()
+
+    for f in (doubling, one_row):
+        got, want = tf.function(f, backend=backend)(x), f(x)
+        for g, w in zip(tf.nest.flatten(got), tf.nest.flatten(want)):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
