@@ -9,7 +9,7 @@ import numpy as np
 
 from stagecraft.backends.runtime import format_print, write
 from stagecraft.ir import OPS
-from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.errors import InvalidArgumentError, kernel_failed
 from stagecraft.ir.graph import Eqn, Graph, Literal
 from stagecraft.ir.shapes import format_dims, is_compatible
 
@@ -95,7 +95,7 @@ def _run_eqn(eqn: Eqn, ins: list) -> Sequence[Any]:
     try:
         out = kernel(*ins, **attrs)
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
-        raise InvalidArgumentError(f"{op}: {e}\n  at {eqn.loc}") from None
+        raise kernel_failed(op, e, eqn.loc) from None
     return (out,) if OPS[op].num_outputs == 1 else tuple(out)
 
 

@@ -25,6 +25,18 @@ class InvalidArgumentError(OpError, ValueError):
     """
 
 
+def kernel_failed(op: str, error: Exception, loc: str) -> InvalidArgumentError:
+    """The error of a kernel of ``op`` that raised ``error`` at ``loc``, naming the op once
+    (kernels' messages may start with it already).
+
+    >>> str(kernel_failed("gather", IndexError("gather: index 5 is out of range"), "f.py:3"))
+    'gather: index 5 is out of range\\n  at f.py:3'
+    """
+    text = str(error)
+    text = text if text.startswith(f"{op}:") else f"{op}: {text}"
+    return InvalidArgumentError(f"{text}\n  at {loc}")
+
+
 class NotFoundError(OpError):
     """A file, checkpoint or kernel that was asked for does not exist."""
 

@@ -21,7 +21,7 @@ from stagecraft.backends.numba_cuda import config, layout, memory
 from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
 from stagecraft.backends.numba_cuda.launcher import launch  # noqa: F401 (generated code's)
 from stagecraft.backends.runtime import format_print, write
-from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.errors import InvalidArgumentError, kernel_failed
 
 _eager: Any = None
 
@@ -52,9 +52,7 @@ def _located(name: str, loc: str) -> Iterator[None]:
     try:
         yield
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
-        text = str(e)  # kernels' messages may name the op already
-        text = text if text.startswith(f"{name}:") else f"{name}: {text}"
-        raise InvalidArgumentError(f"{text}\n  at {loc}") from None
+        raise kernel_failed(name, e, loc) from None
 
 
 def row_update_in_place(inputs: list, site: tuple) -> Any:
