@@ -171,12 +171,16 @@ def while_grad(regions: Sequence[Graph], inputs: list, n: int, outs: list, gouts
 
 def known_trips(regions: Sequence[Graph], inputs: list, n: int) -> Any:
     """The loop's trip count computed before it runs, or None. Recognized: a carried integer
-    ``i`` the body steps by ``d`` (``i = i + d``), with the condition ``i < limit`` (``d`` a
-    positive constant) or AutoGraph's ``for i in tf.range(...)`` test
+    ``i`` the body steps by ``d`` (``i = i + d``, or ``i = i - c`` for a constant ``c``),
+    with the condition ``i < limit`` or
+    ``i <= limit`` (``d`` a positive constant), ``i > limit`` or ``i >= limit`` (``d`` a
+    negative constant), either operand order, or AutoGraph's ``for i in tf.range(...)`` test
     ``i < limit if d > 0 else i > limit``; ``d`` and ``limit`` constants or loop invariants.
-    Then the count is ``max(ceil((limit - i0) / d), 0)``."""
+    Then the count is ``max(ceil(span / d), 0)`` with ``span = limit - i0`` (one more step
+    toward ``d`` for ``<=``/``>=``)."""
     from stagecraft.array_ops import ones_like
-    from stagecraft.math_ops import cast, equal, floordiv, maximum, negative, subtract, where
+    from stagecraft.math_ops import (add, cast, equal, floordiv, maximum, negative, sign,
+                                     subtract, where)
     cond_g, body_g = regions
     made = {o.uid: e for e in cond_g.eqns for o in e.outputs}
     slot = _Slots(cond_g, n)
@@ -184,39 +188,60 @@ def known_trips(regions: Sequence[Graph], inputs: list, n: int) -> Any:
     if test is None:
         return None
     step_in_cond = None
-    if test.op == "select":   # AutoGraph's range test: select(d > 0, i < limit, i > limit)
-        sign, up, down = (made.get(getattr(x, "uid", None)) for x in test.inputs)
-        if None in (sign, up, down) or sign.op != "greater" or up.op != "less" or \
+    op = test.op
+    if op == "select":   # AutoGraph's range test: select(d > 0, i < limit, i > limit)
+        sign_t, up, down = (made.get(getattr(x, "uid", None)) for x in test.inputs)
+        if None in (sign_t, up, down) or sign_t.op != "greater" or up.op != "less" or \
                 down.op != "greater" or slot.of(up.inputs[0]) != slot.of(down.inputs[0]) or \
                 slot.of(up.inputs[1]) != slot.of(down.inputs[1]) or \
-                not _is_literal(sign.inputs[1], 0):
+                not _is_literal(sign_t.inputs[1], 0):
             return None
-        test, step_in_cond = up, slot.of(sign.inputs[0])
-    elif test.op != "less":
+        test, op, step_in_cond = up, "less", slot.of(sign_t.inputs[0])
+    elif op not in _MIRROR:
         return None
     index, bound = slot.of(test.inputs[0]), slot.of(test.inputs[1])
+    if step_in_cond is None and bound is not None and bound[0] == "carried" and \
+            (index is None or index[0] != "carried"):
+        index, bound, op = bound, index, _MIRROR[op]   # limit > i is i < limit
     if index is None or index[0] != "carried" or bound is None or bound[0] == "carried":
         return None
     k = index[1]
     body_made = {o.uid: e for e in body_g.eqns for o in e.outputs}
     step = body_made.get(getattr(body_g.results[k], "uid", None))
-    if step is None or step.op != "add" or not inputs[k].dtype.is_integer:
+    if step is None or step.op not in ("add", "subtract") or not inputs[k].dtype.is_integer:
         return None
     body_slot = _Slots(body_g, n)
     operands = [body_slot.of(x) for x in step.inputs]
-    if ("carried", k) not in operands:
+    if ("carried", k) not in operands or (step.op == "subtract" and (
+            operands[0] != ("carried", k) or step_in_cond is not None)):
         return None
     d = operands[1 - operands.index(("carried", k))]
-    if d is None or d[0] == "carried" or (step_in_cond is None and not (
-            d[0] == "literal" and d[1] > 0)) or (step_in_cond is not None and d != step_in_cond):
+    if d is None or d[0] == "carried":
+        return None
+    if step.op == "subtract":   # i = i - d steps by -d
+        if d[0] != "literal":
+            return None
+        d = ("literal", -d[1], d[2])
+    if step_in_cond is not None:
+        if d != step_in_cond:
+            return None
+    elif not (d[0] == "literal" and (d[1] > 0 if op in ("less", "less_equal") else d[1] < 0)):
         return None
     limit, delta = _operand(bound, inputs), _operand(d, inputs)
     # ceil(a / d) = -floor(-a / d), for either sign of d. The count sizes the recording's
     # stacks (the loop itself keeps its own test), so it may only err upwards: a zero step,
     # which leaves the loop at once or never, counts with a step of 1.
     delta = where(equal(delta, 0), ones_like(delta), delta)
-    count = negative(floordiv(negative(subtract(limit, inputs[k])), delta))
+    span = subtract(limit, inputs[k])
+    if op in ("less_equal", "greater_equal"):   # the limit itself is one more step
+        span = add(span, sign(delta))
+    count = negative(floordiv(negative(span), delta))
     return cast(maximum(count, 0), _dt.int32)
+
+
+# The comparisons a counted loop may test, and each one with its operands swapped.
+_MIRROR = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
+           "greater_equal": "less_equal"}
 
 
 class _Slots:

@@ -579,6 +579,29 @@ def test_range_loop_under_one_tape_records_in_its_forward_run():
     np.testing.assert_allclose(g.numpy(), g_e.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("cond, step, start", [
+    (lambda t: t <= 4, lambda t: t + 1, 0), (lambda t: t <= 5, lambda t: t + 2, 0),
+    (lambda t: t > 0, lambda t: t - 1, 5), (lambda t: t >= 0, lambda t: t + (-2), 5),
+    (lambda t: 5 > t, lambda t: t + 1, 0), (lambda t: 0 <= t, lambda t: t - 3, 7),
+    (lambda t: t <= 4, lambda t: t + 1, 9)])
+def test_counted_loops_of_every_comparison_record_in_their_forward_run(cond, step, start):
+    def loss(x, w):
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+            h = tf.while_loop(lambda t, h: cond(t), lambda t, h: (step(t), tf.tanh(h * w + x)),
+                              (tf.constant(start), x))[1]
+            total = tf.reduce_sum(h * h)
+        return total, tape.gradient(total, w)
+
+    x, w = tf.constant([0.3, -0.2]), tf.constant(0.7)
+    f = tf.function(loss)
+    assert _ops(f, x, w).count("while") == 2
+    got, want = f(x, w), loss(x, w)
+    np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-6)
+    expected = 0.0 if want[1] is None else want[1].numpy()   # no trip: no path to w eagerly
+    np.testing.assert_allclose(got[1].numpy(), expected, rtol=1e-6)
+
+
 def test_range_loop_recorded_in_its_forward_run_keeps_side_effects_once():
     counter = tf.Variable(0.0)
     f = tf.function(lambda x, w: _range_loop_loss(x, w, counter))
