@@ -182,3 +182,17 @@ def test_records_of_two_processes_merge_instead_of_overwriting(tmp_path):
     first.record("c", (types.boolean,))
     listed = [key for key, _ in json.loads(json.loads(path.read_text())["calls"])]
     assert listed == ["a", "b", "c"]
+
+
+def test_the_kernels_kept_inline_exist_and_every_other_kernel_is_linked(tmp_path):
+    import types as pytypes
+
+    import stagecraft.backends.numba_kernels.all as K
+    from stagecraft.backends.numba_cpu import linking
+    kernels = {n for n, v in vars(K).items() if isinstance(v, numba.core.dispatcher.Dispatcher)}
+    assert linking.INLINED <= kernels
+    module = pytypes.ModuleType("stagecraft_gen_test")
+    module.K = K
+    linking.link(module, numba_links.Links(tmp_path / "gen_test.links"))
+    linked = {n for n in kernels if module.K.__dict__[n] is not getattr(K, n)}
+    assert linked == kernels - linking.INLINED
