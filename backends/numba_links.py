@@ -207,13 +207,15 @@ class Links:
         """Lists ``key`` compiled for ``argtypes`` (once) and rewrites the file."""
         entry = [key, [encode_type(t) for t in argtypes]]
         with _lock:
+            if entry in self.entries:
+                return
             self._read = False  # merge what other processes listed since, not overwrite it
             self._load()
             if entry not in self.entries:
                 self.entries.append(entry)
                 listing = json.dumps(self.entries)
-                text = json.dumps({"version": _VERSION, "calls": listing, "sha256": _digest(listing)})
-                _write_atomic(self.path, text.encode(), replace=True)
+                record = {"version": _VERSION, "calls": listing, "sha256": _digest(listing)}
+                _write_atomic(self.path, json.dumps(record).encode(), replace=True)
 
     def guard(self, dispatcher: Any, key: str) -> None:
         """Lets ``dispatcher`` (recorded as ``key``) load cached machine code only when the file
