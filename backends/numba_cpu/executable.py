@@ -21,13 +21,16 @@ _library_hash: str | None = None
 
 
 def library_hash() -> str:
-    """A hash of the kernel library and this backend's sources: part of every cache key,
-    because numba does not notice changes in the modules a cached function calls."""
+    """A hash of the kernel library, this backend's sources and the symbol links: part of
+    every cache key, because numba does not notice changes in the modules a cached function
+    calls."""
     global _library_hash
     if _library_hash is None:
         h = hashlib.sha256()
         root = pathlib.Path(__file__).resolve().parent.parent
-        for path in sorted([*root.glob("numba_kernels/*.py"), *root.glob("numba_cpu/*.py")]):
+        # numba_links names the symbols that cached code calls: a change must not reuse it.
+        for path in sorted([*root.glob("numba_kernels/*.py"), *root.glob("numba_cpu/*.py"),
+                            root / "numba_links.py"]):
             h.update(path.name.encode() + path.read_bytes())
         _library_hash = h.hexdigest()[:16]
     return _library_hash
