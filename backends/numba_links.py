@@ -136,7 +136,8 @@ def publish(fn: Any, argtypes: tuple) -> tuple[str, Any]:
 def external(fn: Any, links: Links | None = None, key: str | None = None) -> Callable:
     """An intrinsic calling the njit dispatcher ``fn`` through its published symbol (module
     docstring). ``links`` records each published call under ``key`` (``fn``'s name by
-    default) so that :meth:`Links.replay` can publish it again in a new process."""
+    default), so that a new process publishes it again before loading cached code that calls
+    it (:class:`Links`)."""
     from numba import types
     from numba.core import cgutils
     from numba.extending import intrinsic
