@@ -174,7 +174,7 @@ class _Codegen(SourceEmitter):
     def emit_range(self, eqns: Sequence[Eqn], uses: dict, repeats: dict, lo: int, hi: int,
                    rerolls: dict) -> None:
         """Emits ``eqns[lo:hi]`` (see :meth:`emit_eqns`; ``rerolls``: see .reroll)."""
-        starts = sorted(repeats) + [hi]
+        starts = sorted({*repeats, *rerolls, hi})   # where a fused group must stop
         i = lo
         while i < hi:
             if i in rerolls:
@@ -186,9 +186,8 @@ class _Codegen(SourceEmitter):
                 self.emit_repeated(eqns, i, r, uses)
                 i += r.length
                 continue
-            # A fused group stops where a repeated run (or a rolled loop) starts.
-            stop = min(next(j for j in starts if j > i), hi,
-                       next((j for j in sorted(rerolls) if j > i), hi))
+            # A fused group stops where a repeated run or a rolled loop starts.
+            stop = min(next(j for j in starts if j > i), hi)
             group = min(self._fusion_group(eqns, i), stop - i)
             if group:
                 self.emit_fused(eqns[i:i + group], range(i, i + group), uses)
