@@ -74,7 +74,7 @@ def _union(*regions: Region) -> list[Value]:
 
 def _record(tapes: tuple, inputs: list, outputs: list, backward: Callable) -> None:
     for tape in tapes:
-        tape.record(None, {}, inputs, outputs, backward)
+        tape.record_composite(inputs, outputs, backward)
 
 
 # --------------------------------------------------------------------------- cond

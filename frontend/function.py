@@ -401,13 +401,8 @@ class ConcreteFunction:
 
     # ----------------------------------------------------------------- gradients
     def _record(self, tapes: tuple, args: list, outs: list) -> None:
-        variables = [a for a in args if isinstance(a, Variable)]
         for tape in tapes:
-            if tape._watch_accessed_variables:
-                for v in variables:
-                    if v.trainable:
-                        tape._watch_variable(v)
-            tape.record(None, {}, args, outs, functools.partial(self._backward_call, args, outs))
+            tape.record_composite(args, outs, functools.partial(self._backward_call, args, outs))
 
     def _backward_call(self, args: list, outs: list, gouts: list) -> list:
         """Gradients for ``args`` given output gradients, via the staged backward function."""

@@ -134,6 +134,17 @@ class GradientTape:
         for o in floats:
             ids[key(o)] = o
 
+    def record_composite(self, inputs: Sequence, outputs: Sequence, backward: Callable) -> None:
+        """Records an op made of a traced graph (a staged call, ``cond`` or ``while``) whose
+        ``inputs`` may include the variables it reads inside: those are watched as a direct
+        read would watch them, so gradients reach variables read only inside the graph."""
+        if self._watch_accessed_variables:
+            from stagecraft.variables import Variable
+            for x in inputs:
+                if isinstance(x, Variable) and x.trainable:
+                    self._watch_variable(x)
+        self.record(None, {}, inputs, outputs, backward)
+
     def record_read(self, variable: Any, value: Tensor) -> None:
         """Called when a variable is read: watches it if it should be, and links the value."""
         if self._watch_accessed_variables and variable.trainable:

@@ -127,3 +127,19 @@ def _backend_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
     finally:
         backends.DEFAULT = saved
+
+
+# The full dtype × shape × construct matrices are opt-in (`--full-matrix`): the default run
+# keeps a sample that covers every op, construct and source once per backend.
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full-matrix", action="store_true",
+                     help="also run the cases marked full_matrix (the whole generated matrices)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    if config.getoption("--full-matrix"):
+        return
+    kept = [i for i in items if i.get_closest_marker("full_matrix") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept

@@ -31,6 +31,8 @@ def converted_call(f: Any, args: tuple, kwargs: dict) -> Any:
     target = _BUILTINS.get(f) if _hashable(f) else None
     if target is not None:
         return target(*args, **kwargs)
+    if _is_callable_object(f):
+        f = f.__call__  # an instance of a user class: its __call__ is user code (TF does this)
     fn = _to_convert(f)
     if fn is None:
         result = f(*args, **kwargs)
@@ -59,6 +61,12 @@ def _hashable(f: Any) -> bool:
         return True
     except TypeError:
         return False
+
+
+def _is_callable_object(f: Any) -> bool:
+    return not isinstance(f, (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                               functools.partial)) \
+        and isinstance(getattr(type(f), "__call__", None), types.FunctionType)
 
 
 def _to_convert(f: Any) -> Callable | None:
