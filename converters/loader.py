@@ -25,11 +25,18 @@ def load(fn: Callable, node: gast.FunctionDef, filename: str, runtime: Any) -> C
     """The function ``node`` defines, built like ``fn`` (same globals, closure, defaults)."""
     freevars = [v for v in fn.__code__.co_freevars if v != RUNTIME]
     params = [gast.Name(n, gast.Param(), None, None) for n in [RUNTIME] + freevars]
+    # The factory's `def` would bind the function's name in the factory, so the converted
+    # code would read its own name (a recursive call) from an empty cell there instead of
+    # from the user's globals. Declared global, the name means what it meant in the original
+    # (the factory itself never runs: only its child code object is used). A name that is a
+    # closure variable of the original (a recursive nested function) stays a factory
+    # parameter bound to the original cell.
+    scope = [] if node.name in freevars else [gast.Global(names=[node.name])]
     factory = gast.FunctionDef(
         name=FACTORY,
         args=gast.arguments(args=params, posonlyargs=[], vararg=None, kwonlyargs=[],
                             kw_defaults=[], kwarg=None, defaults=[]),
-        body=[node, gast.Return(gast.Name(node.name, gast.Load(), None, None))],
+        body=scope + [node, gast.Return(gast.Name(node.name, gast.Load(), None, None))],
         decorator_list=[], returns=None, type_comment=None, type_params=[])
     module = gast.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
     _locate(module, node)
