@@ -24,7 +24,7 @@ from stagecraft.backends import get_backend
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
 from stagecraft.device_tensor import DeviceTensor, wrap_device
-from stagecraft import placement
+from stagecraft import placement, random_state
 from stagecraft.func_graph import FuncGraph, building
 from stagecraft.graph_tensor import GraphTensor, graph_tensor
 from stagecraft.ir.graph import Graph, Value
@@ -334,6 +334,7 @@ class ConcreteFunction:
         if state.graph is not None:
             outs = self._emit_call(state.graph, args)
         else:
+            saved = random_state.snapshot(args) if state.tapes else []
             values = [a if isinstance(a, Variable) else
                       (a._value if isinstance(a, Tensor) else convert_to_tensor(a)._value)
                       for a in args]
@@ -349,7 +350,7 @@ class ConcreteFunction:
             else:
                 outs = placement.host_call(self.executable, values, self._device)
             if state.tapes:
-                self._record(state.tapes, args, outs)
+                self._record(state.tapes, args, outs, saved)
         return nest.map_structure(lambda s: None if s is None else outs[s.index], self._outputs)
 
     def _call_eager(self, args: tuple) -> Any:
@@ -390,19 +391,24 @@ class ConcreteFunction:
         return call
 
     def _emit_call(self, fg: FuncGraph, args: list) -> list:
+        saved = random_state.snapshot(args) if STATE.get().tapes else []
         operands = [fg.ref_for(a) if isinstance(a, Variable) else fg.operand(a) for a in args]
         outs = fg.emit("call", operands, [r.type for r in self.graph.results],
                        {"name": self.name}, regions=[self.graph])
         tapes = STATE.get().tapes
         if tapes:
             self._record(tapes, [graph_tensor(o, fg) if not isinstance(a, Variable) else a
-                                 for a, o in zip(args, operands)], outs)
+                                 for a, o in zip(args, operands)], outs, saved)
         return outs
 
     # ----------------------------------------------------------------- gradients
-    def _record(self, tapes: tuple, args: list, outs: list) -> None:
+    def _record(self, tapes: tuple, args: list, outs: list, saved: list) -> None:
+        """Records the call; its gradient replays the graph with the random sites of ``saved``
+        (``random_state.snapshot``) as they were before the call."""
+        def backward(gouts: list) -> list:
+            return self._backward_call(random_state.replay_inputs(args, saved), outs, gouts)
         for tape in tapes:
-            tape.record_composite(args, outs, functools.partial(self._backward_call, args, outs))
+            tape.record_composite(args, outs, backward)
 
     def _backward_call(self, args: list, outs: list, gouts: list) -> list:
         """Gradients for ``args`` given output gradients, via the staged backward function."""
@@ -834,6 +840,8 @@ class Function:
                     return fn(*args, **kwargs)  # raises the clear dead-instance error
                 return converted(obj, *args, **kwargs)
             return call
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            return types.MethodType(convert(fn.__func__), fn.__self__)  # tf.function(obj.m)
         if not isinstance(fn, types.FunctionType):
             return fn  # a callable object or builtin: traced as is
         return convert(fn)

@@ -2,6 +2,7 @@
 Python values and eager tensors, and stages graph control flow for symbolic tensors."""
 from stagecraft.converters.operators.builtins import len_, print_
 from stagecraft.converters.operators.calls import converted_call
+from stagecraft.converters.operators.composites import ldu, set_attr, set_item
 from stagecraft.converters.operators.control_flow import (RangeSpec, for_stmt, if_stmt,
                                                           range_, while_stmt)
 from stagecraft.converters.operators.exceptions import assert_stmt
@@ -9,7 +10,7 @@ from stagecraft.converters.operators.logical import and_, compare_chain, if_exp,
 from stagecraft.converters.operators.variables import (Undefined, UndefinedReturnValue,
                                                        is_undefined, retval)
 
-__all__ = ["len_", "print_", "assert_stmt", "converted_call", "RangeSpec", "for_stmt",
+__all__ = ["len_", "print_", "assert_stmt", "converted_call", "ldu", "set_attr", "set_item", "RangeSpec", "for_stmt",
            "if_stmt", "range_", "while_stmt", "and_", "compare_chain", "if_exp", "not_", "or_",
            "Undefined",
            "UndefinedReturnValue", "is_undefined", "retval"]

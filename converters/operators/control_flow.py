@@ -106,10 +106,13 @@ class _Merge:
             if is_undefined(a) and is_undefined(b):
                 return a
             missing = "else" if is_undefined(b) else "if"
-            return Undefined(name, (
-                f"'{name}' must also be initialized in the {missing} branch ({loc}): a "
-                f"tensor-dependent if can only define a variable that both branches define. "
-                f"Assign '{name}' before the if, or in both branches."))
+            reason = (f"'{name}' must also be initialized in the {missing} branch ({loc}): a "
+                      f"tensor-dependent if can only define a variable that both branches "
+                      f"define. Assign '{name}' before the if, or in both branches.")
+            if _is_composite(name):
+                # An item or attribute outlives the function: as in TensorFlow, fail now.
+                raise ValueError(reason)
+            return Undefined(name, reason)
         # A return in only one branch: the other branch's value is never used, give it the
         # same structure (zeros) so both branches agree.
         if isinstance(a, UndefinedReturnValue) and not isinstance(b, UndefinedReturnValue):
@@ -158,6 +161,11 @@ class _Merge:
             return nest.map_structure(
                 lambda x: _zeros(x, "the return value", self.loc) if isinstance(x, Tensor)
                 else x, like)
+
+
+def _is_composite(name: str) -> bool:
+    """Whether a state name is an item or attribute (``x['b']``, ``obj.n``), not a variable."""
+    return not name.isidentifier()
 
 
 def _skeleton(x: Any) -> Any:

@@ -28,9 +28,11 @@ from __future__ import annotations
 import gast
 
 from stagecraft.converters.analysis.activity import assigned_names, declared, read_names
+from stagecraft.converters.analysis.composites import (Composite, modified_composites,
+                                                       untracked_subscript_bases)
 from stagecraft.converters.analysis.liveness import analyze
 from stagecraft.converters.context import RUNTIME, Context
-from stagecraft.converters.templates import copy_location, template
+from stagecraft.converters.templates import copy_location, template, template_expr
 
 
 def _params(fn: gast.FunctionDef) -> set[str]:
@@ -45,8 +47,9 @@ def _tuple(names: list[str]) -> gast.Tuple:
                       ctx=gast.Load())
 
 
-def _names_constant(names: list[str]) -> gast.Tuple:
-    return gast.Tuple(elts=[gast.Constant(n, None) for n in names], ctx=gast.Load())
+def _names_constant(names: list) -> gast.Tuple:
+    return gast.Tuple(elts=[gast.Constant(n if isinstance(n, str) else n.text, None)
+                            for n in names], ctx=gast.Load())
 
 
 # Methods that change a Python container in place.
@@ -67,14 +70,19 @@ class _ControlFlow(gast.NodeTransformer):
         # What each compound statement modifies, computed on the user's statements before any
         # rewriting (generated helper functions must not count as the user's variables).
         self.modified: dict = {}
+        self.composites: dict = {}
         for node in gast.walk(fn):
             if isinstance(node, (gast.If, gast.While, gast.For)):
                 # For a for loop this includes its target; the test/iterable binds nothing.
-                body = (assigned_names([node]) if isinstance(node, gast.For) else
-                        assigned_names(node.body) | assigned_names(node.orelse)) | \
-                    _subscript_bases(node.body + node.orelse)
+                stmts = [node] if isinstance(node, gast.For) else node.body + node.orelse
+                # A local container whose items change under keys that cannot be tracked
+                # (slices, computed keys) is carried whole.
+                whole = untracked_subscript_bases(stmts) & local
+                body = assigned_names(stmts) | whole
                 self.modified[node] = sorted(body - self.globals)
                 self.reads_in[node] = read_names(node)
+                self.composites[node] = [c for c in modified_composites(stmts)
+                                         if c.base not in whole]
 
     def _mutated(self, node: gast.stmt) -> list[str]:
         """Locals the loop changes through methods (``items.append(x)``) without assigning
@@ -100,19 +108,43 @@ class _ControlFlow(gast.NodeTransformer):
             live |= self.loop_head.get(node, self.reads_in[node])
         return [n for n in self.modified[node] if n in live]
 
-    def _state_functions(self, carried: list[str]) -> tuple[str, str, list]:
+    def _carried_composites(self, node: gast.stmt) -> list[Composite]:
+        """The items and attributes the statement assigns whose container exists before it
+        (AutoGraph's rule: every name they depend on is live on entry); changes to objects
+        the statement creates itself are not state."""
+        live = set(self.live_in.get(node, self.reads_in[node]))
+        live |= self.loop_head.get(node, set())
+        return [c for c in self.composites[node] if c.support <= live]
+
+    def _state_functions(self, carried: list, restore: list[str] = ()) -> tuple[str, str, list]:
+        """``get_state``/``set_state`` over ``carried`` (names, then composites) followed by
+        ``restore``. Composites are read with ``ldu`` (Undefined when missing) and written back
+        through ``set_item``/``set_attr``, which need no ``nonlocal``."""
         get, set_ = self.ctx.namer.new("get_state"), self.ctx.namer.new("set_state")
         values = self.ctx.namer.new("vars_")
-        if carried:
+        entries = list(carried) + list(restore)
+        simple = [e for e in entries if isinstance(e, str)]
+        if entries:
+            reads, stores, writes = [], [], []
+            for e in entries:
+                if isinstance(e, str):
+                    reads.append(gast.Name(e, gast.Load(), None, None))
+                    stores.append(gast.Name(e, gast.Store(), None, None))
+                    continue
+                temp = self.ctx.namer.new("composite")
+                reads.append(template_expr(f"{RUNTIME}.ldu(lambda: target, text)",
+                                           target=e.target, text=gast.Constant(e.text, None)))
+                stores.append(gast.Name(temp, gast.Store(), None, None))
+                writes += _composite_store(e, temp)
             stmts = template(f"""
                 def {get}():
                     return names_tuple
                 def {set_}({values}):
                     nonlocal carried
                     names_store = {values}
-            """, names_tuple=_tuple(carried), carried=carried,
-                names_store=gast.Tuple(elts=[gast.Name(n, gast.Store(), None, None)
-                                             for n in carried], ctx=gast.Store()))
+                    writes
+            """, names_tuple=gast.Tuple(elts=reads, ctx=gast.Load()), carried=simple,
+                names_store=gast.Tuple(elts=stores, ctx=gast.Store()), writes=writes)
         else:
             stmts = template(f"""
                 def {get}():
@@ -149,8 +181,9 @@ class _ControlFlow(gast.NodeTransformer):
         # after the if: a staged if must reset them between its branch traces, or the else
         # branch would see what the if branch assigned.
         restore = sorted(set(self.live_in.get(node, ())) & set(modified) - set(carried))
+        carried = carried + self._carried_composites(node)
         body_name, else_name = self.ctx.namer.new("if_body"), self.ctx.namer.new("else_body")
-        get, set_, state = self._state_functions(carried + restore)
+        get, set_, state = self._state_functions(carried, restore)
         out = [self._body_function(body_name, node.body, modified),
                self._body_function(else_name, node.orelse, modified)] + state
         extra = ", restore=restore_names" if restore else ""
@@ -174,7 +207,8 @@ class _ControlFlow(gast.NodeTransformer):
         opts, options = self._options(node)
         self.generic_visit(node)
         modified = self.modified[node]
-        carried = self._carried(node, loop=True) + self._mutated(node)
+        carried = self._carried(node, loop=True) + self._mutated(node) + \
+            self._carried_composites(node)
         test_name, body_name = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
         get, set_, state = self._state_functions(carried)
         (test_fn,) = template(f"""
@@ -194,7 +228,8 @@ class _ControlFlow(gast.NodeTransformer):
         opts, options = self._options(node)
         self.generic_visit(node)
         modified = self.modified[node]
-        carried = self._carried(node, loop=True) + self._mutated(node)
+        carried = self._carried(node, loop=True) + self._mutated(node) + \
+            self._carried_composites(node)
         body_name = self.ctx.namer.new("loop_body")
         item = self.ctx.namer.new("itr")
         get, set_, state = self._state_functions(carried)
@@ -231,19 +266,14 @@ def convert(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     return node
 
 
-def _subscript_bases(stmts: list) -> set[str]:
-    """Names whose items are assigned (``d['k'] = v``, ``x[i] += 1``): the container is state
-    the statement modifies (AutoGraph's composite symbols, carried whole)."""
-    out = set()
-    for stmt in stmts:
-        for node in gast.walk(stmt):
-            if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
-                base = node.value
-                while isinstance(base, gast.Subscript):
-                    base = base.value
-                if isinstance(base, gast.Name):
-                    out.add(base.id)
-    return out
+def _composite_store(c: Composite, value: str) -> list[gast.stmt]:
+    """``sc__.set_item(lambda: x, 'b', value)`` for ``x['b']`` (``set_attr`` for
+    ``obj.attr``)."""
+    if isinstance(c.target, gast.Subscript):
+        return template(f"{RUNTIME}.set_item(lambda: parent, key, {value})",
+                        parent=c.parent(), key=c.key())
+    return template(f"{RUNTIME}.set_attr(lambda: parent, attr, {value})",
+                    parent=c.parent(), attr=gast.Constant(c.target.attr, None))
 
 
 def _as_list(x: object) -> list:

@@ -143,7 +143,7 @@ def test_for_iterate_is_not_carried_unless_used_after():
     assert "sc__.for_stmt(xs, None, loop_body, get_state, set_state, ('x',), 'f.py:3')" in out
 
 
-def test_item_assignment_carries_the_container():
+def test_item_assignment_carries_the_item_as_a_composite_symbol():
     out = after(control_flow, """
         def f(x):
             d = {}
@@ -151,8 +151,59 @@ def test_item_assignment_carries_the_container():
                 d['k'] = x
             return d
     """)
-    assert "sc__.if_stmt((x > 0), if_body, else_body, get_state, set_state, ('d',), " \
+    assert "sc__.if_stmt((x > 0), if_body, else_body, get_state, set_state, (\"d['k']\",), " \
         "'f.py:4')" in out
+    assert "sc__.ldu((lambda : d['k']), \"d['k']\")" in out
+    assert "sc__.set_item((lambda : d), 'k', composite)" in out
+    assert "nonlocal d" not in out
+
+
+def test_item_assignment_with_a_computed_key_carries_the_container():
+    out = after(control_flow, """
+        def f(x, i):
+            d = [0, 0]
+            if x > 0:
+                d[i + 1] = x
+            return d
+    """)
+    assert "set_state, ('d',), 'f.py:4')" in out
+
+
+def test_global_container_items_are_composites_without_nonlocal():
+    out = after(control_flow, """
+        def f(x):
+            if x > 0:
+                CACHE['k'] = x
+                LOG.append(x)
+            return x
+    """)
+    assert "nonlocal" not in out
+    assert "(\"CACHE['k']\",)" in out
+
+
+def test_attribute_assignment_is_a_composite_symbol():
+    out = after(control_flow, """
+        def f(self, x):
+            while x > 0:
+                self.count = self.count + 1
+                x = x - 1
+            return x
+    """)
+    assert "('x', 'self.count')" in out
+    assert "sc__.set_attr((lambda : self), 'count', composite)" in out
+
+
+def test_items_of_a_container_made_in_the_block_are_not_state():
+    out = after(control_flow, """
+        def f(x):
+            if x > 0:
+                d = {}
+                d['k'] = x
+            else:
+                d = {'k': x}
+            return d
+    """)
+    assert "('d',)" in out
 
 
 def test_variable_read_by_other_branch_but_dead_after_is_restored():
