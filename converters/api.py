@@ -15,7 +15,7 @@ from stagecraft.converters import loader, operators
 from stagecraft.converters.context import RUNTIME, Context, Namer
 from stagecraft.converters.passes import (asserts, break_statements, call_trees, checks,
                                           continue_statements, control_flow, directives,
-                                          expressions, return_statements)
+                                          expressions, return_statements, variables)
 from stagecraft.converters.source import function_tree
 
 # The passes, in order. Directives come off loop bodies before the jump passes rewrite those
@@ -23,9 +23,11 @@ from stagecraft.converters.source import function_tree
 # asserts follow them (an assert becomes an ordinary call statement, and call_trees leaves
 # sc__.* calls alone while still converting the calls inside the test and message);
 # call_trees runs before control_flow so the operator calls it generates are not rerouted;
+# variables (del x -> x = Undefined) runs before control_flow, whose state closures cannot
+# read a deleted local;
 # expressions runs last so the flag tests the jump passes wrote (`not brk`) become lazy too.
 PIPELINE = (checks, directives, break_statements, continue_statements, return_statements,
-            asserts, call_trees, control_flow, expressions)
+            asserts, call_trees, variables, control_flow, expressions)
 
 _lock = threading.RLock()
 _by_code: dict[types.CodeType, tuple[Callable, str]] = {}  # code -> (a converted fn, source)
