@@ -380,12 +380,24 @@ def _one_hot(g, out, indices, on_value, off_value, depth, axis):
     return None, m.reduce_sum(m.multiply(g, hot)), m.reduce_sum(m.multiply(g, m.subtract(1, hot)))
 
 
-@vjp("tile")
-def _tile(g, out, x, multiples):
-    dims = x.shape.as_list()
+def _untile(g: Tensor, x: Tensor, multiples: list) -> Tensor:
+    """Sums the tiles of ``g`` back into the shape of ``x`` (multiples: ints or scalar
+    tensors; x's dims may be unknown while tracing)."""
+    dims = [d if d is not None else a.shape(x)[i] for i, d in enumerate(x.shape.as_list())]
     split = [v for pair in zip(multiples, dims) for v in pair]
     summed = m.reduce_sum(a.reshape(g, split), axis=list(range(0, 2 * len(dims), 2)))
-    return (bind(OPS["reshape_like"], summed, x),)
+    return bind(OPS["reshape_like"], summed, x)
+
+
+@vjp("tile")
+def _tile(g, out, x, multiples):
+    return (_untile(g, x, list(multiples)),)
+
+
+@vjp("tile_dynamic")
+def _tile_dynamic(g, out, x, multiples, static):
+    known = static if static is not None else [None] * x.ndim
+    return _untile(g, x, [k if k is not None else multiples[i] for i, k in enumerate(known)]), None
 
 
 @vjp("strided_slice")
@@ -401,6 +413,21 @@ def _strided_slice_grad(g, out, grad, like, *dynamic, spec):
 @vjp("fill")
 def _fill(g, out, value, dims):
     return (m.reduce_sum(g),)
+
+
+@vjp("fill_dynamic")
+def _fill_dynamic(g, out, value, dims, static):
+    return m.reduce_sum(g), None
+
+
+@vjp("reshape_dynamic")
+def _reshape_dynamic(g, out, x, shape, static):
+    return bind(OPS["reshape_like"], g, x), None
+
+
+@vjp("broadcast_to_dynamic")
+def _broadcast_to_dynamic(g, out, x, shape, static):
+    return unbroadcast(g, x), None
 
 
 def rule(name: str) -> Callable[..., tuple] | None:

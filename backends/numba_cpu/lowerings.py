@@ -119,6 +119,37 @@ def _reshape_like(cg, e: Eqn) -> None:
 
 
 @lowers("expand_dims")
+def _dynamic_dims(cg, e: Eqn, op: str, minus_one: bool = False) -> list[str]:
+    """The entries of the shape tensor (input 1) of a ``*_dynamic`` op as int64 expressions:
+    literals where its ``static`` attribute knows them, elements of the tensor elsewhere (each
+    checked when the function runs: non-negative, or -1 when ``minus_one``)."""
+    shape, static = e.inputs[1], e.params["static"]
+    s = cg.operand(shape)
+    if shape.type.shape[0] is None:
+        cg.fail(f"{s}.shape[0] != {len(static)}",
+                f"{op}: the shape tensor must have {len(static)} entries (its length when the "
+                f"function was traced)\n  at {e.loc}")
+    dims = []
+    for i, d in enumerate(static):
+        if d is not None:
+            dims.append(str(int(d)))
+            continue
+        dims.append(f"np.int64({s}[{i}])")
+        low, what = (-1, ">= -1") if minus_one else (0, "non-negative")
+        cg.fail(f"{s}[{i}] < {low}", f"{op}: dimensions must be {what} (dimension {i} of the "
+                                    f"shape tensor is not)\n  at {e.loc}")
+    return dims
+
+
+@lowers("reshape_dynamic")
+def _reshape_dynamic(cg, e: Eqn) -> None:
+    dims = _dynamic_dims(cg, e, "reshape", minus_one=True)
+    resolved = cg.fresh("dims")
+    cg.line(f"{resolved} = K.reshape_dims({cg.operand(e.inputs[0])}.size, "
+            f"np.array({tuple_text(dims)}, np.int64))")
+    _reshape_to(cg, e, [f"{resolved}[{i}]" for i in range(len(dims))])
+
+
 def _expand_dims(cg, e: Eqn) -> None:
     dims = cg.dims(e.inputs[0])
     a = _norm(e.params["axis"], len(dims) + 1)
@@ -187,6 +218,22 @@ def _broadcast_to(cg, e: Eqn) -> None:
 
 
 @lowers("broadcast_like")
+@lowers("broadcast_to_dynamic")
+def _broadcast_to_dynamic(cg, e: Eqn) -> None:
+    x = e.inputs[0]
+    dims = _dynamic_dims(cg, e, "broadcast_to")
+    lead = len(dims) - _rank(x)
+    if lead < 0:
+        raise LoweringError(f"broadcast_to at {e.loc}: a tensor of rank {_rank(x)} cannot be "
+                            f"broadcast to rank {len(dims)}.")
+    for j, xd in enumerate(cg.dims(x)):
+        if not (xd.isdigit() and (xd == "1" or xd == dims[lead + j])):
+            cg.fail(f"{xd} != 1 and {xd} != {dims[lead + j]}",
+                    f"broadcast_to: dimension {j} of the input is neither 1 nor the requested "
+                    f"size\n  at {e.loc}")
+    _broadcast(cg, e, dims)
+
+
 def _broadcast_like(cg, e: Eqn) -> None:
     _broadcast(cg, e, cg.dims(e.inputs[1]))
 
@@ -210,6 +257,16 @@ def _tile(cg, e: Eqn) -> None:
 
 
 @lowers("gather")
+@lowers("tile_dynamic")
+def _tile_dynamic(cg, e: Eqn) -> None:
+    x = e.inputs[0]
+    mult = _dynamic_dims(cg, e, "tile")
+    if _rank(x) == 0:
+        return _identity(cg, e)
+    dims = [f"{d} * {m}" if m != "1" else d for d, m in zip(cg.dims(x), mult)]
+    _into(cg, e, dims, lambda out: f"K.tile_into({cg.operand(x)}, {out})")
+
+
 def _gather(cg, e: Eqn) -> None:
     p, i = e.inputs
     a = e.params
@@ -334,6 +391,12 @@ def _fill(cg, e: Eqn) -> None:
 
 
 @lowers("range")
+@lowers("fill_dynamic")
+def _fill_dynamic(cg, e: Eqn) -> None:
+    dims = _dynamic_dims(cg, e, "fill")
+    _into(cg, e, dims, lambda out: f"K.fill_into({cg.array(e.inputs[0])}, {out})")
+
+
 def _range(cg, e: Eqn) -> None:
     start, limit, delta = (cg.array(x) for x in e.inputs)
     n = cg.fresh("n")

@@ -11,9 +11,9 @@ reference kernel raises, with the same message (``bind`` wraps both the same way
 Data stays on the device. The host reads device values only where the result's shape or an
 error depends on them, always single elements: ``range`` (start, limit, delta),
 ``where_indices`` (the row count), ``strided_slice``/``strided_slice_grad`` with run-time
-bounds (those bounds), ``row_update`` (the row index), ``random_uniform_int`` (minval,
-maxval), and the error flag of ``gather``/``gather_grad`` and of integer
-``floordiv``/``floormod``/``pow``.
+bounds (those bounds), ``row_update`` (the row index), the shape tensor of the ``*_dynamic``
+ops (a few ints), ``random_uniform_int`` (minval, maxval), and the error flag of
+``gather``/``gather_grad`` and of integer ``floordiv``/``floormod``/``pow``.
 
 >>> import numpy as np
 >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
@@ -37,6 +37,7 @@ from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul,
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops import Kind
+from stagecraft.ir.ops.shape import check_broadcast_to, resolve_reshape, runtime_dims
 from stagecraft.ir.ops.slicing import index_tuple
 from stagecraft.ir.types import TensorType
 
@@ -196,6 +197,39 @@ def row_update(buffer: Any, index: Any, value: Any, copy: bool = True) -> Any:
 
 
 TABLE["row_update"] = lambda xs, a, t: row_update(*xs)
+
+
+# ------------------------------------------------- shapes given as run-time tensors (*_dynamic)
+
+def _dims(op: str, xs: list, attrs: dict, minus_one: bool = False) -> tuple:
+    """The shape tensor (input 1) of a ``*_dynamic`` op, read on the host (a few ints) and
+    checked as the reference kernel checks it."""
+    return runtime_dims(op, "shape", memory.to_host(xs[1]), attrs["static"], minus_one)
+
+
+@implements("reshape_dynamic")
+def _reshape_dynamic(xs, attrs, types):
+    dims = resolve_reshape("reshape", tuple(xs[0].shape), _dims("reshape", xs, attrs, True))
+    return xs[0].reshape(dims)
+
+
+@implements("broadcast_to_dynamic")
+def _broadcast_to_dynamic(xs, attrs, types):
+    dims = _dims("broadcast_to", xs, attrs)
+    check_broadcast_to("broadcast_to", tuple(xs[0].shape), dims)
+    return shape.copy_view(xs[0], lambda v: np.broadcast_to(v, dims))
+
+
+@implements("tile_dynamic")
+def _tile_dynamic(xs, attrs, types):
+    multiples = _dims("tile", xs, attrs)
+    if len(multiples) != len(xs[0].shape):
+        raise ValueError(f"tile: multiples has {len(multiples)} entries but the input has rank "
+                         f"{len(xs[0].shape)}; give one multiple per dimension.")
+    return shape.tile(xs[0], multiples)
+
+
+TABLE["fill_dynamic"] = lambda xs, a, t: shape.fill(xs[0], _dims("fill", xs, a))
 
 
 # ---------------------------------------------------------------------------- creation

@@ -7,6 +7,6 @@ from stagecraft.backends.numba_kernels.reduce import (  # noqa: F401
     all3, any3, argmax3, argmin3, cumprod3, cumsum3, max3, mean3, min3, prod3, sum3, to3)
 from stagecraft.backends.numba_kernels.shape import (  # noqa: F401
     broadcast_dim, broadcast_into, concat_part_into, gather_grad_into, gather_into, one_hot_into,
-    row_update, row_update1, sum_like_into, take1, tile_into)
+    reshape_dims, row_update, row_update1, sum_like_into, take1, tile_into)
 from stagecraft.backends.numba_kernels.slicing import (  # noqa: F401
     slice_bounds, strided_slice_grad_into, strided_slice_into)

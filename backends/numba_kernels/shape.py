@@ -1,5 +1,5 @@
 """Numba kernels for the shape ops of ``ir/ops/shape.py``: gather, gather_grad, one_hot, concat,
-tile, broadcast_to / broadcast_like and sum_like.
+tile, broadcast_to / broadcast_like, sum_like and the -1 of reshape_dynamic.
 
 Contract for the code generator (every function is ``njit(cache=True, error_model="numpy",
 nogil=True)`` and is called from inside the generated graph function):
@@ -194,6 +194,36 @@ def concat2_into(a, b, out, axis):
     """``out = concatenate((a, b), axis)`` (convenience over :func:`concat_part_into`)."""
     off = concat_part_into(a, out, axis, 0)
     concat_part_into(b, out, axis, off)
+
+
+# ---------------------------------------------------------------------------- reshape
+
+@numba.njit(**_JIT)
+def reshape_dims(size, dims):
+    """``dims`` (1-D int64, the shape a reshape_dynamic asks for) with its -1 resolved so that
+    the product is ``size``; raises ValueError (reshape's messages) when that is impossible."""
+    out = dims.copy()
+    neg = -1
+    known = 1
+    for i in range(dims.size):
+        d = dims[i]
+        if d == -1:
+            if neg >= 0:
+                raise ValueError("reshape: only one dimension may be -1")
+            neg = i
+        elif d < -1:
+            raise ValueError("reshape: dimensions must be >= -1")
+        else:
+            known *= d
+    if neg >= 0:
+        if known == 0 or size % known != 0:
+            raise ValueError("reshape: Input to reshape is a tensor whose number of values is "
+                             "not a multiple of the product of the requested dimensions")
+        out[neg] = size // known
+    elif known != size:
+        raise ValueError("reshape: Input to reshape is a tensor whose number of values differs "
+                         "from the number the requested shape holds")
+    return out
 
 
 # ------------------------------------------------------------------- tile / broadcast

@@ -1,5 +1,5 @@
-"""Primitives that create tensors from attributes or scalars: fill, range, eye, shape,
-where (indices form)."""
+"""Primitives that create tensors from attributes or scalars: fill (and fill_dynamic, whose
+shape is a tensor), range, eye, shape, where (indices form)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +8,7 @@ from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops.infer import check_dtype, check_unified, fail
 from stagecraft.ir.ops.opdef import Example, Kind, OpDef
 from stagecraft.ir.ops.sampling import values
+from stagecraft.ir.ops.shape import check_shape_input, runtime_dims
 from stagecraft.ir.types import TensorType
 
 
@@ -29,6 +30,29 @@ fill_op = creation(
     lambda value, dims: np.full(dims, value, dtype=np.asarray(value).dtype),
     lambda rng, d: [Example((values(rng, d, ()),), {"dims": s}) for s in [(), (3,), (2, 0, 3)]],
     "A tensor of shape `dims` filled with the scalar `value`.", unify=(0,))
+
+
+def _fill_dynamic_infer(types, static):
+    if types[0].rank not in (0, None):
+        raise fail("fill", "'value' must be a scalar.")
+    check_shape_input("fill_dynamic", "dims", types[1], static)
+    if static is not None and any(d is not None and d < 0 for d in static):
+        raise fail("fill", f"dims must be non-negative, got {list(static)}.")
+    return [TensorType(types[0].dtype, None if static is None else tuple(static))]
+
+
+def _fill_dynamic_kernel(value, dims, static):
+    return np.full(runtime_dims("fill", "dims", dims, static), value,
+                   dtype=np.asarray(value).dtype)
+
+
+fill_dynamic_op = creation(
+    "fill_dynamic", ("value", "dims"), ("static",), _fill_dynamic_infer, _fill_dynamic_kernel,
+    lambda rng, d: [Example((values(rng, d, ()), np.array(s, np.int32)), {"static": st})
+                    for s, st in [((3,), (None,)), ((2, 0, 3), (2, None, 3)),
+                                  ((2, 4), (None, None))]],
+    "`fill` with the shape as a 1-D int tensor (known when the function runs); `static` "
+    "holds the dims known when tracing (None where unknown).", unify=(0,))
 
 
 def _range_infer(types):

@@ -72,6 +72,135 @@ reshape_like_op = shape_op_def(
     "Reshapes `tensor` to the shape of `like` (whose values are not read); used by gradients.")
 
 
+# ------------------------------------------------------- shapes given as run-time tensors
+#
+# Each op that takes a shape as an attribute has a ``*_dynamic`` twin taking it as a 1-D int
+# tensor input (a shape known only when the function runs, e.g. ``[tf.shape(x)[0], 8]``). Its
+# ``static`` attribute holds what is known when tracing: one entry per dimension, an int or
+# None (unknown); ``static=None`` when even the length of the shape is unknown. Inference
+# returns those dims; the kernels check that the run-time shape agrees with them.
+
+def check_shape_input(op: str, name: str, t: TensorType, static) -> None:
+    """Checks the shape tensor input ``t`` of a ``*_dynamic`` op against its ``static``
+    attribute (a tuple of ints and Nones, or None)."""
+    check_dtype(op, name, t, INTS)
+    if t.rank not in (1, None):
+        raise fail(op, f"'{name}' must be a 1-D int tensor (one entry per dimension), got "
+                       f"shape {format_dims(t.shape)}.")
+    if static is not None and t.shape is not None and t.shape[0] is not None \
+            and t.shape[0] != len(static):
+        raise fail(op, f"'{name}' has {t.shape[0]} entries but the static attribute names "
+                       f"{len(static)} dimensions.")
+
+
+def runtime_dims(op: str, name: str, shape: np.ndarray, static, minus_one: bool = False) -> tuple:
+    """The run-time shape values of a ``*_dynamic`` op as ints, checked against ``static``
+    (the dims known when tracing) and for negative entries (-1 allowed when ``minus_one``)."""
+    shape = np.asarray(shape)
+    if shape.ndim != 1:
+        raise ValueError(f"{op}: '{name}' must be a 1-D int tensor, got shape {list(shape.shape)}.")
+    dims = tuple(int(d) for d in shape)
+    if static is not None:
+        if len(dims) != len(static):
+            raise ValueError(f"{op}: '{name}' has {len(dims)} entries when the function runs but "
+                             f"{len(static)} when it was traced.")
+        for i, (d, s) in enumerate(zip(dims, static)):
+            if s is not None and d != s:
+                raise ValueError(f"{op}: dimension {i} of '{name}' is {d} when the function runs "
+                                 f"but was {s} when it was traced.")
+    low = -1 if minus_one else 0
+    bad = [d for d in dims if d < low]
+    if bad:
+        raise ValueError(f"{op}: dimensions must be {'>= -1' if minus_one else 'non-negative'}, "
+                         f"got {name} {list(dims)}.")
+    return dims
+
+
+def _reshape_dynamic_infer(types, static):
+    check_shape_input("reshape_dynamic", "shape", types[1], static)
+    if static is None:
+        return [TensorType(types[0].dtype, None)]
+    if sum(d == -1 for d in static) > 1:
+        raise fail("reshape_dynamic", f"only one dimension may be -1, got shape "
+                                      f"{format_dims(static)}.")
+    if any(d is not None and d < -1 for d in static):
+        raise fail("reshape_dynamic", f"dimensions must be >= -1, got shape "
+                                      f"{format_dims(static)}.")
+    total = num_elements(types[0].shape)
+    known = [d for d in static if d is not None and d != -1]
+    out = list(static)
+    if -1 in static and total is not None and len(known) == len(static) - 1:
+        out = list(resolve_reshape("reshape", types[0].shape, static))
+    elif None not in static and -1 not in static and total is not None:
+        resolve_reshape("reshape", types[0].shape, static)  # the sizes must match
+    return [TensorType(types[0].dtype, tuple(None if d == -1 else d for d in out))]
+
+
+def _reshape_dynamic_kernel(x, shape, static):
+    dims = runtime_dims("reshape", "shape", shape, static, minus_one=True)
+    return np.reshape(x, resolve_reshape("reshape", np.shape(x), dims))
+
+
+reshape_dynamic_op = shape_op_def(
+    "reshape_dynamic", ("tensor", "shape"), ("static",), _reshape_dynamic_infer,
+    _reshape_dynamic_kernel,
+    lambda rng, d: [Example((values(rng, d, (3, 4)), np.array(s, np.int32)), {"static": st})
+                    for s, st in [((2, 6), (None, 6)), ((4, -1), (None, -1)),
+                                  ((2, -1, 3), (2, None, 3))]],
+    "`reshape` with the shape as a 1-D int tensor (known when the function runs); `static` "
+    "holds the dims known when tracing (None where unknown, -1 where given as -1).",
+    unify=(0,))
+
+
+def _broadcast_to_dynamic_infer(types, static):
+    check_shape_input("broadcast_to_dynamic", "shape", types[1], static)
+    if static is not None:
+        check_broadcast_to("broadcast_to", types[0].shape, tuple(static))
+    return [TensorType(types[0].dtype, None if static is None else tuple(static))]
+
+
+def _broadcast_to_dynamic_kernel(x, shape, static):
+    dims = runtime_dims("broadcast_to", "shape", shape, static)
+    check_broadcast_to("broadcast_to", np.shape(x), dims)
+    return np.broadcast_to(x, dims)
+
+
+broadcast_to_dynamic_op = shape_op_def(
+    "broadcast_to_dynamic", ("input", "shape"), ("static",), _broadcast_to_dynamic_infer,
+    _broadcast_to_dynamic_kernel,
+    lambda rng, d: [Example((values(rng, d, (3, 1)), np.array((2, 3, 4), np.int64)),
+                            {"static": (None, 3, None)}),
+                    Example((values(rng, d, ()), np.array((3,), np.int32)), {"static": (None,)})],
+    "`broadcast_to` with the shape as a 1-D int tensor; `static` holds the dims known when "
+    "tracing.", unify=(0,))
+
+
+def _tile_dynamic_infer(types, static):
+    check_shape_input("tile_dynamic", "multiples", types[1], static)
+    shape = types[0].shape
+    if static is None:
+        return [TensorType(types[0].dtype, None if shape is None else (None,) * len(shape))]
+    return _tile_infer([types[0]], tuple(-2 if m is None else m for m in static), unknown=-2)
+
+
+def _tile_dynamic_kernel(x, multiples, static):
+    m = runtime_dims("tile", "multiples", multiples, static)
+    if len(m) != np.ndim(x):
+        raise ValueError(f"tile: multiples has {len(m)} entries but the input has rank "
+                         f"{np.ndim(x)}; give one multiple per dimension.")
+    return np.tile(x, m)
+
+
+tile_dynamic_op = shape_op_def(
+    "tile_dynamic", ("input", "multiples"), ("static",), _tile_dynamic_infer,
+    _tile_dynamic_kernel,
+    lambda rng, d: [Example((values(rng, d, (2, 3)), np.array((2, 1), np.int32)),
+                            {"static": (None, 1)}),
+                    Example((values(rng, d, (3,)), np.array((3,), np.int64)), {"static": (None,)})],
+    "`tile` with the multiples as a 1-D int tensor; `static` holds those known when tracing.",
+    unify=(0,))
+
+
 # --------------------------------------------------------------------------- transpose
 
 def _transpose_infer(types, perm):
@@ -408,17 +537,19 @@ expand_dims_op = shape_op_def(
     "Inserts a size-1 dimension at `axis` (in [-rank-1, rank]).")
 
 
-def _tile_infer(types, multiples):
+def _tile_infer(types, multiples, unknown=None):
+    """``unknown`` marks a multiple only known when the function runs (tile_dynamic)."""
     shape = types[0].shape
     if shape is not None and len(multiples) != len(shape):
         raise fail("tile", f"multiples has {len(multiples)} entries but the input has rank "
                            f"{len(shape)}; give one multiple per dimension.")
-    if any(m < 0 for m in multiples):
+    if any(m < 0 and m != unknown for m in multiples):
         raise fail("tile", f"multiples must be non-negative, got {list(multiples)}.")
     if shape is None:
         return [TensorType(types[0].dtype, None)]
     return [TensorType(types[0].dtype,
-                       tuple(None if d is None else d * m for d, m in zip(shape, multiples)))]
+                       tuple(None if d is None or m == unknown else d * m
+                             for d, m in zip(shape, multiples)))]
 
 
 tile_op = shape_op_def(
