@@ -17,8 +17,8 @@ from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
 from stagecraft import nest
 from stagecraft.converters.operators import trace_report as _report
-from stagecraft.converters.operators.variables import (Undefined, UndefinedReturnValue,
-                                                       is_undefined)
+from stagecraft.converters.operators.variables import (RETURN_VALUE, Undefined,
+                                                       UndefinedReturnValue, is_undefined)
 from stagecraft.func_graph import FuncGraph, building
 from stagecraft.graph_tensor import GraphTensor
 from stagecraft.ir import dtypes as _dt
@@ -121,6 +121,13 @@ class _Merge:
             b = self._zeros_like(self.else_g, a)
         if (a is None) != (b is None):
             branch = "if" if a is None else "else"
+            if name == RETURN_VALUE:
+                raise ValueError(
+                    f"A tensor-dependent if returns a value in one branch and None in the "
+                    f"{branch} branch ({loc}): the {branch} branch must also have a return "
+                    f"statement that returns a value (every path must, as in TensorFlow; after "
+                    f"a loop that returns, too). Return a tensor of the same dtype, e.g. "
+                    f"tf.zeros_like(...).")
             raise ValueError(f"'{name}' is None in the {branch} branch of a tensor-dependent if "
                              f"but a value in the other ({loc}); both branches must give it a "
                              f"tensor. Give it a value (e.g. tf.zeros_like(...)) in both.")
@@ -165,7 +172,7 @@ class _Merge:
 
 def _is_composite(name: str) -> bool:
     """Whether a state name is an item or attribute (``x['b']``, ``obj.n``), not a variable."""
-    return not name.isidentifier()
+    return not name.isidentifier() and name != RETURN_VALUE
 
 
 def _skeleton(x: Any) -> Any:
@@ -358,11 +365,9 @@ def _first_assigned(fg: FuncGraph, body: Callable, set_state: Callable, get_stat
         v = after[i]
         if _unwritten_array(init[i]):
             # A TensorArray created in the function with an unknown element shape: the body
-            # writes it, so start the loop from an empty buffer of the written element shape.
+            # writes it, so start the loop from its buffer for the written element shape.
             if isinstance(v, type(init[i])) and v._nest_components() is not None:
-                from stagecraft.array_ops import zeros
-                seeds[i] = v._from_components(
-                    [zeros([0] + v.element_shape.as_list(), v.dtype)])
+                seeds[i] = init[i]._allocated(v.element_shape)
             continue
         leaves = nest.flatten(v) if v is not None and not is_undefined(v) else []
         if not leaves or not all(isinstance(x, Tensor) or _tensorlike(x) for x in leaves):

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# How state names show the generated variable that holds a function's return value.
+RETURN_VALUE = "<return value>"
+
 
 class Undefined:
     """Stands for a local that has no value on some path; using it raises the recorded reason

@@ -32,6 +32,8 @@ from stagecraft.converters.analysis.composites import (Composite, modified_compo
                                                        untracked_subscript_bases)
 from stagecraft.converters.analysis.liveness import analyze
 from stagecraft.converters.context import RUNTIME, Context
+from stagecraft.converters.operators.variables import RETURN_VALUE
+from stagecraft.converters.passes.return_statements import RETURN_VALUES
 from stagecraft.converters.templates import copy_location, template, template_expr
 
 
@@ -47,9 +49,16 @@ def _tuple(names: list[str]) -> gast.Tuple:
                       ctx=gast.Load())
 
 
-def _names_constant(names: list) -> gast.Tuple:
-    return gast.Tuple(elts=[gast.Constant(n if isinstance(n, str) else n.text, None)
-                            for n in names], ctx=gast.Load())
+def _names_constant(names: list, ctx: Context) -> gast.Tuple:
+    """The state's names as messages show them: composites by their text, the generated
+    return-value variable as RETURN_VALUE."""
+    returns = ctx.notes.get(RETURN_VALUES, ())
+
+    def label(n: str | Composite) -> str:
+        if not isinstance(n, str):
+            return n.text
+        return RETURN_VALUE if n in returns else n
+    return gast.Tuple(elts=[gast.Constant(label(n), None) for n in names], ctx=gast.Load())
 
 
 # Methods that change a Python container in place.
@@ -188,9 +197,9 @@ class _ControlFlow(gast.NodeTransformer):
                self._body_function(else_name, node.orelse, modified)] + state
         extra = ", restore=restore_names" if restore else ""
         out += template(f"{RUNTIME}.if_stmt(test, {body_name}, {else_name}, {get}, {set_}, "
-                        f"names, loc{extra})", test=node.test, names=_names_constant(carried),
+                        f"names, loc{extra})", test=node.test, names=_names_constant(carried, self.ctx),
                         loc=gast.Constant(self.ctx.loc(node), None),
-                        restore_names=_names_constant(restore))
+                        restore_names=_names_constant(restore, self.ctx))
         return copy_location(out, node)
 
     @staticmethod
@@ -217,7 +226,7 @@ class _ControlFlow(gast.NodeTransformer):
         """, test=node.test)
         out = [test_fn, self._body_function(body_name, node.body, modified)] + state
         out += template(f"{RUNTIME}.while_stmt({test_name}, {body_name}, {get}, {set_}, names, "
-                        f"loc{opts})", names=_names_constant(carried),
+                        f"loc{opts})", names=_names_constant(carried, self.ctx),
                         loc=gast.Constant(self.ctx.loc(node), None),
                         loop_options=options)
         out += list(node.orelse)  # only reached without a break (break lowering guards it)
@@ -246,7 +255,7 @@ class _ControlFlow(gast.NodeTransformer):
         out += state
         out += template(f"{RUNTIME}.for_stmt(iterable, {extra_name}, {body_name}, {get}, "
                         f"{set_}, names, loc{opts})", iterable=node.iter,
-                        names=_names_constant(carried), loc=gast.Constant(self.ctx.loc(node), None),
+                        names=_names_constant(carried, self.ctx), loc=gast.Constant(self.ctx.loc(node), None),
                         loop_options=options)
         out += list(node.orelse)
         return copy_location(out, node)

@@ -17,6 +17,7 @@ from .break_statements import (
 )
 
 _FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef)
+RETURN_VALUES = "return_values"  # ctx.notes key: the generated return-value variables
 
 
 def _own_returns(stmts: list[gast.stmt]) -> list[gast.Return]:
@@ -158,6 +159,7 @@ def _convert_function(fn: gast.FunctionDef, ctx: Context) -> None:
         (implicit,) = located(template("return None"), body[-1])
         body.append(implicit)
     do_return, retval = ctx.namer.new("do_return"), ctx.namer.new("retval")
+    ctx.notes.setdefault(RETURN_VALUES, set()).add(retval)
     body = _hoist(body)
     body, _ = _ReturnLowering(ctx, do_return, retval).block(body)
     if not any(isinstance(n, gast.Name) and n.id == do_return and isinstance(n.ctx, gast.Load)
