@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import logging
 import threading
 import types
 import weakref
@@ -16,7 +17,9 @@ from stagecraft.converters.context import RUNTIME, Context, Namer
 from stagecraft.converters.passes import (asserts, break_statements, call_trees, checks,
                                           continue_statements, control_flow, directives,
                                           expressions, return_statements, variables)
-from stagecraft.converters.source import function_tree
+from stagecraft.converters.source import SourceUnavailableError, function_tree
+
+logger = logging.getLogger("stagecraft")
 
 # The passes, in order. Directives come off loop bodies before the jump passes rewrite those
 # bodies; jumps are lowered before control_flow so it sees structured code;
@@ -48,7 +51,12 @@ def convert(fn: Callable) -> Callable:
             return hit
         entry = _by_code.get(fn.__code__)
         if entry is None:
-            node, source = transform(fn)
+            try:
+                node, source = transform(fn)
+            except SourceUnavailableError as e:
+                _by_function[fn] = fn
+                _warn_unconverted(fn, e)
+                return fn
             converted = loader.load(fn, node, fn.__code__.co_filename, operators)
             converted.__sc_source__ = source
             _by_code[fn.__code__] = (converted, source)
@@ -57,6 +65,16 @@ def convert(fn: Callable) -> Callable:
             converted.__sc_source__ = entry[1]
         _by_function[fn] = converted
         return converted
+
+
+def _warn_unconverted(fn: Callable, why: Exception) -> None:
+    """TensorFlow runs a function without source unconverted; stagecraft does too, loudly."""
+    code = fn.__code__
+    logger.warning(
+        "AutoGraph could not convert '%s' (%s:%s) and runs it unconverted: its source code "
+        "is not available. Python if/while/for on a symbolic tensor inside it will raise "
+        "OperatorNotAllowedInGraphError.\n%s", getattr(fn, "__qualname__", fn.__name__),
+        code.co_filename, code.co_firstlineno, why)
 
 
 def _rebind(template: Callable, fn: Callable) -> Callable:

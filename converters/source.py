@@ -11,6 +11,10 @@ import gast
 from stagecraft.ir.errors import ConversionError
 
 
+class SourceUnavailableError(ConversionError):
+    """The function has no source code to convert (REPL, ``exec``, ``python -c``)."""
+
+
 def function_tree(fn: Callable) -> tuple[gast.FunctionDef, str, int]:
     """The function's definition as a gast ``FunctionDef`` (a lambda becomes an equivalent
     def), with line numbers of the user's file, plus that file's name and the first line."""
@@ -18,19 +22,21 @@ def function_tree(fn: Callable) -> tuple[gast.FunctionDef, str, int]:
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError):
-        raise ConversionError(
+        raise SourceUnavailableError(
             f"Cannot convert '{getattr(fn, '__qualname__', fn)}': its source code is not "
-            f"available (functions defined in a REPL, with exec() or in a compiled module have "
-            f"none). Define it in a .py file, or decorate it with "
+            f"available (functions defined in a REPL, with exec() or python -c have none). "
+            f"Define it in a .py file, or decorate it with "
             f"@tf.autograph.experimental.do_not_convert / use tf.function(autograph=False).") \
             from None
-    source = textwrap.dedent("".join(lines))
-    try:
-        module = gast.parse(source)
-    except SyntaxError:
-        # A lambda inside a larger expression: parse its line on its own.
-        module = _parse_fragment(source, fn)
-    gast.increment_lineno(module, first - 1)
+    module = _whole_file(fn) if code.co_name == "<lambda>" else None
+    if module is None:
+        source = textwrap.dedent("".join(lines))
+        try:
+            module = gast.parse(source)
+        except SyntaxError:
+            # A lambda inside a larger expression: parse its line on its own.
+            module = _parse_fragment(source, fn)
+        gast.increment_lineno(module, first - 1)
     node = _find(module, fn)
     if node is None:
         raise ConversionError(f"Cannot convert '{fn.__qualname__}': its definition was not found "
@@ -39,6 +45,17 @@ def function_tree(fn: Callable) -> tuple[gast.FunctionDef, str, int]:
         node = _lambda_to_def(node, fn)
     node.decorator_list = []  # the decorators already ran; converting must not re-apply them
     return node, code.co_filename, first
+
+
+def _whole_file(fn: Callable) -> gast.Module | None:
+    """The syntax tree of the whole file defining a lambda (a lambda's own lines need not
+    parse: it may sit inside a multi-line literal or call), or None when that file does not
+    parse as it is now."""
+    try:
+        lines, _ = inspect.findsource(fn)
+        return gast.parse("".join(lines))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
 
 
 def _parse_fragment(source: str, fn: Callable) -> gast.Module:
@@ -54,7 +71,9 @@ def _parse_fragment(source: str, fn: Callable) -> gast.Module:
 def _find(module: gast.Module, fn: Callable) -> Any:
     name = fn.__code__.co_name
     if name == "<lambda>":
-        lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)]
+        line = fn.__code__.co_firstlineno
+        lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
+                   and getattr(n, "lineno", line) == line]
         args = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
         matching = [n for n in lambdas if [a.id for a in n.args.args] == args]
         if len(matching) > 1:

@@ -273,18 +273,19 @@ def test_yield_is_a_conversion_error_naming_function_and_line():
         f"{HERE}:{line}: cannot convert 'a_generator': it contains a generator (yield)")
 
 
-def test_function_without_source_is_a_conversion_error():
+def test_function_without_source_runs_unconverted_with_a_warning(caplog):
     ns: dict = {}
     exec("lam = lambda x: x + 1 if x > 0 else x", ns)
-    with pytest.raises(ConversionError) as e:
-        tf.function(ns["lam"])(tf.constant(1))
-    assert _first_line(e).startswith(
-        "Cannot convert '<lambda>': its source code is not available")
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        with pytest.raises(tf.errors.OperatorNotAllowedInGraphError):
+            tf.function(ns["lam"])(tf.constant(1))  # the tensor ternary was not converted
+    assert "AutoGraph could not convert '<lambda>' (<string>:1) and runs it unconverted" in \
+        caplog.text
     exec("def g(x):\n    return x\n", ns)
+    assert int(tf.function(ns["g"])(tf.constant(1))) == 1
+    # to_code has nothing to show: an error
     with pytest.raises(ConversionError, match="Cannot convert 'g': its source code"):
-        tf.function(ns["g"])(tf.constant(1))
-    # without AutoGraph the same functions trace fine
-    assert int(tf.function(ns["lam"], autograph=False)(1)) == 2
+        tf.autograph.to_code(ns["g"])
 
 
 def test_to_code_of_generator_is_conversion_error():
