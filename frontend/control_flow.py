@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from stagecraft import nest
+from stagecraft import nest, random_state
 from stagecraft.bind import user_location
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
@@ -117,11 +117,13 @@ def emit_cond(fg: FuncGraph, pred: GraphTensor, then_r: Region, else_r: Region,
     union = _union(then_r, else_r)
     pred_v = fg.operand(pred)
     regions = [then_r.graph(union), else_r.graph(union)]
-    outs = fg.emit("cond", [pred_v] + union, types, regions=regions)
     tapes = STATE.get().tapes
+    inputs = [fg.source_tensor(v) for v in union] if tapes else []
+    saved = random_state.snapshot(inputs)  # the branch's random numbers, for its gradient
+    outs = fg.emit("cond", [pred_v] + union, types, regions=regions)
     if tapes and outs:
-        inputs = [fg.source_tensor(v) for v in union]
-        _record(tapes, inputs, outs, lambda gouts: _cond_grad(pred, regions, inputs, outs, gouts))
+        _record(tapes, inputs, outs, lambda gouts: _cond_grad(
+            pred, regions, random_state.replay_inputs(inputs, saved), outs, gouts))
     return outs
 
 
@@ -245,6 +247,8 @@ def _loop_over_components(cond: Callable, body: Callable, loop_vars: Any, vars_:
                           names: Sequence[str] | None) -> Any:
     """A staged loop whose variables include composites (TensorArray): it loops over their
     component tensors and rebuilds the composites around cond, body and the results."""
+    from stagecraft.tensor_array import allocate_for_loop
+    vars_ = allocate_for_loop(body, vars_)   # TensorArrays the body writes first get a buffer
     flat, layout, invariants = [], [], []
     given = list(shape_invariants) if shape_invariants is not None else [None] * len(vars_)
     for v, inv in zip(vars_, given):
@@ -347,6 +351,7 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
     regions = [cond_r.graph(union), body_r.graph(union)]
     state = STATE.get()
     inputs = [fg.source_tensor(v) for v in init + union] if state.tapes else []
+    saved = random_state.snapshot(inputs)  # the body's random numbers, for its gradient
     shapes = [t.shape for t in types]
     trips = known_trips(regions, inputs, len(init)) \
         if len(state.tapes) == 1 and ranks_known(shapes) else None
@@ -361,13 +366,15 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
             STATE.reset(token)
         outs = rec.results
         _record(state.tapes, inputs, outs, lambda gouts: backward(
-            regions, inputs[:len(init)], inputs[len(init):], shapes, rec, outs, gouts))
+            regions, inputs[:len(init)], random_state.replay_inputs(inputs[len(init):], saved),
+            shapes, rec, outs, gouts))
     else:
         outs = fg.emit("while", init + union, types, {"carry": len(init)}, regions=regions,
                        hints=names)
         if state.tapes:
-            _record(state.tapes, inputs, outs,
-                    lambda gouts: while_grad(regions, inputs, len(init), outs, gouts, counted))
+            _record(state.tapes, inputs, outs, lambda gouts: while_grad(
+                regions, random_state.replay_inputs(inputs, saved), len(init), outs, gouts,
+                counted))
     return outs[1:] if counted else outs
 
 

@@ -1,4 +1,10 @@
-"""``stagecraft.random``: seeded, reproducible random tensors."""
-from stagecraft.random_ops import normal, set_seed, uniform
+"""``stagecraft.random``: seeded, reproducible random tensors; stateless ops and
+``Generator``."""
+from stagecraft.random_ops import normal, set_seed, truncated_normal, uniform
+from stagecraft.random_generator import (Generator, get_global_generator, set_global_generator,
+                                         stateless_normal, stateless_truncated_normal,
+                                         stateless_uniform)
 
-__all__ = ["normal", "set_seed", "uniform"]
+__all__ = ["normal", "set_seed", "truncated_normal", "uniform", "Generator",
+           "get_global_generator", "set_global_generator", "stateless_normal",
+           "stateless_truncated_normal", "stateless_uniform"]

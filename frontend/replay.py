@@ -25,6 +25,7 @@ def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True,
     is not computed again: the tapes record it with those values as its outputs, so a
     gradient uses them (a loop's gradient passes the values its forward run kept)."""
     from stagecraft import control_flow, logging_ops
+    from stagecraft.random_state import is_replay_copy
     env: dict[int, Any] = {p.uid: a for p, a in zip(graph.params, args)}
 
     def get(x: Any) -> Any:
@@ -40,8 +41,9 @@ def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True,
             outs = [convert_to_tensor(attrs["value"])]
         elif op == "read":
             outs = [ins[0].read_value()]
-        elif op in ("assign", "print", "assert") and not effects:
-            outs = []
+        elif op in ("assign", "print", "assert") and not effects and not (
+                op == "assign" and is_replay_copy(ins[0])):
+            outs = []  # (a random site's replay copy advances as the forward run's site did)
         elif op == "assign":
             getattr(ins[0], {"assign": "assign", "add": "assign_add",
                              "sub": "assign_sub"}[attrs["mode"]])(ins[1], read_value=False)

@@ -16,6 +16,7 @@ from stagecraft.backends.numba_cpu.source import np_type, tuple_text
 from stagecraft.backends.numba_kernels.linalg import matmul_plan
 from stagecraft.backends.numba_kernels.slicing import slice_plan
 from stagecraft.ir.graph import Eqn
+from stagecraft.ir.ops import philox
 
 Lowering = Callable[[Any, Eqn], None]
 LOWER: dict[str, Lowering] = {}
@@ -118,7 +119,6 @@ def _reshape_like(cg, e: Eqn) -> None:
     _reshape_to(cg, e, cg.dims(e.inputs[1]))
 
 
-@lowers("expand_dims")
 def _dynamic_dims(cg, e: Eqn, op: str, minus_one: bool = False) -> list[str]:
     """The entries of the shape tensor (input 1) of a ``*_dynamic`` op as int64 expressions:
     literals where its ``static`` attribute knows them, elements of the tensor elsewhere (each
@@ -150,6 +150,7 @@ def _reshape_dynamic(cg, e: Eqn) -> None:
     _reshape_to(cg, e, [f"{resolved}[{i}]" for i in range(len(dims))])
 
 
+@lowers("expand_dims")
 def _expand_dims(cg, e: Eqn) -> None:
     dims = cg.dims(e.inputs[0])
     a = _norm(e.params["axis"], len(dims) + 1)
@@ -217,7 +218,6 @@ def _broadcast_to(cg, e: Eqn) -> None:
     _broadcast(cg, e, [str(int(d)) for d in e.params["shape"]])
 
 
-@lowers("broadcast_like")
 @lowers("broadcast_to_dynamic")
 def _broadcast_to_dynamic(cg, e: Eqn) -> None:
     x = e.inputs[0]
@@ -234,6 +234,7 @@ def _broadcast_to_dynamic(cg, e: Eqn) -> None:
     _broadcast(cg, e, dims)
 
 
+@lowers("broadcast_like")
 def _broadcast_like(cg, e: Eqn) -> None:
     _broadcast(cg, e, cg.dims(e.inputs[1]))
 
@@ -256,7 +257,6 @@ def _tile(cg, e: Eqn) -> None:
     _into(cg, e, dims, lambda out: f"K.tile_into({cg.operand(x)}, {out})")
 
 
-@lowers("gather")
 @lowers("tile_dynamic")
 def _tile_dynamic(cg, e: Eqn) -> None:
     x = e.inputs[0]
@@ -267,6 +267,7 @@ def _tile_dynamic(cg, e: Eqn) -> None:
     _into(cg, e, dims, lambda out: f"K.tile_into({cg.operand(x)}, {out})")
 
 
+@lowers("gather")
 def _gather(cg, e: Eqn) -> None:
     p, i = e.inputs
     a = e.params
@@ -390,13 +391,13 @@ def _fill(cg, e: Eqn) -> None:
     _into(cg, e, dims, lambda out: f"K.fill_into({cg.array(e.inputs[0])}, {out})")
 
 
-@lowers("range")
 @lowers("fill_dynamic")
 def _fill_dynamic(cg, e: Eqn) -> None:
     dims = _dynamic_dims(cg, e, "fill")
     _into(cg, e, dims, lambda out: f"K.fill_into({cg.array(e.inputs[0])}, {out})")
 
 
+@lowers("range")
 def _range(cg, e: Eqn) -> None:
     start, limit, delta = (cg.array(x) for x in e.inputs)
     n = cg.fresh("n")
@@ -424,15 +425,18 @@ def _where_indices(cg, e: Eqn) -> None:
     cg.define(e.outputs[0], f"K.where_indices({cg.array(e.inputs[0])})")
 
 
-# Kinds of K.random_into (see numba_kernels.creation): normal, uniform, uniform integers.
-_RANDOM_KIND = {"random_normal": 0, "random_uniform": 1, "random_uniform_int": 2}
+# Kinds of K.random_into (see ir/ops/philox.py).
+_RANDOM_KIND = {"random_normal": philox.NORMAL, "random_uniform": philox.UNIFORM,
+                "random_uniform_int": philox.UNIFORM_INT,
+                "random_truncated_normal": philox.TRUNCATED_NORMAL}
 
 
 @lowers(*_RANDOM_KIND)
 def _random(cg, e: Eqn) -> None:
-    a = e.params
-    s0, s1, s2 = ((int(s) + 2**63) % 2**64 - 2**63 for s in a["seed"])  # same 64 bits
-    lo, hi = ((f"np.int64({cg.operand(x)})" for x in e.inputs) if e.inputs else ("0", "0"))
-    dims = [str(int(d)) for d in a["shape"]]
-    _into(cg, e, dims, lambda out: f"K.random_into({_RANDOM_KIND[e.op]}, {out}, "
-                                   f"np.int64({s0}), np.int64({s1}), np.int64({s2}), {lo}, {hi})")
+    seed = cg.array(e.inputs[0])
+    if e.op == "random_uniform_int":
+        bounds = ", ".join(f"np.int64({cg.operand(x)})" for x in e.inputs[1:])
+    else:
+        bounds = "0, 1"
+    dims = [str(int(d)) for d in e.params["shape"]]
+    _into(cg, e, dims, lambda out: f"K.random_into({_RANDOM_KIND[e.op]}, {out}, {seed}, {bounds})")

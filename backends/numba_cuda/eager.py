@@ -244,7 +244,8 @@ TABLE["where_indices"] = lambda xs, a, t: shape.where_indices(xs[0])
 
 # ------------------------------------------------------------------------------ random
 
-TABLE["random_normal"] = lambda xs, a, t: random.normal(a["shape"], a["dtype"].np, a["seed"])
-TABLE["random_uniform"] = lambda xs, a, t: random.uniform(a["shape"], a["dtype"].np, a["seed"])
-TABLE["random_uniform_int"] = lambda xs, a, t: random.uniform_int(xs[0], xs[1], a["shape"],
-                                                                  a["seed"])
+TABLE["random_normal"] = lambda xs, a, t: random.normal(xs[0], a["shape"], a["dtype"].np)
+TABLE["random_truncated_normal"] = lambda xs, a, t: random.normal(xs[0], a["shape"],
+                                                                  a["dtype"].np, truncated=True)
+TABLE["random_uniform"] = lambda xs, a, t: random.uniform(xs[0], a["shape"], a["dtype"].np)
+TABLE["random_uniform_int"] = lambda xs, a, t: random.uniform_int(*xs, a["shape"])

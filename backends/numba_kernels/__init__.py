@@ -16,6 +16,6 @@ Submodules are imported lazily by their users (``import numba`` costs 0.15-0.35 
 * :mod:`.shape` -- gather and its scatter-add adjoint, one_hot, concat, tile, broadcasting,
   sum_like.
 * :mod:`.slicing` -- strided slicing and its adjoint, planned at code-generation time.
-* :mod:`.creation` -- fill, eye, range, where (indices), and random ops (through object mode,
-  so the Philox streams equal the reference's).
+* :mod:`.creation` -- fill, eye, range, where (indices), and random ops (Philox,
+  in nopython mode: the Philox stream of ir/ops/philox.py).
 """

@@ -1,18 +1,14 @@
 """Numba kernels for the creation ops of ``ir/ops/creation.py`` (fill, range, eye,
-where_indices) and the object-mode lowering of the random ops (``ir/ops/random.py``).
+where_indices) and the random ops (``ir/ops/random.py``).
 
 Contract: rank-0 IR values are passed as 0-d arrays; ``out`` arrays are preallocated by the
 caller with the exact IR dtype and shape and must be C-contiguous. ``range`` and
 ``where_indices`` have data-dependent lengths: ``range_len`` gives the length (the caller
 allocates ``np.empty(n, dtype)``), ``where_indices`` allocates and returns its int64 result.
 
-Random ops: Numba cannot reproduce NumPy's ``Generator(Philox)`` streams (its own
-``np.random`` is a different, global, Mersenne-Twister state), so on this backend the random
-ops **must** be lowered as an object-mode call of the reference kernel:
-``K.random_into(kind, out, s0, s1, s2, lo, hi)`` with ``kind`` one of ``RANDOM_NORMAL``,
-``RANDOM_UNIFORM``, ``RANDOM_UNIFORM_INT``, the op's ``seed`` triple baked in as int literals,
-and ``lo``/``hi`` the int64 minval/maxval (ignored for the float kinds). It costs an object
-mode transition (a few microseconds) per call; the values equal the reference bit for bit.
+Random ops: ``random_into(kind, out, seed, low, span)`` computes the op table's Philox
+stream (``ir/ops/philox.py``, whose ``philox`` it compiles) from the int64 seed triple, in
+nopython mode; ``kind`` is one of philox's NORMAL, UNIFORM, UNIFORM_INT, TRUNCATED_NORMAL.
 """
 from __future__ import annotations
 
@@ -20,6 +16,10 @@ import math
 
 import numba
 import numpy as np
+
+from stagecraft.ir.ops import philox
+from stagecraft.ir.ops.philox import (INV_2_24, INV_2_53, ATTEMPT_SHIFT, MASK, TRUNCATE_AT, TWO_PI,
+                                      UNIFORM, UNIFORM_INT, TRUNCATED_NORMAL)
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -107,25 +107,67 @@ def where_indices(cond):
 
 # ----------------------------------------------------------------------------- random
 
-RANDOM_NORMAL, RANDOM_UNIFORM, RANDOM_UNIFORM_INT = 0, 1, 2
-_RANDOM_OPS = ("random_normal", "random_uniform", "random_uniform_int")
+_philox = numba.njit(cache=True, inline="always")(philox.philox)
 
 
-def _random_fill(kind, out, s0, s1, s2, lo, hi):
-    """Plain Python (runs in object mode): fills ``out`` with the reference kernel's values."""
-    from stagecraft.ir import OPS
-    from stagecraft.ir import dtypes as dt
-    op = OPS[_RANDOM_OPS[kind]]
-    seed = (int(s0), int(s1), int(s2))
-    if kind == RANDOM_UNIFORM_INT:
-        vals = op.kernel(np.asarray(lo, out.dtype), np.asarray(hi, out.dtype), out.shape, seed)
-    else:
-        vals = op.kernel(out.shape, dt.from_numpy(out.dtype), seed)
-    out[...] = vals
+@numba.njit(**_JIT)
+def _normal_pair(x, y):
+    u1 = ((x >> np.uint64(11)) + np.uint64(1)) * INV_2_53  # (0, 1]: log(u1) is finite
+    u2 = (y >> np.uint64(11)) * INV_2_53
+    r = math.sqrt(-2.0 * math.log(u1))
+    return r * math.cos(TWO_PI * u2), r * math.sin(TWO_PI * u2)
 
 
-@numba.njit(cache=True, error_model="numpy")  # no nogil: object mode holds the GIL anyway
-def random_into(kind, out, s0, s1, s2, lo, hi):
-    """Object-mode call of the reference random kernel (see the module doc) into ``out``."""
-    with numba.objmode():
-        _random_fill(kind, out, s0, s1, s2, lo, hi)
+@numba.njit(**_JIT)
+def _draws(g, k0, k1, c2, c3):
+    w0, w1, w2, w3 = _philox(g & np.uint64(MASK), g >> np.uint64(32), c2, c3, k0, k1)
+    return (w0 << np.uint64(32)) | w1, (w2 << np.uint64(32)) | w3
+
+
+@numba.njit(**_JIT)
+def random_into(kind, out, seed, low, high):
+    """Fills ``out`` with the Philox stream of ``seed`` (an int64 triple) as ``kind`` (see
+    ``ir/ops/philox.py``: NORMAL, UNIFORM, UNIFORM_INT in ``[low, high)``, TRUNCATED_NORMAL):
+    the same bits as the reference kernel, element for element."""
+    if kind == UNIFORM_INT and not low < high:
+        raise ValueError("random_uniform_int: Need minval < maxval")
+    a, b, c = np.uint64(seed[0]), np.uint64(seed[1]), np.uint64(seed[2])
+    mask = np.uint64(MASK)
+    k0, k1 = (a ^ (a >> np.uint64(32))) & mask, (b ^ (b >> np.uint64(32))) & mask
+    c2, c3 = c & mask, c >> np.uint64(32)
+    # int64 bounds, a uint64 modulus: uint64 % int64 would be a float in Numba
+    low = np.int64(low)
+    modulus = np.uint64(np.int64(high) - low)
+    of = out.reshape(out.size)
+    n = of.size
+    wide = of.itemsize == 8
+    for g in range((n + 1) // 2):
+        x, y = _draws(np.uint64(g), k0, k1, c2, c3)
+        if kind == UNIFORM:
+            if wide:
+                v0, v1 = (x >> np.uint64(11)) * INV_2_53, (y >> np.uint64(11)) * INV_2_53
+            else:
+                v0, v1 = (x >> np.uint64(40)) * INV_2_24, (y >> np.uint64(40)) * INV_2_24
+            of[2 * g] = v0
+            if 2 * g + 1 < n:
+                of[2 * g + 1] = v1
+        elif kind == UNIFORM_INT:
+            of[2 * g] = low + np.int64(x % modulus)
+            if 2 * g + 1 < n:
+                of[2 * g + 1] = low + np.int64(y % modulus)
+        else:
+            z0, z1 = _normal_pair(x, y)
+            if kind == TRUNCATED_NORMAL:
+                attempt = 1
+                while abs(z0) > TRUNCATE_AT:
+                    z0 = _normal_pair(*_draws(np.uint64(g), k0, k1, c2, c3 | np.uint64(
+                        attempt << ATTEMPT_SHIFT)))[0]
+                    attempt += 1
+                attempt = 1
+                while abs(z1) > TRUNCATE_AT:
+                    z1 = _normal_pair(*_draws(np.uint64(g), k0, k1, c2, c3 | np.uint64(
+                        attempt << ATTEMPT_SHIFT)))[1]
+                    attempt += 1
+            of[2 * g] = z0
+            if 2 * g + 1 < n:
+                of[2 * g + 1] = z1

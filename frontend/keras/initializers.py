@@ -19,8 +19,7 @@ from stagecraft.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.random_ops import get_seed
-from stagecraft.scopes import init_scope
-from stagecraft.tensor import Tensor
+from stagecraft.tensor import Tensor, wrap
 
 # The "global seed" half of the (global, op, counter) triple of a seeded initializer: fixed, so
 # the values depend on the initializer's seed alone (Keras's stateless seeded initializers).
@@ -132,28 +131,25 @@ class _Random(Initializer):
         return {"seed": self.seed}
 
 
+def _seed(triple: tuple) -> Tensor:
+    return wrap(np.asarray(triple, np.int64))
+
+
 def _uniform(shape: tuple, dtype: _dt.DType, lo: float, hi: float, seed: tuple) -> Tensor:
-    u = bind(OPS["random_uniform"], shape=shape, dtype=dtype, seed=seed)
+    u = bind(OPS["random_uniform"], _seed(seed), shape=shape, dtype=dtype)
     return _m.add(_m.multiply(u, hi - lo), lo)
 
 
-def _normal(shape: tuple, dtype: _dt.DType, mean: float, stddev: float, seed: tuple) -> Tensor:
-    z = bind(OPS["random_normal"], shape=shape, dtype=dtype, seed=seed)
+def _normal(shape: tuple, dtype: _dt.DType, mean: float, stddev: float, seed: tuple,
+            op: str = "random_normal") -> Tensor:
+    z = bind(OPS[op], _seed(seed), shape=shape, dtype=dtype)
     return _m.add(_m.multiply(z, stddev), mean)
 
 
 def _truncated_normal(shape: tuple, dtype: _dt.DType, mean: float, stddev: float,
-                      seeds: Callable[[], tuple]) -> Tensor:
-    """Normal samples redrawn until all lie within two standard deviations (TensorFlow's
-    truncated normal). Runs eagerly (rejection needs the values), also while tracing."""
-    with init_scope():
-        z = bind(OPS["random_normal"], shape=shape, dtype=dtype, seed=seeds())
-        outside = _m.greater(_m.abs(z), 2.0)
-        while bool(_m.reduce_any(outside)):  # each round keeps ~95% of what is left
-            again = bind(OPS["random_normal"], shape=shape, dtype=dtype, seed=seeds())
-            z = _m.where(outside, again, z)
-            outside = _m.greater(_m.abs(z), 2.0)
-        return _m.add(_m.multiply(z, stddev), mean)
+                      seed: tuple) -> Tensor:
+    """Normal samples within two standard deviations (TensorFlow's truncated normal)."""
+    return _normal(shape, dtype, mean, stddev, seed, "random_truncated_normal")
 
 
 class RandomUniform(_Random):
@@ -215,7 +211,7 @@ class TruncatedNormal(_Random):
     def __call__(self, shape: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
         d = _dtype(dtype, "TruncatedNormal", True)
         return _truncated_normal(_static_dims(shape, "TruncatedNormal"), d, self.mean,
-                                 self.stddev, self._seeds())
+                                 self.stddev, self._seeds()())
 
     def get_config(self) -> dict:
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
@@ -273,7 +269,7 @@ class VarianceScaling(_Random):
         if self.distribution == "truncated_normal":
             # The stddev of a standard normal truncated to [-2, 2].
             stddev = math.sqrt(variance) / 0.87962566103423978
-            return _truncated_normal(dims, d, 0.0, stddev, self._seeds())
+            return _truncated_normal(dims, d, 0.0, stddev, self._seeds()())
         if self.distribution == "untruncated_normal":
             return _normal(dims, d, 0.0, math.sqrt(variance), self._seeds()())
         limit = math.sqrt(3.0 * variance)

@@ -23,7 +23,8 @@ The document (format ``stagecraft.saved_model``, version 1)::
        {"name", "graph": <ir.serialize document>, "graph_arrays": {key: npz name},
         "args": <trace-cache key of the positional arguments>, "kwargs": <of the keywords>,
         "arg_names": [...], "outputs": <nest structure with {"slot": i} leaves>,
-        "num_inputs": n, "captures": [npz names], "variables": [node ids]}],
+        "num_inputs": n, "captures": [npz names], "variables": [node ids, null for a
+         random op site], "random_sites": [[op seed or null, index], one per null]}],
      "signatures": {"serving_default": {"concrete_function": i,
                     "inputs": [{"name", "shape", "dtype"}],
                     "outputs": {"dict": [keys]} | {"flat": ["output_0", ...]}}}}

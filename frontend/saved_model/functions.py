@@ -24,6 +24,7 @@ from stagecraft.saved_model.format import CorruptSavedModelError, decode_literal
 from stagecraft.tensor import Tensor
 from stagecraft.tensor_spec import TensorSpec
 from stagecraft.trace_cache import TensorKey, VariableKey
+from stagecraft.random_state import RandomState, site_state
 from stagecraft.variables import Variable
 
 
@@ -273,9 +274,13 @@ def encode_concrete(concrete: ConcreteFunction, key: Any, index: int,
         name = f"{prefix}capture{i}"
         arrays[name] = np.asarray(t._value)
         captures.append(name)
-    variables = []
+    variables, sites = [], []
     for v in concrete._captured_variables:
         node = variable_nodes.get(id(v))
+        if type(v) is RandomState:  # a random op's state: saved as its seed rule, not a value
+            variables.append(None)
+            sites.append([v._op_seed, v._index])
+            continue
         if node is None:
             raise ValueError(
                 f"saved_model.save: the tf.function '{where}' uses the variable '{v.name}' "
@@ -296,8 +301,17 @@ def encode_concrete(concrete: ConcreteFunction, key: Any, index: int,
             "num_inputs": len(concrete._input_types),
             "captures": captures,
             "variables": variables,
+            "random_sites": sites,
             "graph": json.loads(graph_text),
             "graph_arrays": {k: prefix + k for k in graph_arrays}}
+
+
+def _random_site(entry: Any) -> RandomState:
+    """A fresh random op state for a saved ``[op seed or null, index]`` entry."""
+    op_seed, index = entry
+    if not (op_seed is None or type(op_seed) is int) or type(index) is not int or index < 0:
+        raise ValueError(f"bad random op site {entry!r}")
+    return site_state(None, op_seed, index)
 
 
 def _attr_hint(v: Variable) -> str:
@@ -315,7 +329,12 @@ def decode_concrete(data: dict, variables: list, arrays: dict[str, np.ndarray],
         pos_key, pos_t = decode_key(data["args"])
         kw_key, kw_t = decode_key(data["kwargs"])
         captured = [convert_to_tensor(np.array(arrays[name])) for name in data["captures"]]
-        bound = [variables[i] for i in data["variables"]]
+        sites = list(data.get("random_sites", []))
+        if len(sites) != sum(i is None for i in data["variables"]):
+            raise ValueError("one random_sites entry per null variable is needed")
+        sites.reverse()
+        bound = [variables[i] if i is not None else _random_site(sites.pop())
+                 for i in data["variables"]]
         outputs = decode_structure(data["outputs"])
         num_inputs = int(data["num_inputs"])
         name = data["name"]

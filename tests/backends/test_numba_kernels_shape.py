@@ -17,6 +17,7 @@ from stagecraft.backends.numba_kernels import creation as KC  # noqa: E402
 from stagecraft.backends.numba_kernels import shape as KS  # noqa: E402
 from stagecraft.backends.numba_kernels import slicing as KL  # noqa: E402
 from stagecraft.ir import OPS  # noqa: E402
+from stagecraft.ir.ops import philox  # noqa: E402
 from numba_kernel_support import examples  # noqa: E402
 
 
@@ -131,9 +132,9 @@ def _fill(value, dims):
 
 
 def _random(kind):
-    def run(shape, dtype, seed):
+    def run(seed, shape, dtype):
         out = np.empty(tuple(shape), dtype.np)
-        KC.random_into(kind, out, seed[0], seed[1], seed[2], 0, 0)
+        KC.random_into(kind, out, seed, 0, 1)
         return out
     return run
 
@@ -153,8 +154,9 @@ ADAPTERS = {
     "eye": _eye,
     "fill": _fill,
     "where_indices": lambda c: KC.where_indices(_c(c)),
-    "random_normal": _random(KC.RANDOM_NORMAL),
-    "random_uniform": _random(KC.RANDOM_UNIFORM),
+    "random_normal": _random(philox.NORMAL),
+    "random_uniform": _random(philox.UNIFORM),
+    "random_truncated_normal": _random(philox.TRUNCATED_NORMAL),
 }
 
 
@@ -216,13 +218,15 @@ def test_range_errors_and_floats():
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
-def test_random_uniform_int_objmode():
+def test_random_uniform_int_bit_exact():
+    seed = np.asarray([1, 2, 3], np.int64)
     for t in (np.int32, np.int64):
-        want = OPS["random_uniform_int"].kernel(np.asarray(-3, t), np.asarray(7, t), (5,),
-                                                (1, 2, 3))
+        want = OPS["random_uniform_int"].kernel(seed, np.asarray(-3, t), np.asarray(7, t), (5,))
         out = np.empty((5,), t)
-        KC.random_into(KC.RANDOM_UNIFORM_INT, out, 1, 2, 3, -3, 7)
+        KC.random_into(philox.UNIFORM_INT, out, seed, -3, 7)
         assert out.dtype == want.dtype and out.tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="Need minval < maxval"):
+        KC.random_into(philox.UNIFORM_INT, out, seed, 7, 7)
 
 
 @pytest.mark.parametrize("t", [np.float32, np.float64])
