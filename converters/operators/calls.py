@@ -9,14 +9,14 @@ import logging
 import types
 from typing import Any, Callable
 
-from stagecraft.converters.operators.builtins import len_, print_
-from stagecraft.converters.operators.control_flow import range_
+from stagecraft.converters.operators.builtins import abs_, float_, int_, len_, print_, range_
 from stagecraft.converters.operators.variables import UndefinedReturnValue, is_undefined
 from stagecraft.ir.errors import ConversionError
 
 logger = logging.getLogger("stagecraft")
 
-_BUILTINS = {builtins.range: range_, builtins.len: len_, builtins.print: print_}
+_BUILTINS = {builtins.range: range_, builtins.len: len_, builtins.print: print_,
+             builtins.abs: abs_, builtins.float: float_, builtins.int: int_}
 # Modules whose functions are never converted (they do not branch on tensors in Python).
 _LIBRARY_PREFIXES = ("stagecraft", "numpy", "scipy", "numba", "builtins", "functools",
                      "itertools", "collections", "math", "operator", "typing", "abc", "copy",

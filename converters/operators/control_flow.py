@@ -7,7 +7,6 @@ statement carries and their ``names`` (for messages).
 """
 from __future__ import annotations
 
-import builtins
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -413,27 +412,12 @@ def _zeros(x: Any, name: str, loc: str) -> Tensor:
 
 # --------------------------------------------------------------------------- for
 
-class RangeSpec:
-    """``range(...)`` with tensor bounds: iterated by a staged loop without materializing."""
-
-    def __init__(self, start: Any, limit: Any, delta: Any):
-        self.start, self.limit, self.delta = start, limit, delta
-
-    def __iter__(self):
-        raise TypeError("range() with tensor bounds can only be used in a for loop inside "
-                        "@function (it becomes a staged loop); use tf.range(...) elsewhere.")
-
-
 def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, get_state: Callable,
              set_state: Callable, names: Sequence[str], loc: str,
              opts: dict | None = None) -> None:
     """``for x in iterable: body(x)`` (checking ``extra_test()``, from ``break``, before each
     iteration). Tensor ranges and symbolic tensors become staged loops; anything else iterates
     in Python."""
-    if isinstance(iterable, RangeSpec):
-        _staged_range(iterable.start, iterable.limit, iterable.delta, None, extra_test, body,
-                      get_state, set_state, names, loc, opts)
-        return
     if isinstance(iterable, GraphTensor):
         spec = _range_operands(iterable)
         if spec is not None:
@@ -516,13 +500,3 @@ def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: C
         return
     _staged_while(first, test, body2, get_state2, set_state2, ("iterate",) + tuple(names), loc,
                   opts)
-
-
-def range_(*args: Any) -> Any:
-    """``range`` in converted code: a Python range for Python ints, a staged range for tensor
-    bounds."""
-    if any(isinstance(a, GraphTensor) for a in args):
-        if len(args) == 1:
-            return RangeSpec(0, args[0], 1)
-        return RangeSpec(args[0], args[1], args[2] if len(args) > 2 else 1)
-    return builtins.range(*[int(a) if isinstance(a, Tensor) else a for a in args])
