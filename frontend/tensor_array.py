@@ -1,14 +1,23 @@
 """``TensorArray``: a list of same-dtype tensors written one index at a time, usable as a loop
-variable. Eagerly it is a Python list; while tracing, one tensor of shape ``[n, *element]``
-(written by slicing, so its length may change inside a ``while`` loop)."""
+variable. Eagerly it is a Python list; while tracing, one tensor of shape ``[n, *element]`` (the
+buffer), which a staged loop carries.
+
+The element shape, when not given, is learned from the first write (TensorFlow's
+``infer_shape=True``): a fixed-size array then gets all its rows at once (zeros), so writes
+replace rows (``row_update``) and its length never changes; a ``dynamic_size`` array grows
+with zero rows up to the written index. A loop whose body makes the first write starts from a
+buffer allocated before it: the loop traces the body once to learn the element shape
+(:func:`allocate_for_loop`, and AutoGraph's loops the same way). Gradients flow through every
+write, read, stack, unstack, gather and scatter: they are ordinary ops on the buffer.
+"""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
+from stagecraft.bind import bind
 from stagecraft.context import STATE
 from stagecraft.convert import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
-from stagecraft.bind import bind
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops import OPS
 from stagecraft.ir.shapes import TensorShape
@@ -23,6 +32,19 @@ class TensorArray:
     >>> ta = ta.write(0, 1.0).write(1, 2.0)
     >>> ta.stack().numpy().tolist(), int(ta.size())
     ([1.0, 2.0], 2)
+
+    Inside ``@function`` the size may be a tensor and the element shape is learned from the
+    first write:
+
+    >>> @tf.function(input_signature=[tf.TensorSpec([None, 2])])
+    ... def squares(x):
+    ...     n = tf.shape(x)[0]
+    ...     ta = tf.TensorArray(tf.float32, size=n)
+    ...     for i in tf.range(n):
+    ...         ta = ta.write(i, x[i] * x[i])
+    ...     return ta.stack()
+    >>> squares(tf.constant([[1., 2.], [3., 4.]])).numpy().tolist()
+    [[1.0, 4.0], [9.0, 16.0]]
     """
 
     def __init__(self, dtype: Any, size: Any = None, dynamic_size: bool | None = None,
@@ -35,15 +57,21 @@ class TensorArray:
         self._element_shape = TensorShape(element_shape)
         self._items: list | None = None
         self._buffer: Tensor | None = None
-        # A fixed length known when tracing, for a buffer made at the first write.
-        self._size = size if isinstance(size, int) and not self._dynamic else None
+        if size is not None and not isinstance(size, (int, Tensor)) or isinstance(size, bool):
+            raise TypeError(f"TensorArray: size must be an int or a scalar int tensor, got "
+                            f"{size!r}.")
         if STATE.get().graph is None:
             n = 0 if size is None else int(size)
             self._items = [None] * n
-        elif self._element_shape.is_fully_defined():
-            from stagecraft.array_ops import zeros
-            n = size if isinstance(size, int) else 0
-            self._buffer = zeros([n] + self._element_shape.as_list(), self._dtype)
+            self._size: Any = n
+            return
+        if isinstance(size, Tensor) and type(size) is Tensor:
+            size = int(size)
+        # The length: rows allocated at the first write (all of them for a fixed size; the
+        # initial ones for a dynamic size).
+        self._size = 0 if size is None else size
+        if self._element_shape.is_fully_defined():
+            self._buffer = self._zeros(self._element_shape.as_list())
 
     @property
     def dtype(self) -> _dt.DType:
@@ -52,6 +80,10 @@ class TensorArray:
     @property
     def element_shape(self) -> TensorShape:
         return self._element_shape
+
+    @property
+    def dynamic_size(self) -> bool:
+        return self._dynamic
 
     def _new(self, items: list | None = None, buffer: Tensor | None = None,
              element_shape: TensorShape | None = None) -> "TensorArray":
@@ -71,6 +103,52 @@ class TensorArray:
                              f"array's element shape {self._element_shape}.")
         return t
 
+    # ------------------------------------------------------------------ staged buffer
+    def _zeros(self, element_dims: Sequence[Any], rows: Any = None) -> Tensor:
+        """Zeros for ``rows`` (default: the array's size) elements of ``element_dims`` (ints
+        or scalar int tensors)."""
+        from stagecraft.array_ops import zeros
+        return zeros([self._size if rows is None else rows] + list(element_dims), self._dtype)
+
+    def _allocate_like(self, t: Tensor) -> Tensor:
+        """The buffer of an array whose first write is ``t`` (dims unknown while tracing are
+        read from ``t`` when the function runs)."""
+        if t.shape.rank is None:
+            raise ValueError("TensorArray: the first value written has an unknown rank, so the "
+                             "array's element shape cannot be learned; pass element_shape= "
+                             "when creating the TensorArray.")
+        return self._zeros(_dims_of(t))
+
+    def _allocated(self, element_shape: TensorShape) -> "TensorArray":
+        """This array (nothing written yet) with its buffer for elements of ``element_shape``:
+        the state a staged loop starts from when its body makes the first write."""
+        if self._buffer is not None or self._items is not None:
+            return self
+        if not element_shape.is_fully_defined():
+            raise ValueError(
+                f"TensorArray: a loop writes this array first, with elements of shape "
+                f"{element_shape}, which is not fully known when tracing, so its buffer cannot "
+                f"be allocated before the loop. Write one element before the loop, or make the "
+                f"element shape static (e.g. an input_signature with those sizes).")
+        return self._new(buffer=self._zeros(element_shape.as_list()), element_shape=element_shape)
+
+    def _index(self, index: Any, what: str) -> Tensor:
+        i = convert_to_tensor(index)
+        if i.dtype not in _dt.INTS or i.shape.rank not in (0, None):
+            raise TypeError(f"TensorArray.{what}: the index must be a scalar int32/int64, got "
+                            f"{i.dtype.name} of shape {i.shape}.")
+        return i
+
+    def _grown(self, buf: Tensor, length: Any) -> Tensor:
+        """``buf`` with zero rows appended so that it has at least ``length`` rows (a dynamic
+        array written past its end, as TensorFlow does)."""
+        from stagecraft.array_ops import concat, shape
+        from stagecraft.math_ops import cast, maximum, subtract
+        n = shape(buf)[0]
+        pad = maximum(subtract(cast(length, n.dtype), n), 0)
+        return concat([buf, self._zeros(_dims_of(buf)[1:], rows=pad)], 0)
+
+    # --------------------------------------------------------------------------- API
     def write(self, index: Any, value: Any, name: str | None = None) -> "TensorArray":
         """The array with ``value`` at ``index`` (returns a new TensorArray)."""
         t = self._value(value)
@@ -86,26 +164,12 @@ class TensorArray:
                 items.extend([None] * (i + 1 - len(items)))
             items[i] = t
             return self._new(items=items, element_shape=shape)
-        from stagecraft.array_ops import concat, expand_dims, tile, zeros_like
-        buf = self._buffer
-        if buf is None and self._size and t.shape.rank is not None:
-            # The first write of a fixed-size array whose element shape was unknown until now:
-            # the buffer gets all its rows (zeros), so writes replace rows instead of growing it.
-            buf = tile(zeros_like(expand_dims(t, 0)), [self._size] + [1] * t.shape.rank)
-        if buf is not None and not self._dynamic and buf.shape[0] is not None \
-                and buf.shape[0] > 0:
-            # A fixed size: one row written in a copy (an index out of range raises).
-            index = convert_to_tensor(index)
-            if index.dtype not in (_dt.int32, _dt.int64):
-                raise TypeError(f"TensorArray.write: the index must be an integer, got "
-                                f"{index.dtype.name}.")
-            return self._new(buffer=bind(OPS["row_update"], buf, index, t),
-                             element_shape=shape)
-        row = expand_dims(t, 0)
-        if buf is None:
-            return self._new(buffer=row, element_shape=shape)
-        return self._new(buffer=concat([buf[:index], row, buf[index + 1:]], 0),
-                         element_shape=shape)
+        index = self._index(index, "write")
+        buf = self._buffer if self._buffer is not None else self._allocate_like(t)
+        if self._dynamic:
+            from stagecraft.math_ops import add
+            buf = self._grown(buf, add(index, 1))
+        return self._new(buffer=bind(OPS["row_update"], buf, index, t), element_shape=shape)
 
     def read(self, index: Any, name: str | None = None) -> Tensor:
         """The element at ``index``."""
@@ -115,12 +179,13 @@ class TensorArray:
                 raise InvalidArgumentError(f"TensorArray: could not read index {i}: it has not "
                                            f"been written (size {len(self._items)}).")
             return self._items[i]
-        return self._stacked()[index]
+        return self._stacked()[self._index(index, "read")]
 
     def _stacked(self) -> Tensor:
         if self._buffer is None:
             raise ValueError("TensorArray: the element shape is unknown because nothing was "
-                             "written yet; pass element_shape= when creating it.")
+                             "written yet; write an element first or pass element_shape= when "
+                             "creating it.")
         return self._buffer
 
     def stack(self, name: str | None = None) -> Tensor:
@@ -141,27 +206,80 @@ class TensorArray:
         return stack(items)
 
     def gather(self, indices: Any, name: str | None = None) -> Tensor:
+        """The elements at ``indices``, stacked."""
         from stagecraft.array_ops import gather
         return gather(self.stack(), indices)
 
     def concat(self, name: str | None = None) -> Tensor:
-        from stagecraft.array_ops import concat, unstack
-        return concat(unstack(self.stack()), 0)
+        """The elements joined along their first dimension (all have the same shape here)."""
+        from stagecraft.array_ops import reshape
+        stacked = self.stack()
+        if stacked.shape.rank is not None and stacked.shape.rank < 2:
+            raise ValueError("TensorArray.concat: the elements are scalars; use stack().")
+        return reshape(stacked, [-1] + _dims_of(stacked)[2:])
 
     def unstack(self, value: Any, name: str | None = None) -> "TensorArray":
         """An array holding the rows of ``value``."""
-        t = convert_to_tensor(value, self._dtype) if not isinstance(value, Tensor) else value
+        t = self._value_rows(value, "unstack")
         if self._items is not None:
             from stagecraft.array_ops import unstack
             return self._new(items=list(unstack(t)), element_shape=t.shape[1:])
         return self._new(buffer=t, element_shape=t.shape[1:])
 
+    def scatter(self, indices: Any, value: Any, name: str | None = None) -> "TensorArray":
+        """The array with row ``k`` of ``value`` written at ``indices[k]`` (distinct indices).
+
+        >>> import stagecraft as tf
+        >>> ta = tf.TensorArray(tf.float32, size=3).scatter([2, 0], [[1.], [2.]])
+        >>> ta.read(2).numpy().tolist(), ta.read(0).numpy().tolist()
+        ([1.0], [2.0])
+        """
+        t = self._value_rows(value, "scatter")
+        idx = convert_to_tensor(indices)
+        if idx.dtype not in _dt.INTS or idx.shape.rank not in (1, None):
+            raise TypeError(f"TensorArray.scatter: indices must be a 1-D int32/int64 tensor, "
+                            f"got {idx.dtype.name} of shape {idx.shape}.")
+        shape = self._element_shape.merge_with(t.shape[1:])
+        if self._items is not None:
+            from stagecraft.array_ops import unstack
+            ta = self._new(items=self._items, element_shape=shape)
+            for i, row in zip(idx.numpy().tolist(), unstack(t)):
+                ta = ta.write(i, row)
+            return ta
+        from stagecraft.array_ops import ones_like
+        from stagecraft.math_ops import add, greater, reduce_max, where
+        if not self._dtype.is_floating and not self._dtype.is_integer:
+            raise TypeError(f"TensorArray.scatter inside @function needs a numeric dtype, not "
+                            f"{self._dtype.name}; write the elements one by one instead.")
+        buf = self._buffer if self._buffer is not None else self._zeros(_dims_of(t)[1:])
+        if self._dynamic:
+            buf = self._grown(buf, add(reduce_max(idx), 1))
+        scatter = OPS["gather_grad"]   # the adjoint of gather: adds rows into zeros like buf
+        rows = bind(scatter, t, idx, buf, axis=0, batch_dims=0)
+        hit = greater(bind(scatter, ones_like(t), idx, buf, axis=0, batch_dims=0), 0)
+        return self._new(buffer=where(hit, rows, buf), element_shape=shape)
+
+    def _value_rows(self, value: Any, what: str) -> Tensor:
+        t = convert_to_tensor(value, self._dtype) if not isinstance(value, Tensor) else value
+        if t.dtype != self._dtype:
+            raise TypeError(f"TensorArray.{what}: cannot use a {t.dtype.name} value in a "
+                            f"TensorArray of {self._dtype.name}; cast it first.")
+        if t.shape.rank == 0:
+            raise ValueError(f"TensorArray.{what}: the value must have rank >= 1 (one element "
+                             f"per row), got a scalar.")
+        if t.shape.rank is not None and not self._element_shape.is_compatible_with(t.shape[1:]):
+            raise ValueError(f"TensorArray.{what}: rows of shape {t.shape[1:]} are not "
+                             f"compatible with the array's element shape {self._element_shape}.")
+        return t
+
     def size(self, name: str | None = None) -> Tensor:
         """The number of elements, as an int32 tensor."""
         if self._items is not None:
             return convert_to_tensor(len(self._items))
+        if self._buffer is None:
+            return convert_to_tensor(self._size)
         from stagecraft.array_ops import shape
-        return shape(self._stacked())[0]
+        return shape(self._buffer)[0]
 
     # Loop variables are flattened to tensors: a TensorArray being traced is its buffer.
     def _nest_components(self) -> list | None:
@@ -178,3 +296,63 @@ class TensorArray:
 
     def _from_components(self, components: list) -> "TensorArray":
         return self._new(buffer=components[0])
+
+
+def _dims_of(t: Tensor) -> list:
+    """``t``'s dims: ints where known when tracing, ``tf.shape(t)[i]`` elsewhere."""
+    from stagecraft.array_ops import shape
+    dims = t.shape.as_list()
+    if None not in dims:
+        return dims
+    s = shape(t)
+    return [d if d is not None else s[i] for i, d in enumerate(dims)]
+
+
+def unwritten(v: Any) -> bool:
+    """Whether ``v`` is a TensorArray being traced that has no buffer yet (nothing written and
+    no element_shape given)."""
+    return isinstance(v, TensorArray) and v._items is None and v._buffer is None
+
+
+def allocate_for_loop(body: Callable, loop_vars: Sequence[Any]) -> list:
+    """``loop_vars`` of a staged ``while_loop`` with every unwritten TensorArray given its
+    buffer: the body is traced once in a scratch graph to learn what it writes (the element
+    shape), as TensorFlow infers it from the first write.
+
+    >>> import stagecraft as tf
+    >>> @tf.function
+    ... def f(n):
+    ...     ta = tf.TensorArray(tf.float32, size=n)
+    ...     _, ta = tf.while_loop(lambda i, ta: i < n,
+    ...                           lambda i, ta: (i + 1, ta.write(i, tf.fill([2], 1.0))),
+    ...                           (0, ta))
+    ...     return ta.stack()
+    >>> f(tf.constant(2)).numpy().tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+    loop_vars = list(loop_vars)
+    pending = [i for i, v in enumerate(loop_vars) if unwritten(v)]
+    fg = STATE.get().graph
+    if not pending or fg is None:
+        return loop_vars
+    from stagecraft.func_graph import FuncGraph, building
+    from stagecraft.graph_tensor import graph_tensor
+    from stagecraft.ir.types import TensorType
+    scratch = FuncGraph("scratch", parent=fg)
+
+    def placeholder(v: Any) -> Any:
+        if isinstance(v, TensorArray) and v._buffer is not None:
+            return v._from_components([placeholder(v._buffer)])
+        if isinstance(v, TensorArray):
+            return v
+        t = v if isinstance(v, Tensor) else convert_to_tensor(v)
+        return graph_tensor(scratch.add_input(TensorType(t.dtype, t.shape.dims_tuple)), scratch)
+
+    with building(scratch):
+        out = body(*[placeholder(v) for v in loop_vars])
+    out = list(out) if isinstance(out, (list, tuple)) else [out]
+    for i in pending:
+        w = out[i] if i < len(out) else None
+        if isinstance(w, TensorArray) and w._buffer is not None:
+            loop_vars[i] = loop_vars[i]._allocated(w.element_shape)
+    return loop_vars
