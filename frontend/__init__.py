@@ -19,6 +19,7 @@ from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft.tape import GradientTape, UnconnectedGradients
 from stagecraft.custom_gradient import custom_gradient
 from stagecraft.variables import Variable
+from stagecraft.variable_policies import VariableAggregation, VariableSynchronization
 from stagecraft.module import Module
 from stagecraft.tensor_spec import TensorSpec
 from stagecraft import config, debugging
@@ -28,7 +29,7 @@ from stagecraft.function import ConcreteFunction, Function, function
 from stagecraft.control_flow import cond, while_loop
 from stagecraft.logging_ops import print_ as print  # noqa: A001 (TensorFlow's name)
 from stagecraft.script_ops import py_function
-from stagecraft.scopes import init_scope
+from stagecraft.scopes import get_current_name_scope, init_scope, name_scope
 from stagecraft.tensor_array import TensorArray
 from stagecraft import autograph
 from stagecraft.autograph import show_converted

@@ -240,6 +240,20 @@ class ConcreteFunction:
                                                           self._func_graph), self._outputs)
 
     @property
+    def structured_input_signature(self) -> tuple:
+        """``(args, kwargs)`` as traced: a TensorSpec for each tensor, the value of each
+        Python argument.
+
+        >>> import stagecraft as tf
+        >>> f = tf.function(lambda x, n: x * n)
+        >>> f.get_concrete_function(tf.constant([1.0]), 2).structured_input_signature
+        ((TensorSpec(shape=(1,), dtype=stagecraft.float32, name=None), 2), {})
+        """
+        def spec(x: Any) -> Any:
+            return TensorSpec(x.shape, x.dtype) if type(x) in (Tensor, DeviceTensor) else x
+        return nest.map_structure(spec, self._arguments)
+
+    @property
     def inputs(self) -> list:
         return [graph_tensor(p, self._func_graph) for p in self.graph.params]
 

@@ -90,7 +90,7 @@ def stateless_uniform(shape: Any, seed: Any, minval: Any = 0, maxval: Any = None
 
     >>> import stagecraft as tf
     >>> tf.random.stateless_uniform([2], seed=[1, 2], maxval=10, dtype=tf.int32).dtype
-    tf.int32
+    stagecraft.int32
     """
     return _uniform(_stateless_seed(seed), shape, minval, maxval, dtype)
 
