@@ -3,28 +3,17 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 from typing import Any, Callable
 
 from stagecraft import nest
 from stagecraft.checkpoint import tracking
-from stagecraft.context import STATE
+from stagecraft.scopes import name_scope
 from stagecraft.variables import Variable
-
-_used_scopes: dict[str, int] = {}
-_scope_lock = threading.Lock()
 
 
 def _camel_to_snake(name: str) -> str:
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
-
-
-def _unique_scope(name: str) -> str:
-    with _scope_lock:
-        n = _used_scopes.get(name, 0)
-        _used_scopes[name] = n + 1
-    return f"{name}/" if n == 0 else f"{name}_{n}/"
 
 
 class Module:
@@ -53,7 +42,9 @@ class Module:
             raise ValueError(f"{name!r} is not a valid module name. Module names must be valid "
                              f"Python identifiers (e.g. 'encoder_1').")
         self._name = name
-        self._scope_name = _unique_scope(name)
+        # As tf.Module: the scope is fixed here, nested in the current one ('outer/m/').
+        with name_scope(name) as scope:
+            self._scope_name = scope
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Checkpoint tracking (semantics.md §4.3): plain lists and dicts become tracked ones,
@@ -69,8 +60,10 @@ class Module:
         return self._name
 
     @property
-    def name_scope(self) -> "_NameScope":
-        return _NameScope(self._scope_name)
+    def name_scope(self) -> name_scope:
+        """The module's scope: an absolute ``tf.name_scope`` (``'m/'``, or ``'outer/m/'``
+        when made inside ``tf.name_scope('outer')``)."""
+        return name_scope(self._scope_name)
 
     @property
     def variables(self) -> tuple:
@@ -102,25 +95,6 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self._name!r}>"
-
-
-class _NameScope:
-    """The module's scope (``'dense/'``); usable as a context manager."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self._tokens: list = []
-
-    def __enter__(self) -> str:
-        # Absolute, not nested: variables made inside are named "<scope>/<name>:0".
-        self._tokens.append(STATE.set(STATE.get().replace(name_scope=self.name)))
-        return self.name
-
-    def __exit__(self, *exc: Any) -> None:
-        STATE.reset(self._tokens.pop())
-
-    def __str__(self) -> str:
-        return self.name
 
 
 def _walk(root: Module, predicate: Callable[[Any], bool]) -> list:

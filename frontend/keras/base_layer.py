@@ -12,6 +12,7 @@ AutoGraph (as Keras does), so Python ``if``/``for`` on tensors inside it are sta
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Iterator
 
@@ -25,7 +26,7 @@ from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import backend, initializers
 from stagecraft.module import Module, _camel_to_snake
-from stagecraft.scopes import init_scope
+from stagecraft.scopes import init_scope, name_scope
 from stagecraft.tensor import Tensor
 from stagecraft.variables import Variable
 
@@ -115,15 +116,18 @@ class Layer(Module):
             # Keras passes these only to a `call` that declares them.
             if optional in kwargs and not _accepts(type(self).call, optional):
                 del kwargs[optional]
-        if not self.built:
-            self._maybe_build(inputs)
-        if STATE.get().graph is not None and _is_user_code(type(self).call):
-            # As Keras does: convert the user's `call` with AutoGraph while tracing, so its
-            # Python control flow on tensors is staged (the layer object itself is not a
-            # function that AutoGraph's call conversion would descend into).
-            from stagecraft.converters.operators.calls import converted_call
-            return converted_call(self.call, (inputs,) + args, kwargs)
-        return self.call(inputs, *args, **kwargs)
+        # Keras nests the scope where the layer is called: a model's layers build their
+        # weights as 'my_model/dense/kernel:0'.
+        with name_scope(STATE.get().name_scope + self.name + "/"):
+            if not self.built:
+                self._maybe_build(inputs)
+            if STATE.get().graph is not None and _is_user_code(type(self).call):
+                # As Keras does: convert the user's `call` with AutoGraph while tracing, so its
+                # Python control flow on tensors is staged (the layer object itself is not a
+                # function that AutoGraph's call conversion would descend into).
+                from stagecraft.converters.operators.calls import converted_call
+                return converted_call(self.call, (inputs,) + args, kwargs)
+            return self.call(inputs, *args, **kwargs)
 
     def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         """The layer's computation; the base class returns ``inputs`` unchanged."""
@@ -139,8 +143,7 @@ class Layer(Module):
             lambda t: t.shape if isinstance(t, Tensor) else None, inputs)
         self._building_from_call = True
         try:
-            with self.name_scope:
-                self.build(shapes)
+            self.build(shapes)  # in the call's name scope
         finally:
             self._building_from_call = False
         self.built = True
@@ -190,7 +193,8 @@ class Layer(Module):
                              f"known shape, got {list(dims)}.")
         with init_scope():
             value = convert_to_tensor(init(dims, dtype=d), d)
-        with self.name_scope:
+        # Built from a call, the call's scope holds; made elsewhere, the layer's own.
+        with contextlib.nullcontext() if self._building_from_call else self.name_scope:
             var = Variable(value, trainable=True if trainable is None else bool(trainable),
                            name=name, dtype=d)
         self._layer_weights.items.append(var)

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 from stagecraft import array_ops as _a
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras.base_layer import Layer, _accepts
+from stagecraft.scopes import name_scope
 
 
 class Model(Layer):
@@ -172,11 +173,12 @@ class Sequential(Model):
         """Feeds ``inputs`` through every layer in order (``training`` goes to the layers
         whose ``call`` accepts it)."""
         outputs = inputs
-        for layer in self.layers:
-            kwargs = {}
-            if training is not None and _accepts(type(layer).call, "training"):
-                kwargs["training"] = training
-            outputs = layer(outputs, **kwargs)
+        with name_scope(""):  # Keras builds them as a graph network: 'dense/kernel:0'
+            for layer in self.layers:
+                kwargs = {}
+                if training is not None and _accepts(type(layer).call, "training"):
+                    kwargs["training"] = training
+                outputs = layer(outputs, **kwargs)
         return outputs
 
 

@@ -75,13 +75,13 @@ def test_default_name_snake_case():
     assert tf.Module().name == "module"
 
 
-def test_name_scope_unique():
+def test_name_scope_not_made_unique_eagerly():
     name = f"probe_{uuid.uuid4().hex}"  # never used before in this process
     first = tf.Module(name=name)
     second = tf.Module(name=name)
     assert first.name == second.name == name
     assert first.name_scope.name == f"{name}/"
-    assert second.name_scope.name == f"{name}_1/"
+    assert second.name_scope.name == f"{name}/"  # TF 2 eager: no suffix
 
 
 def test_with_name_scope_decorator():
