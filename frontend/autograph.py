@@ -1,6 +1,8 @@
 """``stagecraft.autograph``: inspect and control AutoGraph conversion."""
 from __future__ import annotations
 
+import enum
+import logging
 import types
 from typing import Any, Callable
 
@@ -18,6 +20,60 @@ def to_code(entity: Any, recursive: bool = True, experimental_optional_features:
     """
     from stagecraft.converters.api import to_code as _to_code
     return _to_code(entity)
+
+
+def to_graph(entity: Any, recursive: bool = True,
+             experimental_optional_features: Any = None) -> Callable:
+    """The converted Python function of ``entity`` (a function, method or ``@function``):
+    its ``if``/``while``/``for`` become operator calls that stage graph control flow on
+    symbolic tensors and run as Python otherwise. As in TensorFlow, call it inside a
+    ``@function`` (or wrap it in one) to stage it.
+
+    >>> import stagecraft as tf
+    >>> def f(x):
+    ...     return x if x > 0 else -x
+    >>> g = tf.autograph.to_graph(f)
+    >>> int(tf.function(g)(tf.constant(-3)))
+    3
+    """
+    from stagecraft.converters.api import _python_function, convert
+    fn = _python_function(entity)
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(convert(fn.__func__), fn.__self__)
+    return convert(fn)
+
+
+def set_verbosity(level: int, alsologtostdout: bool = False) -> None:
+    """Sets how much AutoGraph logs (the ``stagecraft`` logger: 0 = warnings only, higher =
+    debug); ``alsologtostdout`` adds a stdout handler."""
+    logger = logging.getLogger("stagecraft")
+    logger.setLevel(logging.DEBUG if level > 0 else logging.WARNING)
+    if alsologtostdout and not any(getattr(h, "_sc_stdout", False) for h in logger.handlers):
+        import sys
+        handler = logging.StreamHandler(sys.stdout)
+        handler._sc_stdout = True
+        logger.addHandler(handler)
+
+
+def trace(*args: Any) -> None:
+    """Prints ``args`` when the code runs as Python (while tracing, inside ``@function``):
+    AutoGraph's debugging aid, Python's ``print`` without conversion."""
+    print(*args)
+
+
+class Feature(enum.Enum):
+    """AutoGraph's optional conversion features (``tf.function(experimental_autograph_options=
+    ...)``). stagecraft always converts asserts, ``print`` and the other builtins, and the
+    rest have no separate switch, so the values are accepted for compatibility and change
+    nothing."""
+
+    ALL = "ALL"
+    AUTO_CONTROL_DEPS = "AUTO_CONTROL_DEPS"
+    ASSERT_STATEMENTS = "ASSERT_STATEMENTS"
+    BUILTIN_FUNCTIONS = "BUILTIN_FUNCTIONS"
+    EQUALITY_OPERATORS = "EQUALITY_OPERATORS"
+    LISTS = "LISTS"
+    NAME_SCOPES = "NAME_SCOPES"
 
 
 def show_converted(f: Any, trace: bool = False) -> str:
@@ -46,7 +102,19 @@ def show_converted(f: Any, trace: bool = False) -> str:
 
 
 def _do_not_convert(func: Callable | None = None) -> Callable:
-    """Marks a function so AutoGraph calls it unconverted."""
+    """Marks a function so AutoGraph calls it unconverted (also as the top-level function of
+    a ``@function``): its Python control flow then works only on Python values and eager
+    tensors. Usable as ``@do_not_convert`` or ``do_not_convert(f)``.
+
+    >>> import stagecraft as tf
+    >>> @tf.autograph.experimental.do_not_convert
+    ... def f(x):
+    ...     return x if x > 0 else -x
+    >>> "if_exp" in tf.autograph.to_code(f)  # to_code still shows what conversion would give
+    True
+    >>> int(tf.function(f)(-2))
+    2
+    """
     from stagecraft.converters.api import do_not_convert
     return do_not_convert(func)
 
@@ -59,4 +127,4 @@ def _set_loop_options(parallel_iterations: Any = None, swap_memory: Any = None,
 
 
 experimental = types.SimpleNamespace(do_not_convert=_do_not_convert,
-                                     set_loop_options=_set_loop_options)
+                                     set_loop_options=_set_loop_options, Feature=Feature)
