@@ -142,11 +142,13 @@ class TensorArray:
     def _grown(self, buf: Tensor, length: Any) -> Tensor:
         """``buf`` with zero rows appended so that it has at least ``length`` rows (a dynamic
         array written past its end, as TensorFlow does)."""
-        from stagecraft.array_ops import concat, shape
-        from stagecraft.math_ops import cast, maximum, subtract
+        from stagecraft.array_ops import shape
+        from stagecraft.math_ops import cast, maximum
         n = shape(buf)[0]
-        pad = maximum(subtract(cast(length, n.dtype), n), 0)
-        return concat([buf, self._zeros(_dims_of(buf)[1:], rows=pad)], 0)
+        rows = self._zeros(_dims_of(buf)[1:], rows=maximum(cast(length, n.dtype), n))
+        # buf placed into the first rows of zeros: the op's gradient needs only the row count,
+        # not buf, so a loop's gradient does not keep every (differently sized) buffer.
+        return bind(OPS["strided_slice_grad"], buf, rows, n, spec=(("slice", None, "$0", None),))
 
     # --------------------------------------------------------------------------- API
     def write(self, index: Any, value: Any, name: str | None = None) -> "TensorArray":
