@@ -611,6 +611,6 @@ def getitem(x: Any, key: Any) -> Tensor:
     return bind(_O["strided_slice"], x, *dynamic, spec=tuple(spec))
 
 
-__all__ = ["get_static_value", "zeros", "ones", "fill", "zeros_like", "ones_like", "range", "eye", "identity",
-           "stop_gradient", "shape", "size", "rank", "reshape", "transpose", "concat", "stack",
+__all__ = ["get_static_value", "zeros", "ones", "fill", "zeros_like", "ones_like", "range",
+           "eye", "identity", "stop_gradient", "shape", "size", "rank", "reshape", "transpose", "concat", "stack",
            "unstack", "expand_dims", "squeeze", "tile", "broadcast_to", "gather", "one_hot"]
