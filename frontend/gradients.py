@@ -24,7 +24,8 @@ NOT_DIFFERENTIABLE = frozenset({
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "reduce_all", "reduce_any", "argmax", "argmin",
     "shape", "where_indices", "range", "eye", "random_normal", "random_uniform",
-    "random_uniform_int", "random_truncated_normal",
+    "random_uniform_int", "random_truncated_normal", "random_normal_dynamic",
+    "random_uniform_dynamic", "random_uniform_int_dynamic", "random_truncated_normal_dynamic",
 })
 
 

@@ -13,12 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from stagecraft.bind import bind
 from stagecraft.convert import convert_to_tensor
-from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.module import Module
-from stagecraft.random_ops import _static_dims, scale, shift, uniform_int
+from stagecraft.random_ops import draw, scale, shift, uniform_int
 from stagecraft.tensor import Tensor
 from stagecraft.variables import Variable
 
@@ -37,20 +35,13 @@ def _stateless_seed(seed: Any) -> Tensor:
                                                                     np.int64))], 0)
 
 
-def _draw(op: str, seed: Tensor, shape: Any, dtype: _dt.DType) -> Tensor:
-    if dtype not in _dt.FLOATS:
-        raise ValueError(f"{op}: dtype must be a floating type (float32 or float64), got "
-                         f"{dtype.name}.")
-    return bind(OPS[op], seed, shape=_static_dims(shape, "random"), dtype=dtype)
-
-
 def _uniform(seed: Tensor, shape: Any, minval: Any, maxval: Any, dtype: Any) -> Tensor:
     d = _dt.as_dtype(dtype)
     if d.is_integer:
         if maxval is None:
             raise ValueError(f"uniform: maxval must be given for integer dtype {d.name}.")
         return uniform_int(seed, shape, minval, maxval, d)
-    return shift(_draw("random_uniform", seed, shape, d), minval, maxval, d)
+    return shift(draw("random_uniform", seed, shape, d), minval, maxval, d)
 
 
 def stateless_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
@@ -64,7 +55,7 @@ def stateless_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
     True
     """
     d = _dt.as_dtype(dtype)
-    return scale(_draw("random_normal", _stateless_seed(seed), shape, d), mean, stddev, d)
+    return scale(draw("random_normal", _stateless_seed(seed), shape, d), mean, stddev, d)
 
 
 def stateless_truncated_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
@@ -78,7 +69,7 @@ def stateless_truncated_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: A
     True
     """
     d = _dt.as_dtype(dtype)
-    z = _draw("random_truncated_normal", _stateless_seed(seed), shape, d)
+    z = draw("random_truncated_normal", _stateless_seed(seed), shape, d)
     return scale(z, mean, stddev, d)
 
 
@@ -158,13 +149,13 @@ class Generator(Module):
                name: str | None = None) -> Tensor:
         """Normal samples."""
         d = _dt.as_dtype(dtype)
-        return scale(_draw("random_normal", self._next(), shape, d), mean, stddev, d)
+        return scale(draw("random_normal", self._next(), shape, d), mean, stddev, d)
 
     def truncated_normal(self, shape: Any, mean: Any = 0.0, stddev: Any = 1.0,
                          dtype: Any = _dt.float32, name: str | None = None) -> Tensor:
         """Normal samples within two standard deviations of ``mean``."""
         d = _dt.as_dtype(dtype)
-        return scale(_draw("random_truncated_normal", self._next(), shape, d), mean, stddev, d)
+        return scale(draw("random_truncated_normal", self._next(), shape, d), mean, stddev, d)
 
     def uniform(self, shape: Any, minval: Any = 0, maxval: Any = None,
                 dtype: Any = _dt.float32, name: str | None = None) -> Tensor:

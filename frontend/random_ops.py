@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from stagecraft.array_ops import _static_dims
+from stagecraft.array_ops import normalize_shape
 from stagecraft.bind import bind
 from stagecraft.context import STATE
 from stagecraft.ir import OPS
@@ -76,8 +76,21 @@ def seed_tensor(op_seed: int | None) -> Tensor:
     return site_state(graph.root(), op_seed).next_seed()
 
 
+def draw(kind: str, seed: Tensor, shape: Any, dtype: _dt.DType, *bounds: Any) -> Tensor:
+    """The random op ``kind`` with the seed triple ``seed``; ``shape`` may mix ints and scalar
+    int tensors or be a 1-D int tensor (then the ``*_dynamic`` op draws it)."""
+    if kind != "random_uniform_int" and dtype not in _dt.FLOATS:
+        raise ValueError(f"tf.random: dtype must be a floating type (float32 or float64) or, "
+                         f"for uniform, an integer type; got {dtype.name}.")
+    s = normalize_shape(shape, "tf.random")
+    attrs = {} if kind == "random_uniform_int" else {"dtype": dtype}
+    if s.tensor is None:
+        return bind(OPS[kind], seed, *bounds, shape=s.dims, **attrs)
+    return bind(OPS[kind + "_dynamic"], seed, s.tensor, *bounds, static=s.dims, **attrs)
+
+
 def _float(kind: str, shape: Any, dtype: _dt.DType, seed: int | None) -> Tensor:
-    return bind(OPS[kind], seed_tensor(seed), shape=_static_dims(shape, "random"), dtype=dtype)
+    return draw(kind, seed_tensor(seed), shape, dtype)
 
 
 def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
@@ -126,8 +139,7 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
 def uniform_int(seed: Tensor, shape: Any, minval: Any, maxval: Any, d: _dt.DType) -> Tensor:
     """``random_uniform_int`` of the seed triple ``seed``."""
     from stagecraft.math_ops import cast
-    return bind(OPS["random_uniform_int"], seed, cast(minval, d), cast(maxval, d),
-                shape=_static_dims(shape, "random"))
+    return draw("random_uniform_int", seed, shape, d, cast(minval, d), cast(maxval, d))
 
 
 def scale(z: Tensor, mean: Any, stddev: Any, d: _dt.DType) -> Tensor:

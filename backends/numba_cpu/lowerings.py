@@ -425,18 +425,22 @@ def _where_indices(cg, e: Eqn) -> None:
     cg.define(e.outputs[0], f"K.where_indices({cg.array(e.inputs[0])})")
 
 
-# Kinds of K.random_into (see ir/ops/philox.py).
+# Kinds of K.random_into (see ir/ops/philox.py); the *_dynamic ops take the same kinds.
 _RANDOM_KIND = {"random_normal": philox.NORMAL, "random_uniform": philox.UNIFORM,
                 "random_uniform_int": philox.UNIFORM_INT,
                 "random_truncated_normal": philox.TRUNCATED_NORMAL}
 
 
-@lowers(*_RANDOM_KIND)
+@lowers(*_RANDOM_KIND, *(name + "_dynamic" for name in _RANDOM_KIND))
 def _random(cg, e: Eqn) -> None:
+    name = e.op.removesuffix("_dynamic")
     seed = cg.array(e.inputs[0])
-    if e.op == "random_uniform_int":
-        bounds = ", ".join(f"np.int64({cg.operand(x)})" for x in e.inputs[1:])
+    if name == "random_uniform_int":
+        bounds = ", ".join(f"np.int64({cg.operand(x)})" for x in e.inputs[-2:])
     else:
         bounds = "0, 1"
-    dims = [str(int(d)) for d in e.params["shape"]]
-    _into(cg, e, dims, lambda out: f"K.random_into({_RANDOM_KIND[e.op]}, {out}, {seed}, {bounds})")
+    if name == e.op:
+        dims = [str(int(d)) for d in e.params["shape"]]
+    else:
+        dims = _dynamic_dims(cg, e, name)
+    _into(cg, e, dims, lambda out: f"K.random_into({_RANDOM_KIND[name]}, {out}, {seed}, {bounds})")

@@ -249,3 +249,11 @@ TABLE["random_truncated_normal"] = lambda xs, a, t: random.normal(xs[0], a["shap
                                                                   a["dtype"].np, truncated=True)
 TABLE["random_uniform"] = lambda xs, a, t: random.uniform(xs[0], a["shape"], a["dtype"].np)
 TABLE["random_uniform_int"] = lambda xs, a, t: random.uniform_int(*xs, a["shape"])
+TABLE["random_normal_dynamic"] = lambda xs, a, t: random.normal(
+    xs[0], _dims("random_normal", xs, a), a["dtype"].np)
+TABLE["random_truncated_normal_dynamic"] = lambda xs, a, t: random.normal(
+    xs[0], _dims("random_truncated_normal", xs, a), a["dtype"].np, truncated=True)
+TABLE["random_uniform_dynamic"] = lambda xs, a, t: random.uniform(
+    xs[0], _dims("random_uniform", xs, a), a["dtype"].np)
+TABLE["random_uniform_int_dynamic"] = lambda xs, a, t: random.uniform_int(
+    xs[0], xs[2], xs[3], _dims("random_uniform_int", xs, a))
