@@ -219,3 +219,23 @@ def test_a_loaded_saved_model_draws_new_numbers_on_every_call(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "model"))
     a, b = loaded(tf.ones([16])).numpy(), loaded(tf.ones([16])).numpy()
     assert set(np.unique(a)) <= {0.0, 2.0} and not np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shapes_known_only_when_the_function_runs(backend):
+    g = tf.random.Generator.from_seed(2)
+
+    @tf.function(backend=backend, input_signature=[tf.TensorSpec([None, 3])])
+    def f(x):
+        b = tf.shape(x)[0]
+        return (tf.random.normal([b, 3]), tf.random.uniform([b], maxval=5, dtype=tf.int32),
+                tf.random.truncated_normal(tf.shape(x)), g.uniform([b, 2]),
+                tf.random.stateless_normal([b], seed=[1, 2]))
+
+    concrete = f.get_concrete_function()
+    assert [o.shape.as_list() for o in concrete.outputs] == [[None, 3], [None], [None, 3],
+                                                             [None, 2], [None]]
+    out = f(tf.ones([4, 3]))
+    assert [tuple(o.shape) for o in out] == [(4, 3), (4,), (4, 3), (4, 2), (4,)]
+    np.testing.assert_allclose(out[4].numpy(),
+                               tf.random.stateless_normal([4], seed=[1, 2]).numpy(), rtol=1e-6)
