@@ -42,6 +42,9 @@ class FuncGraph:
         self.ref_objects: dict[int, Any] = {}    # ref param uid -> Variable (top level)
         self.created_variables: list = []
         self.pending_inits: list[tuple[Any, GraphTensor]] = []
+        # The graph being traced when this function's trace began (a tf.function called
+        # inside another's trace): its tensors are captured as inputs, as eager ones are.
+        self.enclosing: FuncGraph | None = None
 
     # ------------------------------------------------------------------ structure
     def root(self) -> "FuncGraph":
@@ -77,6 +80,8 @@ class FuncGraph:
                 return x._node
             if self._is_ancestor(x._graph):
                 return self._capture_value(x._graph, x._node)
+            if self.root()._sees(x._graph):
+                return self._capture_outer(x)
             raise InaccessibleTensorError(
                 f"{x!r} belongs to another graph (a different @function trace or a branch/loop "
                 f"body that has finished), so it cannot be used here. Return it from that "
@@ -118,6 +123,27 @@ class FuncGraph:
         key = id(t)
         if key not in self._captured:
             p = Value(TensorType(t.dtype, tuple(t.shape.as_list())), "capture")
+            self._captured[key] = p
+            self._capture_source[p.uid] = t
+            self.captures.append((t, p))
+        return self._captured[key]
+
+    def _sees(self, graph: "FuncGraph") -> bool:
+        """Whether ``graph``'s tensors are visible where this function's trace began."""
+        g = self.enclosing
+        while g is not None:
+            if g is graph or g._is_ancestor(graph):
+                return True
+            g = g.root().enclosing
+        return False
+
+    def _capture_outer(self, t: GraphTensor) -> Value:
+        """Captures a tensor of an enclosing trace as an input (the call passes it)."""
+        if self.parent is not None:
+            return self._capture_value(self.parent, self.parent._capture_outer(t))
+        key = ("outer", t._node.uid)
+        if key not in self._captured:
+            p = Value(t._node.type, "capture")
             self._captured[key] = p
             self._capture_source[p.uid] = t
             self.captures.append((t, p))

@@ -162,6 +162,7 @@ def trace(python_function: Callable, args: tuple, kwargs: dict, name: str,
     """Traces ``python_function`` on placeholders for the tensors in ``args``/``kwargs``;
     ``device`` (None: the CPU) is where calls of the result put their outputs."""
     fg = FuncGraph(name, variable_policy=variable_policy)
+    fg.enclosing = STATE.get().graph
     flat_inputs: list = []
     names = _param_names(python_function, len(args))
     sym_args = [_placeholders(a, fg, names[i], flat_inputs,
