@@ -579,6 +579,17 @@ def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = Non
 
 def getitem(x: Any, key: Any) -> Tensor:
     """``x[key]`` with ints, slices, ``newaxis`` (None), ``...`` and scalar int tensors."""
+    spec, dynamic = slice_spec(key)
+    return bind(_O["strided_slice"], x, *dynamic, spec=spec)
+
+
+def slice_spec(key: Any) -> tuple[tuple, list]:
+    """The ``spec`` attribute of ``strided_slice`` for ``x[key]`` and its run-time bounds
+    (the scalar int tensors it names ``"$k"``).
+
+    >>> slice_spec((1, slice(None, 2)))
+    ((('index', 1), ('slice', None, 2, None)), [])
+    """
     if not isinstance(key, tuple):
         key = (key,)
     spec, dynamic = [], []
@@ -608,7 +619,7 @@ def getitem(x: Any, key: Any) -> Tensor:
                             f"tf.gather for a list of indices or tf.where for a mask.")
         else:
             spec.append(("index", bound(k)))
-    return bind(_O["strided_slice"], x, *dynamic, spec=tuple(spec))
+    return tuple(spec), dynamic
 
 
 __all__ = ["get_static_value", "zeros", "ones", "fill", "zeros_like", "ones_like", "range",

@@ -406,6 +406,25 @@ def _strided_slice(g, out, x, *dynamic, spec):
     return (bind(OPS["strided_slice_grad"], g, x, *dynamic, spec=spec),) + (None,) * len(dynamic)
 
 
+@vjp("strided_slice_update")
+def _strided_slice_update(g, out, x, value, *dynamic, spec):
+    kept = bind(OPS["strided_slice_update"], g, a.zeros_like(value), *dynamic, spec=spec)
+    return (kept, bind(OPS["strided_slice"], g, *dynamic, spec=spec)) + (None,) * len(dynamic)
+
+
+@vjp("scatter_nd")
+def _scatter_nd(g, out, x, indices, updates, mode):
+    # gather_nd(g, indices): rows of g flattened over the k indexed dims, at linear positions.
+    dims = a.shape(g, out_type=indices.dtype)
+    k = indices.shape[-1]
+    strides = [m.reduce_prod(dims[j + 1:k]) for j in range(k)]
+    linear = m.reduce_sum(indices * a.stack(strides), axis=-1)
+    rows = a.gather(a.reshape(g, a.concat([[-1], dims[k:]], 0)), linear)
+    if mode == "update":
+        return bind(OPS["scatter_nd"], g, indices, a.zeros_like(updates), mode=mode), None, rows
+    return g, None, rows if mode == "add" else m.negative(rows)
+
+
 @vjp("strided_slice_grad")
 def _strided_slice_grad(g, out, grad, like, *dynamic, spec):
     return (bind(OPS["strided_slice"], g, *dynamic, spec=spec), None) + (None,) * len(dynamic)

@@ -197,6 +197,45 @@ class Variable(TensorOperators):
             self._update(delta, "subtract", "subtract from")
         return self if read_value else None
 
+    # ------------------------------------------------------------ partial updates
+    def __getitem__(self, key: Any) -> Any:
+        """``v[key]``: the slice's value, whose ``assign`` writes into the variable."""
+        from stagecraft.variable_slices import SlicedVariable
+        return SlicedVariable(self, key)
+
+    def scatter_nd_update(self, indices: Any, updates: Any, name: str | None = None) -> "Variable":
+        """Writes ``updates`` at ``indices`` (each row of the last axis a position among the
+        leading dims); returns the variable.
+
+        >>> import stagecraft as tf
+        >>> v = tf.Variable([1, 2, 3, 4])
+        >>> v.scatter_nd_update([[0], [3]], [9, 10]).numpy().tolist()
+        [9, 2, 3, 10]
+        """
+        return self._scatter_nd(indices, updates, "update")
+
+    def scatter_nd_add(self, indices: Any, updates: Any, name: str | None = None) -> "Variable":
+        """Adds ``updates`` at ``indices`` (repeated indices add up).
+
+        >>> import stagecraft as tf
+        >>> tf.Variable([1, 2]).scatter_nd_add([[1], [1]], [5, 5]).numpy().tolist()
+        [1, 12]
+        """
+        return self._scatter_nd(indices, updates, "add")
+
+    def scatter_nd_sub(self, indices: Any, updates: Any, name: str | None = None) -> "Variable":
+        """Subtracts ``updates`` at ``indices``.
+
+        >>> import stagecraft as tf
+        >>> tf.Variable([[1, 2], [3, 4]]).scatter_nd_sub([[1]], [[3, 3]]).numpy().tolist()
+        [[1, 2], [0, 1]]
+        """
+        return self._scatter_nd(indices, updates, "sub")
+
+    def _scatter_nd(self, indices: Any, updates: Any, mode: str) -> "Variable":
+        from stagecraft.variable_slices import scatter_nd
+        return scatter_nd(self, indices, updates, mode)
+
     # ------------------------------------------------------------------- printing
     def __repr__(self) -> str:
         from stagecraft.tensor import _numpy_text

@@ -340,6 +340,30 @@ def _strided_slice_grad(cg, e: Eqn) -> None:
                                             f"{st}, {sp}, {ln})")
 
 
+@lowers("strided_slice_update")
+def _strided_slice_update(cg, e: Eqn) -> None:
+    x, value = e.inputs[:2]
+    plan, (st, sp, ln) = _slice_bounds(cg, e, x, e.inputs[2:])
+    if _rank(value):  # ranks match statically; dims unknown at trace time are checked here
+        cg.line(f"K.check_update_shape({_int64s(f'{cg.array(value)}.shape', _rank(value))}, "
+                f"{_int64s(plan.shape_expr(ln), _rank(value))})")
+    _into(cg, e, cg.dims(x), lambda out: f"K.strided_slice_update_into({cg.array(x)}, "
+                                         f"{cg.array(value)}, {out}, {st}, {sp}, {ln})")
+
+
+def _int64s(tuple_expr: str, n: int) -> str:
+    """An int64 array of a tuple expression of ``n`` ints (an empty one for n == 0)."""
+    return f"np.array({tuple_expr}, np.int64)" if n else "np.empty(0, np.int64)"
+
+
+@lowers("scatter_nd")
+def _scatter_nd(cg, e: Eqn) -> None:
+    x, i, u = e.inputs
+    mode = {"update": 0, "add": 1, "sub": 2}[e.params["mode"]]
+    cg.define_array(e.outputs[0], f"K.scatter_nd(" + ", ".join(
+        f"np.ascontiguousarray({cg.array(v)})" for v in (x, i, u)) + f", {mode})")
+
+
 # --------------------------------------------------------------------------- linear algebra
 
 @lowers("matmul")

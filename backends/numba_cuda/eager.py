@@ -33,12 +33,12 @@ import numpy as np
 from stagecraft.backends.numba_cpu import scalar_ops
 from stagecraft.backends.numba_cuda import memory
 from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul, random, reduce,
-                                                    shape)
+                                                    scatter, shape)
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops import Kind
 from stagecraft.ir.ops.shape import check_broadcast_to, resolve_reshape, runtime_dims
-from stagecraft.ir.ops.slicing import index_tuple
+from stagecraft.ir.ops.slicing import index_tuple, update_shape_error
 from stagecraft.ir.types import TensorType
 
 # (device inputs, attrs, inferred output types) -> device array (or tuple of them).
@@ -197,6 +197,19 @@ def row_update(buffer: Any, index: Any, value: Any, copy: bool = True) -> Any:
 
 
 TABLE["row_update"] = lambda xs, a, t: row_update(*xs)
+
+
+@implements("strided_slice_update")
+def _strided_slice_update(xs, attrs, types):
+    idx = _index(attrs["spec"], xs[2:])
+    want = np.empty(tuple(xs[0].shape), np.int8)[idx].shape
+    if want != tuple(xs[1].shape):  # the reference kernel's error: TF never broadcasts here
+        raise ValueError(update_shape_error(want, tuple(xs[1].shape)))
+    out = shape.copy_view(xs[0], lambda v: v)
+    return shape.scatter_view(out, xs[1], lambda v: v[idx])
+
+
+TABLE["scatter_nd"] = lambda xs, a, t: scatter.scatter_nd(*xs, a["mode"])
 
 
 # ------------------------------------------------- shapes given as run-time tensors (*_dynamic)

@@ -9,4 +9,6 @@ from stagecraft.backends.numba_kernels.shape import (  # noqa: F401
     broadcast_dim, broadcast_into, concat_part_into, gather_grad_into, gather_into, one_hot_into,
     reshape_dims, row_update, row_update1, sum_like_into, take1, tile_into)
 from stagecraft.backends.numba_kernels.slicing import (  # noqa: F401
-    slice_bounds, strided_slice_grad_into, strided_slice_into)
+    check_update_shape, slice_bounds, strided_slice_grad_into, strided_slice_into,
+    strided_slice_update_into)
+from stagecraft.backends.numba_kernels.scatter import scatter_nd  # noqa: F401

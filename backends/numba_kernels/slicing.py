@@ -246,3 +246,37 @@ def strided_slice_grad_into(g, out, starts, steps, lens):
     of[:] = 0
     for j in range(offs.size):
         of[offs[j]] = gf[j]
+
+
+@numba.njit(**_JIT)
+def dims_text(dims):
+    """``[4,3]``: TensorFlow's way of printing a shape, for error messages."""
+    s = "["
+    for d in range(dims.size):
+        s += ("," if d else "") + str(dims[d])
+    return s + "]"
+
+
+@numba.njit(**_JIT)
+def check_update_shape(value_dims, slice_dims):
+    """Raises the reference kernel's ValueError unless the r-value has the slice's shape."""
+    same = value_dims.size == slice_dims.size
+    for d in range(min(value_dims.size, slice_dims.size)):
+        same = same and value_dims[d] == slice_dims[d]
+    if not same:
+        raise ValueError("sliced l-value shape " + dims_text(slice_dims) + " does not match "
+                         "r-value shape " + dims_text(value_dims) + ". Automatic broadcasting "
+                         "not yet implemented.")
+
+
+@numba.njit(**_JIT)
+def strided_slice_update_into(x, value, out, starts, steps, lens):
+    """out (shaped like x) = x with x[spec] = value (already checked to have the slice's shape).
+
+    ``starts, steps, lens`` come from ``slice_bounds(x.shape, code, dyn)``."""
+    offs = _offsets(x.shape, starts, steps, lens)
+    of = out.reshape(out.size)
+    of[:] = x.reshape(x.size)
+    vf = value.reshape(value.size)
+    for j in range(offs.size):
+        of[offs[j]] = vf[j]

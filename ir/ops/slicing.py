@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from stagecraft.ir import dtypes as dt
-from stagecraft.ir.ops.infer import check_dtype, fail
+from stagecraft.ir.ops.infer import check_dtype, check_unified, fail
 from stagecraft.ir.ops.opdef import Example, Kind, OpDef
 from stagecraft.ir.ops.sampling import values
 from stagecraft.ir.shapes import format_dims
@@ -136,3 +136,124 @@ strided_slice_grad_op = OpDef(
     unify=(0,), examples=_slice_grad_examples, variadic=True,
     doc="Writes `grad` into zeros shaped like `like` at the sliced positions (the adjoint of "
         "strided_slice).")
+
+
+# ----------------------------------------------------------------- updates of a sliced l-value
+
+def update_shape_error(want, got) -> str:
+    return (f"sliced l-value shape {format_dims(want)} does not match r-value shape "
+            f"{format_dims(got)}. Automatic broadcasting not yet implemented.")
+
+
+def _dims_match(want, got) -> bool:
+    return len(want) == len(got) and all(a is None or b is None or a == b
+                                         for a, b in zip(want, got))
+
+
+def _slice_update_infer(types, spec):
+    check_unified("strided_slice_update", ("input", "value"), types, (0, 1), dt.ALL)
+    for i, t in enumerate(types[2:]):
+        check_dtype("strided_slice_update", f"index ${i}", t, dt.INTS)
+    want = sliced_dims("strided_slice_update", types[0].shape, spec)
+    got = types[1].shape
+    if want is not None and got is not None and not _dims_match(want, got):
+        raise fail("strided_slice_update", update_shape_error(want, got))
+    return [TensorType(types[0].dtype, types[0].shape)]
+
+
+def _slice_update_kernel(x, value, *dyn, spec):
+    out = np.array(x, copy=True)
+    idx = index_tuple(spec, dyn)
+    want = np.shape(_slice_kernel(out, *dyn, spec=spec))
+    if want != np.shape(value):  # TensorFlow never broadcasts the r-value
+        raise ValueError(update_shape_error(want, np.shape(value)))
+    out[idx] = value
+    return out
+
+
+def _slice_update_examples(rng, d):
+    x = values(rng, d, (4, 5))
+    return [Example((x, values(rng, d, (2, 5))), {"spec": (("slice", 1, 3, None),)}),
+            Example((x, values(rng, d, ())), {"spec": (("index", -1), ("index", 2))}),
+            Example((x, values(rng, d, (4,)), np.int32(1)),
+                    {"spec": (("slice", None, None, -1), ("index", "$0"))})]
+
+
+strided_slice_update_op = OpDef(
+    name="strided_slice_update", kind=Kind.SHAPE, inputs=("input", "value", "indices"),
+    attrs=("spec",), infer=_slice_update_infer, kernel=_slice_update_kernel, dtypes=dt.ALL,
+    unify=(0, 1), examples=_slice_update_examples, variadic=True,
+    doc="`input` with `input[spec]` replaced by `value`, whose shape must be the slice's "
+        "(TensorFlow's TensorStridedSliceUpdate; `v[1:3].assign(x)` on a variable).")
+
+
+# ------------------------------------------------------------------------------ scatter_nd
+
+SCATTER_MODES = ("update", "add", "sub")
+
+
+def scatter_index_error(indices_shape, bad: int, index, shape) -> str:
+    """TensorFlow's message for row ``bad`` (flat) of ``indices`` outside ``shape``."""
+    lead = tuple(indices_shape[:-1])
+    where = "" if not lead else "[" + ",".join(str(int(i)) for i in np.unravel_index(bad, lead)) + "]"
+    return (f"indices{where} = [{', '.join(str(int(i)) for i in index)}] does not index into "
+            f"shape {format_dims(tuple(shape))}")
+
+
+def _scatter_infer(types, mode):
+    op = "scatter_nd"
+    if mode not in SCATTER_MODES:
+        raise fail(op, f"mode must be one of {SCATTER_MODES}, got {mode!r}.")
+    check_unified(op, ("input", "indices", "updates"), types, (0, 2),
+                  dt.ALL if mode == "update" else dt.NUMERIC)
+    x, idx, upd = types
+    check_dtype(op, "indices", idx, dt.INTS)
+    if x.shape is not None and idx.shape is not None and upd.shape is not None:
+        if len(idx.shape) < 1 or idx.shape[-1] is not None and idx.shape[-1] > len(x.shape):
+            raise fail(op, f"indices of shape {format_dims(idx.shape)} must have a last "
+                           f"dimension of at most the rank of the input "
+                           f"(shape {format_dims(x.shape)}).")
+    if x.shape is not None and idx.shape is not None and upd.shape is not None and \
+            idx.shape[-1] is not None:
+        want = tuple(idx.shape[:-1]) + tuple(x.shape[idx.shape[-1]:])
+        if not _dims_match(want, upd.shape):
+            raise fail(op, f"updates must have shape indices.shape[:-1] + "
+                           f"input.shape[indices.shape[-1]:] = {format_dims(want)}, got "
+                           f"{format_dims(upd.shape)}.")
+    return [TensorType(x.dtype, x.shape)]
+
+
+def _scatter_kernel(x, indices, updates, mode):
+    out = np.array(x, copy=True)
+    indices = np.asarray(indices)
+    k = indices.shape[-1]
+    rows = indices.reshape(-1, k)
+    for n, index in enumerate(rows):
+        if not all(0 <= i < s for i, s in zip(index, out.shape)):
+            raise IndexError(scatter_index_error(indices.shape, n, index, out.shape))
+    ups = np.asarray(updates).reshape((len(rows),) + out.shape[k:])
+    for index, u in zip(rows, ups):  # in order: the last of repeated updates wins
+        at = tuple(int(i) for i in index)
+        out[at] = u if mode == "update" else out[at] + u if mode == "add" else out[at] - u
+    return out
+
+
+def _scatter_examples(rng, d):
+    x = values(rng, d, (4, 3))
+    modes = ("update",) if d == dt.bool_ else SCATTER_MODES
+    # repeated indices only where their order does not matter
+    rows = {"update": [[1], [3], [0]], "add": [[1], [3], [1]], "sub": [[1], [3], [1]]}
+    return [Example((x, np.array(rows[m], np.int32), values(rng, d, (3, 3))), {"mode": m})
+            for m in modes] + \
+        [Example((x, np.array([[0, 2], [3, 1]], np.int64), values(rng, d, (2,))),
+                 {"mode": modes[-1]})]
+
+
+scatter_nd_op = OpDef(
+    name="scatter_nd", kind=Kind.SHAPE, inputs=("input", "indices", "updates"),
+    attrs=("mode",), infer=_scatter_infer, kernel=_scatter_kernel, dtypes=dt.ALL, unify=(0, 2),
+    examples=_scatter_examples,
+    doc="`input` with the slices at `indices` (last axis: a position among the leading dims) "
+        "replaced by (mode 'update'), increased by ('add') or decreased by ('sub') `updates`; "
+        "indices outside the shape raise (TensorFlow's tensor_scatter_nd_* / "
+        "Variable.scatter_nd_*).")
