@@ -68,7 +68,7 @@ class Layer(Module):
 
     # Bookkeeping attributes that module reflection must not walk.
     _TF_MODULE_IGNORED_PROPERTIES = Module._TF_MODULE_IGNORED_PROPERTIES | frozenset(
-        ("_layer_weights", "_batch_input_shape", "_building_from_call"))
+        ("_layer_weights", "_batch_input_shape", "_building_from_call", "_summary_output_shape"))
 
     _building_from_call = False
 

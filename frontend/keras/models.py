@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from stagecraft import array_ops as _a
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras.base_layer import Layer, _accepts
 from stagecraft.scopes import name_scope
+from stagecraft.tensor import Tensor
 
 
 class Model(Layer):
@@ -71,6 +72,33 @@ class Model(Layer):
     def layers(self) -> list[Layer]:
         """The direct sub-layers, in the order they were assigned."""
         return [c for c in self._children() if isinstance(c, Layer)]
+
+    def summary(self, line_length: int | None = None, positions: list | None = None,
+                print_fn: Callable[[str], Any] | None = None) -> None:
+        """Prints the layers with their output shapes (``multiple`` for a subclassed model,
+        as Keras) and parameter counts, then the totals; ``print_fn`` receives each line.
+        Raises ValueError before the model is built.
+
+        >>> import stagecraft as tf
+        >>> tf.keras.backend.clear_session()
+        >>> model = tf.keras.Sequential([tf.keras.layers.Dense(4, input_shape=(3,)),
+        ...                              tf.keras.layers.Dense(1)])
+        >>> model.summary()
+        Model: "sequential"
+        _________________________________________________________________
+        Layer (type)                 Output Shape              Param #
+        =================================================================
+        dense (Dense)                (None, 4)                 16
+        _________________________________________________________________
+        dense_1 (Dense)              (None, 1)                 5
+        =================================================================
+        Total params: 21
+        Trainable params: 21
+        Non-trainable params: 0
+        _________________________________________________________________
+        """
+        from stagecraft.keras.summary import summarize
+        summarize(self, line_length, positions, print_fn)
 
     def save_weights(self, filepath: str, overwrite: bool = True) -> str:
         """Writes the weights as a TensorFlow-format checkpoint with the model as the root
@@ -179,6 +207,8 @@ class Sequential(Model):
                 if training is not None and _accepts(type(layer).call, "training"):
                     kwargs["training"] = training
                 outputs = layer(outputs, **kwargs)
+                if isinstance(outputs, Tensor):  # for summary(): Keras shows the batch as None
+                    layer._summary_output_shape = (None, *outputs.shape.as_list()[1:])
         return outputs
 
 
