@@ -94,6 +94,9 @@ def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: lis
 
     def body(count, *state):
         vals, stk = list(state[:n]), list(state[n:])
+        for v, s, sh in zip(vals, stk, shapes):
+            if not _fully_defined(sh):  # may change from one iteration to the next
+                _check_same_shape(v, s)
         rows_out = [bind(OPS["row_update"], s, count, cast(v, d))
                     for s, v, d in zip(stk, vals, stored)]
         values: dict = {}
@@ -107,6 +110,23 @@ def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: lis
     history = [h if c.dtype != _dt.bool_ else cast(h, _dt.bool_)
                for h, c in zip(res[1 + n:1 + 2 * n], carried)]
     return Recording(res[0], list(res[1:1 + n]), history, kept, list(res[1 + 2 * n:]))
+
+
+def _fully_defined(shape: Any) -> bool:
+    dims = shape.as_list() if hasattr(shape, "as_list") else shape
+    return dims is not None and None not in dims
+
+
+def _check_same_shape(value: Any, stack: Any) -> None:
+    """A recording keeps one row per iteration, so a loop variable must keep its shape."""
+    from stagecraft.array_ops import shape
+    from stagecraft.logging_ops import emit_assert
+    from stagecraft.math_ops import equal, reduce_all
+    emit_assert(reduce_all(equal(shape(value), shape(stack)[1:])),
+                "while_loop gradient: a loop variable changes shape from one iteration to "
+                "the next; such a loop runs, but cannot be differentiated yet. For a "
+                "TensorArray written in the loop, give it a fixed size (size=n, which may be "
+                "a tensor) instead of dynamic_size=True.")
 
 
 def backward(regions: Sequence[Graph], carried: list, invariant: list, shapes: list,
