@@ -15,6 +15,7 @@ from stagecraft.context import executing_eagerly
 from stagecraft.convert import constant, convert_to_tensor
 from stagecraft.math_ops import *  # noqa: F401,F403  (TF exports math ops at the top level)
 from stagecraft.array_ops import *  # noqa: F401,F403
+from stagecraft.clip_ops import clip_by_norm
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft.tape import GradientTape, UnconnectedGradients
 from stagecraft.custom_gradient import custom_gradient

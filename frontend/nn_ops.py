@@ -34,6 +34,19 @@ def relu6(features: Any, name: str | None = None) -> Tensor:
     return _m.minimum(relu(features), 6)
 
 
+def elu(features: Any, name: str | None = None) -> Tensor:
+    """``x`` where ``x > 0``, else ``exp(x) - 1``.
+
+    >>> import stagecraft as tf
+    >>> [round(float(v), 4) for v in tf.nn.elu(tf.constant([-1.0, 2.0]))]
+    [-0.6321, 2.0]
+    """
+    x = convert_to_tensor(features)
+    # exp of min(x, 0): the unselected branch must stay finite, or its gradient is nan.
+    negative = _m.subtract(_m.exp(_m.minimum(x, 0)), 1)
+    return _m.where(_m.greater(x, 0), x, negative)
+
+
 def _max_shifted(logits: Tensor, axis: int) -> Tensor:
     # Subtracting the (constant) max keeps exp from overflowing; it does not change the result.
     return _m.subtract(logits, _a.stop_gradient(_m.reduce_max(logits, axis, keepdims=True)))
@@ -108,6 +121,6 @@ def dropout(x: Any, rate: float, noise_shape: Any = None, seed: int | None = Non
     return _m.where(keep, _m.truediv(x, 1 - rate), _a.zeros_like(x))
 
 
-__all__ = ["relu", "relu6", "sigmoid", "softplus", "softmax", "log_softmax",
+__all__ = ["relu", "relu6", "elu", "sigmoid", "softplus", "softmax", "log_softmax",
            "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits",
            "dropout"]

@@ -350,6 +350,9 @@ def _composite_cases() -> list:
     i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
     cases = [
         ("softmax", lambda x: tf.nn.softmax(x), [r(3, 5)]),
+        ("elu", lambda x: tf.nn.elu(x), [r(3, 5)]),
+        ("clip_by_norm-clipped", lambda x: tf.clip_by_norm(x * 3.0, 1.0), [r(3, 5)]),
+        ("clip_by_norm-axes", lambda x: tf.clip_by_norm(x, 1.5, axes=[1]), [r(3, 5)]),
         ("softmax-axis0", lambda x: tf.nn.softmax(x, axis=0), [r(3, 5)]),
         ("log_softmax", lambda x: tf.nn.log_softmax(x), [r(3, 5)]),
         ("log_softmax-axis0", lambda x: tf.nn.log_softmax(x, axis=0), [r(3, 5)]),
