@@ -114,6 +114,16 @@ class Tensor(TensorOperators):
         raise TypeError("Tensors are created by ops; use stagecraft.constant(value) or "
                         "stagecraft.convert_to_tensor(value) to make one from data.")
 
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: `variable[key].assign(x)` finds the variable
+        # the slice was read from (see variable_slices.py).
+        if name in ("assign", "assign_add", "assign_sub"):
+            from stagecraft.variable_slices import slice_method
+            method = slice_method(self, name)
+            if method is not None:
+                return method
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     # ------------------------------------------------------------------ properties
     @property
     def dtype(self) -> _dt.DType:

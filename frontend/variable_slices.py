@@ -9,20 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+import weakref
 
 from stagecraft.bind import bind
 from stagecraft.context import STATE
-from stagecraft.convert import convert_to_tensor, register_conversion
+from stagecraft.convert import convert_to_tensor
 from stagecraft.ir import OPS
 from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.ops.slicing import sliced_dims, update_shape_error
-from stagecraft.tensor import Tensor, TensorOperators
+from stagecraft.tensor import Tensor
 
 
-class SlicedVariable(TensorOperators):
-    """``variable[key]``: the slice's value (read when indexed, like TensorFlow) that also
-    knows where it came from, so ``assign`` writes that part of the variable.
+# id(slice tensor) -> (weak reference to it, variable, spec, run-time bounds): what a tensor
+# read by `variable[key]` needs for `.assign`; the entry goes when the tensor does.
+_ORIGINS: dict[int, tuple] = {}
+
+
+def read_slice(variable: Any, key: Any) -> Tensor:
+    """``variable[key]``: the slice's value (a tensor read now, as TensorFlow does) whose
+    ``assign`` writes that part of the variable and returns the variable.
 
     >>> import stagecraft as tf
     >>> v = tf.Variable([1.0, 2.0, 3.0, 4.0])
@@ -30,50 +35,29 @@ class SlicedVariable(TensorOperators):
     [2.0, 3.0]
     >>> _ = v[1:3].assign([20.0, 30.0]); v.numpy().tolist()
     [1.0, 20.0, 30.0, 4.0]
+    >>> _ = v[0].assign_add(5.0); v.numpy().tolist()  # ★ assign_add/assign_sub too
+    [6.0, 20.0, 30.0, 4.0]
     """
-
-    __slots__ = ("_variable", "_spec", "_dynamic", "_tensor")
-
-    def __init__(self, variable: Any, key: Any):
-        from stagecraft.array_ops import slice_spec
-        self._variable = variable
-        self._spec, self._dynamic = slice_spec(key)
-        self._tensor = bind(OPS["strided_slice"], variable.read_value(), *self._dynamic,
-                            spec=self._spec)
-
-    def assign(self, value: Any, name: str | None = None) -> Any:
-        """Writes ``value`` (exactly the slice's shape: TensorFlow does not broadcast it) into
-        the slice; returns the variable."""
-        return _update(self, value, None)
-
-    def assign_add(self, delta: Any, name: str | None = None) -> Any:
-        """★ Adds ``delta`` to the slice (TensorFlow's slices have only ``assign``)."""
-        return _update(self, delta, "add")
-
-    def assign_sub(self, delta: Any, name: str | None = None) -> Any:
-        """★ Subtracts ``delta`` from the slice."""
-        return _update(self, delta, "subtract")
-
-    # The rest behaves as the slice's tensor.
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tensor, name)
-
-    def _host(self) -> Any:
-        return self._tensor._host()
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self._tensor, dtype)
-
-    def __len__(self) -> int:
-        return len(self._tensor)
-
-    def __repr__(self) -> str:
-        return repr(self._tensor)
-
-    __str__ = __repr__
+    from stagecraft.array_ops import slice_spec
+    spec, dynamic = slice_spec(key)
+    t = bind(OPS["strided_slice"], variable.read_value(), *dynamic, spec=spec)
+    uid = id(t)
+    _ORIGINS[uid] = (weakref.ref(t, lambda _: _ORIGINS.pop(uid, None)), variable, spec, dynamic)
+    return t
 
 
-register_conversion(SlicedVariable, lambda s, dtype: convert_to_tensor(s._tensor, dtype))
+def slice_method(t: Tensor, name: str) -> Any:
+    """``t.assign``/``assign_add``/``assign_sub`` for a tensor read by ``variable[key]``,
+    else None. TensorFlow's slices have only ``assign``; the other two are ★ additions."""
+    origin = _ORIGINS.get(id(t))
+    if origin is None or origin[0]() is not t:
+        return None
+    _, variable, spec, dynamic = origin
+    op = {"assign": None, "assign_add": "add", "assign_sub": "subtract"}[name]
+
+    def update(value: Any, name: str | None = None) -> Any:
+        return _update(variable, spec, dynamic, value, op)
+    return update
 
 
 class _NoTape:
@@ -86,20 +70,18 @@ class _NoTape:
         STATE.reset(self._token)
 
 
-def _update(sliced: SlicedVariable, value: Any, op: str | None) -> Any:
-    var = sliced._variable
+def _update(var: Any, spec: tuple, dynamic: list, value: Any, op: str | None) -> Any:
     with _NoTape():
         value = convert_to_tensor(value, var.dtype)
-        want = sliced_dims("strided_slice_update", tuple(var._shape), sliced._spec)
+        want = sliced_dims("strided_slice_update", tuple(var._shape), spec)
         if want is not None and None not in want and value.shape.rank is not None and \
                 None not in value.shape.as_list() and tuple(value.shape.as_list()) != want:
+            # TensorFlow never broadcasts the r-value, and reports it as unimplemented
             raise UnimplementedError(update_shape_error(want, tuple(value.shape.as_list())))
         if op is not None:
-            old = bind(OPS["strided_slice"], var.read_value(), *sliced._dynamic,
-                       spec=sliced._spec)
+            old = bind(OPS["strided_slice"], var.read_value(), *dynamic, spec=spec)
             value = bind(OPS[op], old, value)
-        new = bind(OPS["strided_slice_update"], var.read_value(), value, *sliced._dynamic,
-                   spec=sliced._spec)
+        new = bind(OPS["strided_slice_update"], var.read_value(), value, *dynamic, spec=spec)
         return var.assign(new)
 
 
@@ -116,4 +98,4 @@ def scatter_nd(var: Any, indices: Any, updates: Any, mode: str) -> Any:
         return var.assign(new)
 
 
-__all__ = ["SlicedVariable", "scatter_nd"]
+__all__ = ["read_slice", "slice_method", "scatter_nd"]

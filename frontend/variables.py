@@ -198,10 +198,10 @@ class Variable(TensorOperators):
         return self if read_value else None
 
     # ------------------------------------------------------------ partial updates
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: Any) -> Tensor:
         """``v[key]``: the slice's value, whose ``assign`` writes into the variable."""
-        from stagecraft.variable_slices import SlicedVariable
-        return SlicedVariable(self, key)
+        from stagecraft.variable_slices import read_slice
+        return read_slice(self, key)
 
     def scatter_nd_update(self, indices: Any, updates: Any, name: str | None = None) -> "Variable":
         """Writes ``updates`` at ``indices`` (each row of the last axis a position among the

@@ -98,3 +98,14 @@ def test_scatter_nd_staged(backend):
     with pytest.raises(InvalidArgumentError) as e:
         f(tf.constant([[1, 3], [0, 1]]), tf.constant([3.0, 4.0]))
     assert "indices[0] = [1, 3] does not index into shape [2,3]" in first_line(e)
+
+
+def test_slice_is_a_plain_tensor():
+    v = tf.Variable([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        y = v[0]
+    assert type(y) is type(tf.constant(1.0))
+    assert tape.gradient(y, v).numpy().tolist() == [1.0, 0.0]
+    assert float(tf.function(lambda: v[1], backend="reference")()) == 2.0
+    with pytest.raises(AttributeError, match="^'Tensor' object has no attribute 'assign'"):
+        tf.constant([1.0]).assign([2.0])
