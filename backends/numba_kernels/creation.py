@@ -108,6 +108,7 @@ def where_indices(cond):
 # ----------------------------------------------------------------------------- random
 
 _philox = numba.njit(cache=True, inline="always")(philox.philox)
+_key_words = numba.njit(cache=True)(philox.key_words)
 
 
 @numba.njit(**_JIT)
@@ -125,16 +126,23 @@ def _draws(g, k0, k1, c2, c3):
 
 
 @numba.njit(**_JIT)
+def _truncated(z, position, g, k0, k1, c2, c3):
+    """``z`` (element ``position`` of pair ``g``), redrawn until ``|z| <= TRUNCATE_AT``."""
+    attempt = 1
+    while abs(z) > TRUNCATE_AT:
+        z = _normal_pair(*_draws(g, k0, k1, c2, c3 | np.uint64(attempt << ATTEMPT_SHIFT)))[position]
+        attempt += 1
+    return z
+
+
+@numba.njit(**_JIT)
 def random_into(kind, out, seed, low, high):
     """Fills ``out`` with the Philox stream of ``seed`` (an int64 triple) as ``kind`` (see
     ``ir/ops/philox.py``: NORMAL, UNIFORM, UNIFORM_INT in ``[low, high)``, TRUNCATED_NORMAL):
     the same bits as the reference kernel, element for element."""
     if kind == UNIFORM_INT and not low < high:
         raise ValueError("random_uniform_int: Need minval < maxval")
-    a, b, c = np.uint64(seed[0]), np.uint64(seed[1]), np.uint64(seed[2])
-    mask = np.uint64(MASK)
-    k0, k1 = (a ^ (a >> np.uint64(32))) & mask, (b ^ (b >> np.uint64(32))) & mask
-    c2, c3 = c & mask, c >> np.uint64(32)
+    k0, k1, c2, c3 = _key_words(seed)
     # int64 bounds, a uint64 modulus: uint64 % int64 would be a float in Numba
     low = np.int64(low)
     modulus = np.uint64(np.int64(high) - low)
@@ -158,16 +166,8 @@ def random_into(kind, out, seed, low, high):
         else:
             z0, z1 = _normal_pair(x, y)
             if kind == TRUNCATED_NORMAL:
-                attempt = 1
-                while abs(z0) > TRUNCATE_AT:
-                    z0 = _normal_pair(*_draws(np.uint64(g), k0, k1, c2, c3 | np.uint64(
-                        attempt << ATTEMPT_SHIFT)))[0]
-                    attempt += 1
-                attempt = 1
-                while abs(z1) > TRUNCATE_AT:
-                    z1 = _normal_pair(*_draws(np.uint64(g), k0, k1, c2, c3 | np.uint64(
-                        attempt << ATTEMPT_SHIFT)))[1]
-                    attempt += 1
+                z0 = _truncated(z0, 0, np.uint64(g), k0, k1, c2, c3)
+                z1 = _truncated(z1, 1, np.uint64(g), k0, k1, c2, c3)
             of[2 * g] = z0
             if 2 * g + 1 < n:
                 of[2 * g + 1] = z1

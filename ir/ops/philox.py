@@ -66,6 +66,14 @@ def key(seed: Sequence[int]) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64
             np.uint64(counter & MASK), np.uint64(counter >> 32))
 
 
+def key_words(seed):
+    """``key(seed)`` for compiled code (``numba.njit`` and ``cuda.jit`` compile it): the words
+    from an int64 seed array, with uint64 arithmetic only."""
+    mask, shift = np.uint64(MASK), np.uint64(32)
+    a, b, c = np.uint64(seed[0]), np.uint64(seed[1]), np.uint64(seed[2])
+    return (a ^ (a >> shift)) & mask, (b ^ (b >> shift)) & mask, c & mask, c >> shift
+
+
 def _draws(pairs: np.ndarray, seed: Sequence[int], attempt: int = 0):
     """The two 64-bit draws of each pair index in ``pairs`` (uint64 arrays)."""
     k0, k1, c2, c3 = key(seed)

@@ -20,6 +20,7 @@ from stagecraft.backends.numba_cuda.launcher import launch
 from stagecraft.backends.numba_cuda.memory import empty, scalar
 from stagecraft.ir.ops.philox import (ATTEMPT_SHIFT, INV_2_24, INV_2_53, MASK, TRUNCATE_AT,
                                       TWO_PI, philox)
+from stagecraft.ir.ops.philox import key_words as philox_key_words  # jitted per kernel
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
 cuda: Any = None
@@ -53,6 +54,7 @@ VALUES: dict[str, Callable] = {"normal": _normal, "truncated": _normal,
 def _kernel(kind: str) -> Callable:
     bind_cuda(globals())
     block = cuda.jit(device=True)(philox)
+    key_words = cuda.jit(device=True)(philox_key_words)
     values = cuda.jit(device=True)(VALUES[kind])
     truncated = kind == "truncated"
 
@@ -61,30 +63,26 @@ def _kernel(kind: str) -> Callable:
         w0, w1, w2, w3 = block(g & np.uint64(MASK), g >> np.uint64(32), c2, c3, k0, k1)
         return (w0 << np.uint64(32)) | w1, (w2 << np.uint64(32)) | w3
 
+    @cuda.jit(device=True)
+    def redraw(z, position, g, k0, k1, c2, c3, low, span):
+        attempt = 1
+        while abs(z) > TRUNCATE_AT:
+            x, y = draws(g, k0, k1, c2, c3 | (np.uint64(attempt) << np.uint64(ATTEMPT_SHIFT)))
+            z = values(x, y, low, span)[position]
+            attempt += 1
+        return z
+
     @cuda.jit
     def draw(out, seed, low, span):
-        # The key from the seed triple (as philox.key), then pair g gives out[2g], out[2g + 1].
-        a, b, c = np.uint64(seed[0]), np.uint64(seed[1]), np.uint64(seed[2])
-        mask = np.uint64(MASK)
-        k0, k1 = (a ^ (a >> np.uint64(32))) & mask, (b ^ (b >> np.uint64(32))) & mask
-        c2, c3 = c & mask, c >> np.uint64(32)
+        # The key from the seed triple, then pair g gives out[2g], out[2g + 1].
+        k0, k1, c2, c3 = key_words(seed)
         pairs = (out.size + 1) // 2
         for g in range(cuda.grid(1), pairs, cuda.gridsize(1)):
             x, y = draws(np.uint64(g), k0, k1, c2, c3)
             v0, v1 = values(x, y, low, span)
             if truncated:  # each element redrawn on its own until |z| <= TRUNCATE_AT
-                attempt = 1
-                while abs(v0) > TRUNCATE_AT:
-                    x, y = draws(np.uint64(g), k0, k1, c2,
-                                 c3 | (np.uint64(attempt) << np.uint64(ATTEMPT_SHIFT)))
-                    v0 = values(x, y, low, span)[0]
-                    attempt += 1
-                attempt = 1
-                while abs(v1) > TRUNCATE_AT:
-                    x, y = draws(np.uint64(g), k0, k1, c2,
-                                 c3 | (np.uint64(attempt) << np.uint64(ATTEMPT_SHIFT)))
-                    v1 = values(x, y, low, span)[1]
-                    attempt += 1
+                v0 = redraw(v0, 0, np.uint64(g), k0, k1, c2, c3, low, span)
+                v1 = redraw(v1, 1, np.uint64(g), k0, k1, c2, c3, low, span)
             out[2 * g] = v0
             if 2 * g + 1 < out.size:
                 out[2 * g + 1] = v1
