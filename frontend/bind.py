@@ -7,7 +7,7 @@ code gets (NumPy already checks shapes, so the hot path does not repeat that wor
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -108,26 +108,37 @@ def _exact_scalar(x: Any, dtype: np.dtype) -> bool:
     return kind == "i" and type(x) is int and -2**31 <= x < 2**31
 
 
-def normalize(op: OpDef, inputs: tuple) -> tuple:
-    """Converts every input to a tensor; Python values in the dtype-sharing group adopt the
-    dtype of the first tensor (or NumPy array, or variable) in it, as TensorFlow's binary
-    operators do."""
+def unify_target(op: OpDef, inputs: Sequence[Any]) -> _dt.DType | None:
+    """The dtype the dtype-sharing inputs take: the first tensor's (or variable's), else the
+    first NumPy array's. As in TensorFlow, NumPy arrays and Python values then adopt it
+    (``x_f32 + np.ones(3)`` is float32; lossy conversions, float to int, raise).
+
+    >>> import numpy as np, stagecraft as tf
+    >>> from stagecraft.ir import OPS
+    >>> unify_target(OPS["add"], (np.ones(2), tf.constant([1.0, 2.0]))).name
+    'float32'
+    """
     unify = range(len(inputs)) if op.unify == "all" else op.unify_indices
-    target = None
+    array = None
     for i in unify:
         x = inputs[i] if i < len(inputs) else None
-        if isinstance(x, Tensor):
-            target = x.dtype
-            break
-        if isinstance(x, np.ndarray) or type(x) in CONVERTERS:
-            target = convert_to_tensor(x).dtype
-            break
+        if isinstance(x, Tensor) or type(x) in CONVERTERS:
+            return x.dtype
+        if array is None and isinstance(x, np.ndarray):
+            array = x
+    return None if array is None else convert_to_tensor(array).dtype
+
+
+def normalize(op: OpDef, inputs: tuple) -> tuple:
+    """Converts every input to a tensor; NumPy arrays and Python values in the dtype-sharing
+    group adopt ``unify_target``'s dtype, as TensorFlow's ops do."""
+    unify = range(len(inputs)) if op.unify == "all" else op.unify_indices
+    target = unify_target(op, inputs)
     out = []
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):  # CPU, GPU and (leaked) symbolic tensors stay as they are
             out.append(x)
-        elif target is not None and i in unify and not isinstance(x, np.ndarray) and \
-                type(x) not in CONVERTERS:
+        elif target is not None and i in unify and type(x) not in CONVERTERS:
             out.append(_adopt(op, x, target, i))
         else:
             out.append(convert_to_tensor(x))

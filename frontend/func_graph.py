@@ -9,7 +9,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from stagecraft.bind import user_location
+from stagecraft.bind import unify_target, user_location
 from stagecraft.context import STATE
 from stagecraft.convert import CONVERTERS, convert_to_tensor, to_eager
 from stagecraft.graph_tensor import GraphTensor, graph_tensor
@@ -204,17 +204,11 @@ class FuncGraph:
     # ------------------------------------------------------------------- ops
     def bind(self, op: OpDef, inputs: Sequence[Any], attrs: dict) -> Any:
         unify = range(len(inputs)) if op.unify == "all" else op.unify_indices
-        target = None
-        for i in unify:
-            x = inputs[i] if i < len(inputs) else None
-            if isinstance(x, (Tensor, np.ndarray)) or type(x) in CONVERTERS:
-                target = x.dtype if not isinstance(x, np.ndarray) else \
-                    _dt.from_numpy(x.dtype)
-                break
+        target = unify_target(op, inputs)
         operands = []
         for i, x in enumerate(inputs):
-            operands.append(self.operand(x, target if i in unify and not isinstance(
-                x, (Tensor, np.ndarray)) and type(x) not in CONVERTERS else None))
+            operands.append(self.operand(x, target if i in unify and not isinstance(x, Tensor)
+                                         and type(x) not in CONVERTERS else None))
         types = [o.type for o in operands]
         try:
             out_types = op.infer(types, **attrs)

@@ -294,3 +294,17 @@ def test_binary_op_accepts_equal_but_not_identical_numpy_dtypes():
     assert odd.dtype is not np.dtype("float64")
     out = tf.constant(odd) * tf.constant([1.0, 2.0, 3.0], tf.float64)
     assert out.dtype == tf.float64
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_numpy_arrays_adopt_the_tensor_dtype_as_in_tensorflow(staged):
+    """TF converts the NumPy arrays of an op to the dtype of its tensor inputs (int to float,
+    float64 to float32, int64 to int32); a lossy float to int conversion raises."""
+    def f(x, i):
+        return (x + np.array([1.0, 2.0]), np.array([1, 2]) * x, i + np.array([3, 4], np.int64))
+    f = tf.function(f) if staged else f
+    a, b, c = f(tf.constant([1.0, 2.0]), tf.constant([1, 2]))
+    assert (a.dtype, b.dtype, c.dtype) == (tf.float32, tf.float32, tf.int32)
+    assert a.numpy().tolist() == [2.0, 4.0] and c.numpy().tolist() == [4, 6]
+    with pytest.raises(TypeError, match="^add: cannot use array"):
+        tf.constant([1, 2]) + np.array([1.5, 2.5])
