@@ -353,8 +353,11 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
     inputs = [fg.source_tensor(v) for v in init + union] if state.tapes else []
     saved = random_state.snapshot(inputs)  # the body's random numbers, for its gradient
     shapes = [t.shape for t in types]
+    # Variables whose shape may change across iterations (a growing TensorArray) are kept
+    # padded to their final shape: the recording then needs the loop's results first.
+    varying = [v.type.shape != t.shape for v, t in zip(init, types)]
     trips = known_trips(regions, inputs, len(init)) \
-        if len(state.tapes) == 1 and ranks_known(shapes) else None
+        if len(state.tapes) == 1 and ranks_known(shapes) and not any(varying) else None
     if trips is not None:
         # One tape and a known trip count: the forward run is the gradient's recording (see
         # while_grad). It is emitted unseen by the tape, which records the loop as one op.
@@ -374,7 +377,7 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
         if state.tapes:
             _record(state.tapes, inputs, outs, lambda gouts: while_grad(
                 regions, random_state.replay_inputs(inputs, saved), len(init), outs, gouts,
-                counted))
+                counted, varying))
     return outs[1:] if counted else outs
 
 

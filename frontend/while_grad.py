@@ -44,13 +44,21 @@ def kept_values(body: Graph) -> list[Value]:
 @dataclasses.dataclass
 class Recording:
     """A recorded run: the trip count, the final carried values, and per iteration (one row
-    each) the carried values at its start and the body's kept values."""
+    each) the carried values at its start and the body's kept values. A variable whose shape
+    changes across iterations has its rows padded to its final shape and its shapes kept in
+    ``shape_history`` (None for the others)."""
 
     count: Any
     results: list
     history: list
     kept: list
     kept_history: list
+    shape_history: list
+
+    def carried_at(self, i: Any) -> list:
+        """The carried values at the start of iteration ``i``."""
+        return [h[i] if sh is None else _unpad(h[i], sh[i])
+                for h, sh in zip(self.history, self.shape_history)]
 
 
 def ranks_known(shapes: Sequence[Any]) -> bool:
@@ -66,11 +74,13 @@ def check_ranks(shapes: Sequence[Any]) -> None:
 
 
 def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: list,
-           trips: Any, effects: bool) -> Recording:
+           trips: Any, effects: bool, final: Sequence[Any] = ()) -> Recording:
     """Runs the loop keeping what its gradient reads: once more after the forward run
     (``effects=False``: variable writes, prints and asserts are not repeated), or as the
-    forward run itself."""
-    from stagecraft.array_ops import expand_dims, gather, range as range_, zeros, zeros_like
+    forward run itself. ``final`` (the forward run's results, for a second run) marks the
+    variables whose shape may change, by a non-None entry: their rows are padded to it."""
+    from stagecraft.array_ops import (concat, expand_dims, gather, range as range_, shape, zeros,
+                                      zeros_like)
     from stagecraft.bind import bind
     from stagecraft.control_flow import while_loop
     from stagecraft.ir.ops import OPS
@@ -83,8 +93,12 @@ def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: lis
     # recording again (higher order) stacks them rectangularly.
     rows = range_(trips)
     stored = [_dt.int32 if c.dtype == _dt.bool_ else c.dtype for c in carried]
-    stacks = [gather(expand_dims(zeros_like(cast(c, d)), 0), rows * 0, axis=0)
-              for c, d in zip(carried, stored)]
+    final = list(final) or [None] * n
+    stacks = [gather(expand_dims(zeros_like(cast(c, d)), 0), rows * 0, axis=0) if f is None
+              else _padded_stack(trips, f, d) for c, d, f in zip(carried, stored, final)]
+    padded = [k for k in range(n) if final[k] is not None]
+    shape_stacks = [zeros(concat([expand_dims(trips, 0), [carried[k].shape.rank]], 0),
+                          _dt.int32) for k in padded]
     kept = kept_values(body_g)
     stacks += [gather(expand_dims(zeros(v.type.shape, v.type.dtype), 0), rows * 0, axis=0)
                for v in kept]
@@ -92,24 +106,64 @@ def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: lis
     def cond(count, *state):
         return inline_graph(cond_g, list(state[:n]) + invariant, effects=effects)[0]
 
+    m = len(stacks)
+
     def body(count, *state):
-        vals, stk = list(state[:n]), list(state[n:])
-        for v, s, sh in zip(vals, stk, shapes):
-            if not _fully_defined(sh):  # may change from one iteration to the next
+        vals, stk, shp = list(state[:n]), list(state[n:n + m]), list(state[n + m:])
+        for k, (v, s, sh) in enumerate(zip(vals, stk, shapes)):
+            if final[k] is not None:
+                vals_k = _pad(v, s)
+                stk[k] = bind(OPS["row_update"], s, count, cast(vals_k, stored[k]))
+            elif not _fully_defined(sh):  # may change from one iteration to the next
                 _check_same_shape(v, s)
-        rows_out = [bind(OPS["row_update"], s, count, cast(v, d))
-                    for s, v, d in zip(stk, vals, stored)]
+        rows_out = [s if final[k] is not None else bind(OPS["row_update"], s, count, cast(v, d))
+                    for k, (s, v, d) in enumerate(zip(stk, vals, stored))]
+        shp = [bind(OPS["row_update"], s, count, shape(vals[k], out_type=_dt.int32))
+               for s, k in zip(shp, padded)]
         values: dict = {}
         nxt = inline_graph(body_g, vals + invariant, effects=effects, keep=values)
         rows_out += [bind(OPS["row_update"], s, count, values[v.uid])
                      for s, v in zip(stk[n:], kept)]
-        return (count + 1,) + tuple(nxt) + tuple(rows_out)
+        return (count + 1,) + tuple(nxt) + tuple(rows_out) + tuple(shp)
 
-    res = while_loop(cond, body, (convert_to_tensor(0),) + tuple(carried) + tuple(stacks),
-                     shape_invariants=[[]] + list(shapes) + [s.shape for s in stacks])
+    res = while_loop(cond, body, (convert_to_tensor(0),) + tuple(carried) + tuple(stacks)
+                     + tuple(shape_stacks),
+                     shape_invariants=[[]] + list(shapes) + [s.shape for s in stacks]
+                     + [s.shape for s in shape_stacks])
     history = [h if c.dtype != _dt.bool_ else cast(h, _dt.bool_)
                for h, c in zip(res[1 + n:1 + 2 * n], carried)]
-    return Recording(res[0], list(res[1:1 + n]), history, kept, list(res[1 + 2 * n:]))
+    shape_history: list = [None] * n
+    for k, h in zip(padded, res[1 + n + m:]):
+        shape_history[k] = h
+    return Recording(res[0], list(res[1:1 + n]), history, kept, list(res[1 + 2 * n:1 + n + m]),
+                     shape_history)
+
+
+def _padded_stack(trips: Any, final: Any, dtype: Any) -> Any:
+    """Zeros of shape [trips, *final's shape]: rows for a variable that grows up to ``final``."""
+    from stagecraft.array_ops import concat, expand_dims, shape, zeros
+    return zeros(concat([expand_dims(trips, 0), shape(final, out_type=_dt.int32)], 0), dtype)
+
+
+def _pad(value: Any, stack: Any) -> Any:
+    """``value`` padded with zeros at the end of each axis to a row of ``stack``."""
+    from stagecraft.array_ops import concat, shape, zeros
+    from stagecraft.logging_ops import emit_assert
+    from stagecraft.math_ops import less_equal, reduce_all, subtract
+    target = shape(stack, out_type=_dt.int32)[1:]
+    emit_assert(reduce_all(less_equal(shape(value, out_type=_dt.int32), target)),
+                "while_loop gradient: a loop variable is larger in an earlier iteration than "
+                "after the loop; such a loop runs, but cannot be differentiated yet.")
+    for axis in range(value.shape.rank):
+        now = shape(value, out_type=_dt.int32)
+        missing = concat([now[:axis], [subtract(target[axis], now[axis])], now[axis + 1:]], 0)
+        value = concat([value, zeros(missing, value.dtype)], axis)
+    return value
+
+
+def _unpad(row: Any, dims: Any) -> Any:
+    """The leading ``dims`` of a padded row."""
+    return row[tuple(slice(None, dims[axis]) for axis in range(row.shape.rank))]
 
 
 def _fully_defined(shape: Any) -> bool:
@@ -146,7 +200,7 @@ def backward(regions: Sequence[Graph], carried: list, invariant: list, shapes: l
 
     def body(i, *state):
         g_carried, g_inv = list(state[:n]), list(state[n:])
-        vals = [h[i] for h in rec.history]
+        vals = rec.carried_at(i)
         memo = {v.uid: h[i] for v, h in zip(rec.kept, rec.kept_history)}
         grads = _region_vjp(body_g, invariant, g_carried, explicit=vals, memo=memo)
         new_g = [grads[k] if grads[k] is not None else g_carried[k] for k in range(n)]
@@ -162,7 +216,7 @@ def backward(regions: Sequence[Graph], carried: list, invariant: list, shapes: l
 
 
 def while_grad(regions: Sequence[Graph], inputs: list, n: int, outs: list, gouts: list,
-               counted: bool) -> list:
+               counted: bool, varying: Sequence[bool] = ()) -> list:
     """The gradient of a loop emitted without a recording: records a second run (its trip
     count is the forward loop's first carried value when ``counted``, else it is counted by
     one more run), then runs the backward loop."""
@@ -185,7 +239,8 @@ def while_grad(regions: Sequence[Graph], inputs: list, n: int, outs: list, gouts
                                                      effects=False))
         trips = while_loop(count_cond, count_body, (convert_to_tensor(0),) + tuple(carried),
                            shape_invariants=[[]] + shapes)[0]
-    rec = record(regions, carried, invariant, shapes, trips, effects=False)
+    final = [o if v else None for o, v in zip(outs, varying)] if any(varying) else ()
+    rec = record(regions, carried, invariant, shapes, trips, effects=False, final=final)
     return backward(regions, carried, invariant, shapes, rec, outs, gouts)
 
 
