@@ -195,7 +195,8 @@ def _region_vjp(graph: Graph, inputs: list, seeds: list, n_explicit: int = 0,
 def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants: Any = None,
                parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
                maximum_iterations: Any = None, name: str | None = None,
-               _names: Sequence[str] | None = None) -> Any:
+               _names: Sequence[str] | None = None,
+               _varying: Sequence[bool] | None = None) -> Any:
     """Repeats ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``.
 
     Behaves like ``while cond(*v): v = body(*v)`` (eagerly that is what runs). Inside
@@ -233,9 +234,9 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
             [as_dims([])] + list(shape_invariants)
         _names = None if _names is None else ["iteration"] + list(_names)
         out = _staged_loop(fg, cond, body, [convert_to_tensor(0)] + list(vars_), shape_invariants,
-                           _names)[1:]
+                           _names, None if _varying is None else [False] + list(_varying))[1:]
     else:
-        out = _staged_loop(fg, cond, body, list(vars_), shape_invariants, _names)
+        out = _staged_loop(fg, cond, body, list(vars_), shape_invariants, _names, _varying)
     if single:
         return out[0]
     return type(loop_vars)(out) if isinstance(loop_vars, list) else nest.pack_sequence_as(
@@ -307,7 +308,10 @@ def _name(names: Sequence[str] | None, i: int) -> str:
 
 
 def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
-                 shape_invariants: Any, names: Sequence[str] | None) -> list:
+                 shape_invariants: Any, names: Sequence[str] | None,
+                 varying: Sequence[bool] | None = None) -> list:
+    """The staged loop; ``varying`` marks variables known to change shape across iterations
+    beyond what their static shapes show (a loop gradient's gradients of such variables)."""
     # Under a tape the loop also counts its iterations: its gradient needs the trip count,
     # which otherwise costs running the whole loop once more.
     counted = bool(STATE.get().tapes)
@@ -321,6 +325,7 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
                 else [shape_invariants])
         names = ["(iteration count)"] + [_name(names, i) for i in range(len(vars_))]
         vars_ = [convert_to_tensor(0)] + list(vars_)
+        varying = None if varying is None else [False] + list(varying)
     flat = [convert_to_tensor(v) if not isinstance(v, Tensor) and not hasattr(v, "assign")
             else v for v in vars_]
     init = [fg.operand(v) for v in flat]
@@ -355,7 +360,8 @@ def _staged_loop(fg: FuncGraph, cond: Callable, body: Callable, vars_: list,
     shapes = [t.shape for t in types]
     # Variables whose shape may change across iterations (a growing TensorArray) are kept
     # padded to their final shape: the recording then needs the loop's results first.
-    varying = [v.type.shape != t.shape for v, t in zip(init, types)]
+    varying = [v.type.shape != t.shape or bool(varying and varying[k])
+               for k, (v, t) in enumerate(zip(init, types))]
     trips = known_trips(regions, inputs, len(init)) \
         if len(state.tapes) == 1 and ranks_known(shapes) and not any(varying) else None
     if trips is not None:

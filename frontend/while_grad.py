@@ -95,7 +95,7 @@ def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: lis
     stored = [_dt.int32 if c.dtype == _dt.bool_ else c.dtype for c in carried]
     final = list(final) or [None] * n
     stacks = [gather(expand_dims(zeros_like(cast(c, d)), 0), rows * 0, axis=0) if f is None
-              else _padded_stack(trips, f, d) for c, d, f in zip(carried, stored, final)]
+              else _padded_stack(trips, c, f, d) for c, d, f in zip(carried, stored, final)]
     padded = [k for k in range(n) if final[k] is not None]
     shape_stacks = [zeros(concat([expand_dims(trips, 0), [carried[k].shape.rank]], 0),
                           _dt.int32) for k in padded]
@@ -139,10 +139,14 @@ def record(regions: Sequence[Graph], carried: list, invariant: list, shapes: lis
                      shape_history)
 
 
-def _padded_stack(trips: Any, final: Any, dtype: Any) -> Any:
-    """Zeros of shape [trips, *final's shape]: rows for a variable that grows up to ``final``."""
+def _padded_stack(trips: Any, first: Any, final: Any, dtype: Any) -> Any:
+    """Zeros of shape [trips, *bound], ``bound`` the larger of the first and the final value's
+    dims: rows for a variable that grows (a TensorArray) or shrinks (its gradient, walked
+    backwards) from one to the other."""
     from stagecraft.array_ops import concat, expand_dims, shape, zeros
-    return zeros(concat([expand_dims(trips, 0), shape(final, out_type=_dt.int32)], 0), dtype)
+    from stagecraft.math_ops import maximum
+    bound = maximum(shape(first, out_type=_dt.int32), shape(final, out_type=_dt.int32))
+    return zeros(concat([expand_dims(trips, 0), bound], 0), dtype)
 
 
 def _pad(value: Any, stack: Any) -> Any:
@@ -152,8 +156,8 @@ def _pad(value: Any, stack: Any) -> Any:
     from stagecraft.math_ops import less_equal, reduce_all, subtract
     target = shape(stack, out_type=_dt.int32)[1:]
     emit_assert(reduce_all(less_equal(shape(value, out_type=_dt.int32), target)),
-                "while_loop gradient: a loop variable is larger in an earlier iteration than "
-                "after the loop; such a loop runs, but cannot be differentiated yet.")
+                "while_loop gradient: a loop variable is larger in some iteration than both "
+                "before and after the loop; such a loop runs, but cannot be differentiated yet.")
     for axis in range(value.shape.rank):
         now = shape(value, out_type=_dt.int32)
         missing = concat([now[:axis], [subtract(target[axis], now[axis])], now[axis + 1:]], 0)
@@ -208,8 +212,11 @@ def backward(regions: Sequence[Graph], carried: list, invariant: list, shapes: l
                    for a, b in zip(g_inv, grads[n:])]
         return (subtract(i, 1),) + tuple(new_g) + tuple(new_inv)
 
+    # The gradient of a variable that grows shrinks along the backward loop.
+    varying = [False] + [h is not None for h in rec.shape_history] + [False] * len(invariant)
     out = while_loop(cond, body, (subtract(rec.count, 1),) + tuple(seeds) + tuple(inv_zero),
-                     shape_invariants=[[]] + list(shapes) + [v.shape for v in invariant])
+                     shape_invariants=[[]] + list(shapes) + [v.shape for v in invariant],
+                     _varying=varying)
     g_carried, g_inv = list(out[1:1 + n]), list(out[1 + n:])
     return [g if c.dtype.is_floating else None for g, c in zip(g_carried, carried)] + \
         [g if v.dtype.is_floating else None for g, v in zip(g_inv, invariant)]
