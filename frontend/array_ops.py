@@ -569,9 +569,14 @@ def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = Non
         d = _t(off_value).dtype
     else:
         d = _dt.float32
+    depth = int(depth)
+    if depth < 0:  # the eager path skips shape inference, where the staged path says this
+        from stagecraft.ir.errors import InvalidArgumentError
+        raise InvalidArgumentError(f"one_hot: depth must be non-negative, got {depth}. "
+                                   f"Pass the number of classes (>= 0).")
     on = convert_to_tensor(1 if on_value is None else on_value, d)
     off = convert_to_tensor(0 if off_value is None else off_value, d)
-    return bind(_O["one_hot"], indices, on, off, depth=int(depth),
+    return bind(_O["one_hot"], indices, on, off, depth=depth,
                 axis=-1 if axis is None else int(axis))
 
 

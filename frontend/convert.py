@@ -29,8 +29,7 @@ def _natural_array(value: Any) -> np.ndarray:
     if arr.dtype == object:
         if _contains_tensor(value):
             return None  # packed by the caller
-        raise ValueError(f"Can't convert non-rectangular Python sequence to Tensor: "
-                         f"{_short(value)}. All rows must have the same length.")
+        _explain_object_array(value)
     kind = arr.dtype.kind
     if kind == "f":
         return arr.astype(np.float32)
@@ -47,6 +46,60 @@ def _natural_array(value: Any) -> np.ndarray:
         raise TypeError(f"Can't convert {_short(value)} to a tensor: stagecraft tensors hold "
                         f"numbers and bools, not {type(value).__name__} values of strings.")
     raise TypeError(f"Can't convert {_short(value)} (NumPy dtype {arr.dtype}) to a tensor.")
+
+
+def _explain_object_array(value: Any) -> None:
+    """Raises the error that says why NumPy could only make an object array of ``value``: an
+    element of an unsupported type (None, a generator, ...), an int beyond 64 bits, or rows of
+    different lengths (TensorFlow's messages where it has them)."""
+    bad = _first_unsupported(value)
+    if bad is not _SUPPORTED:
+        what = "a value" if bad is value else f"an element of {_short(value)}"
+        raise ValueError(f"Attempt to convert a value ({_short(bad)}) with an unsupported type "
+                         f"({type(bad)}) to a Tensor: {what} is neither a number, a bool nor a "
+                         f"(nested) list or tuple of them."
+                         + (" Materialize the generator first: tf.constant(list(gen))."
+                            if hasattr(bad, "__next__") else ""))
+    big = _first_huge_int(value)
+    if big is not None:
+        raise ValueError(f"Can't convert Python sequence with out-of-range integer to int64 "
+                         f"Tensor: {_short(big)} is outside [-2**63, 2**63 - 1]"
+                         + (" and [0, 2**64 - 1] (uint64)." if big > 0 else ".")
+                         + " Use a float (tf.constant(float(x))) if an approximation will do.")
+    raise ValueError(f"Can't convert non-rectangular Python sequence to Tensor: "
+                     f"{_short(value)}. All rows must have the same length.")
+
+
+_SUPPORTED = object()  # _first_unsupported's "nothing found" (None itself may be the culprit)
+
+
+def _first_unsupported(value: Any) -> Any:
+    """The first leaf of ``value`` that is not a number, bool, string, array or tensor, else
+    ``_SUPPORTED``."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            bad = _first_unsupported(v)
+            if bad is not _SUPPORTED:
+                return bad
+        return _SUPPORTED
+    if isinstance(value, (bool, int, float, complex, str, bytes, np.generic, np.ndarray)) or \
+            isinstance(value, Tensor) or type(value) in CONVERTERS:
+        return _SUPPORTED
+    return value
+
+
+def _first_huge_int(value: Any) -> int | None:
+    """The first Python int of ``value`` outside int64's range."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            big = _first_huge_int(v)
+            if big is not None:
+                return big
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            not -2**63 <= value <= 2**63 - 1:
+        return value
+    return None
 
 
 def _contains_tensor(value: Any) -> bool:
