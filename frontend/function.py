@@ -31,7 +31,8 @@ from stagecraft.ir.graph import Graph, Value
 from stagecraft.ir.types import TensorType
 from stagecraft.tensor import Tensor, wrap
 from stagecraft.tensor_spec import TensorSpec
-from stagecraft.trace_cache import (TensorKey, generalize, is_subtype, make_key, specificity)
+from stagecraft.trace_cache import (TensorKey, generalize, is_subtype, make_key, specificity,
+                                    strengthen, weaken)
 from stagecraft.variables import Variable
 
 logger = logging.getLogger("stagecraft")
@@ -214,7 +215,7 @@ class ConcreteFunction:
         self.name = name
         self._func_graph = func_graph
         self._outputs = structured_outputs
-        self._arguments = arguments
+        self._arguments = arguments  # held weakly where keyed by identity (the setter)
         self._input_types = [p.type for p in func_graph.inputs]
         self._input_is_ref = [p.ref for p in func_graph.inputs]
         self.captured_inputs = [t for t, _ in func_graph.captures]
@@ -234,6 +235,20 @@ class ConcreteFunction:
         self._on_gpu = backend == "cuda" or device is not None and backend != "reference"
 
     # --------------------------------------------------------------- properties
+    @property
+    def _arguments(self) -> tuple:
+        """``(args, kwargs)`` as traced. Objects the trace was keyed on by identity are held
+        weakly (``trace_cache.weaken``), so that a trace does not keep them alive; one that
+        died appears as a ``WeakArgument`` placeholder."""
+        return strengthen(self._weak_arguments) if self._has_weak_arguments \
+            else self._weak_arguments
+
+    @_arguments.setter
+    def _arguments(self, arguments: tuple) -> None:
+        self._weak_arguments, self._has_weak_arguments = weaken(arguments)
+        if not self._has_weak_arguments:
+            self._weak_arguments = arguments  # nothing held weakly: keep the caller's structure
+
     @property
     def structured_outputs(self) -> Any:
         return nest.map_structure(
@@ -546,13 +561,38 @@ _MONITOR = _RetraceMonitor()
 
 
 class _Entry:
-    __slots__ = ("key", "concrete", "refs")
+    """One trace in a ``Function``'s cache: its key, the concrete function and weak references
+    to the objects the key names by identity (the entry is dead once one of them died).
+    ``general`` marks keys with unknown dims or ranks, the only ones a lookup that misses the
+    exact-key dict must consider (any other key matches only itself)."""
+    __slots__ = ("key", "concrete", "refs", "general")
 
     def __init__(self, key: Any, concrete: ConcreteFunction, refs: list):
         self.key, self.concrete, self.refs = key, concrete, refs
+        self.general = specificity(key) > 0
 
     def alive(self) -> bool:
         return all(r() is not None for r in self.refs)
+
+
+def _drop_when_dead(fn: "Function", entry: _Entry) -> None:
+    """Makes the death of any object ``entry``'s key names drop the entry from ``fn``'s exact
+    index at once (and from ``fn._entries`` on the next lookup), without ``fn`` or ``entry``
+    being kept alive by the callback."""
+    owner = weakref.ref(fn)
+    key = entry.key
+
+    def died(_: Any) -> None:
+        f = owner()
+        if f is None:
+            return
+        e = f._by_key.get(key)
+        if e is not None and not e.alive():
+            f._by_key.pop(key, None)
+        f._dead_entries = True
+
+    entry.refs = [weakref.ref(obj, died) for obj in (r() for r in entry.refs)
+                  if obj is not None] if entry.alive() else entry.refs
 
 
 class Function:
@@ -572,6 +612,11 @@ class Function:
         self._backend = backend
         self._entries: list[_Entry] = []
         self._by_key: dict[Any, _Entry] = {}  # exact-key index of _entries
+        self._general: list[_Entry] = []  # the entries whose keys have unknown dims
+        self._dead_entries = False  # set when an object a key names dies (prune _entries)
+        self._dropped = 0  # traces dropped because an object their key named died
+        self._indexed = 0  # len(_entries) that _by_key/_general index (entries appended directly
+        # by a subclass, as RestoredFunction does, are indexed on the next lookup)
         # (shape, dtype) per argument -> concrete function, for calls whose arguments are all
         # eager tensors passed positionally: skips key building, binding and flattening.
         self._fast: dict[tuple, Callable] = {}
@@ -609,7 +654,7 @@ class Function:
 
     def experimental_get_tracing_count(self) -> int:
         """How many graph functions this Function has traced."""
-        return len(self._entries) + getattr(self, "_extra_traces", 0)
+        return len(self._entries) + self._dropped + getattr(self, "_extra_traces", 0)
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         if instance is None:
@@ -768,14 +813,23 @@ class Function:
         return type(self)._trace_new is Function._trace_new
 
     def _find(self, key: Any) -> _Entry | None:
-        self._entries = [e for e in self._entries if e.alive()]
-        self._by_key = {e.key: e for e in self._entries}
+        """The entry for ``key``: its exact one (a dict hit), else the most specific live
+        entry with unknown dims that ``key`` is a subtype of (only those are scanned)."""
+        if self._dead_entries or self._indexed != len(self._entries):
+            self._dead_entries = False  # some key object died, or entries were added directly
+            live = [e for e in self._entries if e.alive()]
+            self._dropped += len(self._entries) - len(live)
+            self._entries = live
+            self._by_key = {e.key: e for e in self._entries}
+            self._general = [e for e in self._entries if e.general]
+            self._indexed = len(self._entries)
+        exact = self._by_key.get(key)
+        if exact is not None and exact.alive():
+            return exact
         best = None
-        for e in self._entries:
-            if e.key == key:
-                return e
-            if is_subtype(key, e.key) and (best is None or
-                                           specificity(e.key) < specificity(best.key)):
+        for e in self._general:
+            if e.alive() and is_subtype(key, e.key) and \
+                    (best is None or specificity(e.key) < specificity(best.key)):
                 best = e
         return best
 
@@ -827,8 +881,13 @@ class Function:
             concrete = trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend,
                              device)
         self._fast.clear()  # a new, more specific trace may now match some fast keys
-        self._entries.append(_Entry(key, concrete, refs))
-        self._by_key[key] = self._entries[-1]
+        entry = _Entry(key, concrete, refs)
+        _drop_when_dead(self, entry)
+        self._entries.append(entry)
+        self._by_key[key] = entry
+        if entry.general:
+            self._general.append(entry)
+        self._indexed += 1
         # show_converted(f, trace=True) reports the last trace (on the class's Function too
         # when this is a method's per-instance Function).
         self._last_trace_report = concrete._trace_report

@@ -86,6 +86,74 @@ def make_key(value: Any, aliases: dict, refs: list) -> Any:
                         f"weak-referenceable.") from None
 
 
+class WeakArgument:
+    """An argument a trace was keyed on by identity (an ``ObjectKey``), as the trace keeps it:
+    weakly, so that a ``ConcreteFunction`` does not keep its key objects alive (issue 15)."""
+
+    __slots__ = ("ref", "type_name")
+
+    def __init__(self, value: Any):
+        self.ref = weakref.ref(value)
+        self.type_name = type(value).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} object at {id(self):#x}, no longer alive>"
+
+
+def _keyed_by_value(value: Any) -> bool:
+    """Whether ``make_key`` keys the leaf ``value`` by its contents (tensors, specs, variables,
+    literals, ``__tf_tracing_type__`` objects) rather than by identity."""
+    return (isinstance(value, (Tensor, TensorSpec, np.ndarray, Variable, bool, int, float, str,
+                               bytes, np.generic, weakref.ref)) or value is None
+            or hasattr(value, "__tf_tracing_type__"))
+
+
+def weaken(structure: Any) -> tuple[Any, bool]:
+    """``structure`` (traced arguments: nested lists, tuples, namedtuples and dicts) with each
+    object keyed by identity replaced by a ``WeakArgument``; and whether any was.
+
+    >>> class Obj: pass
+    >>> o = Obj(); weak, changed = weaken(([1, o], {"k": 2.0}))
+    >>> changed, type(weak[0][1]).__name__, strengthen(weak) == ([1, o], {"k": 2.0})
+    (True, 'WeakArgument', True)
+    """
+    changed = [False]
+
+    def walk(value: Any) -> Any:
+        if _keyed_by_value(value):
+            return value
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            return type(value)(*(walk(v) for v in value))
+        if isinstance(value, (list, tuple)):
+            return type(value)(walk(v) for v in value)
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        try:
+            weak = WeakArgument(value)
+        except TypeError:  # not weak-referenceable: keyed by hash and value, kept as it is
+            return value
+        changed[0] = True
+        return weak
+
+    out = walk(structure)
+    return out, changed[0]
+
+
+def strengthen(structure: Any) -> Any:
+    """The inverse of ``weaken``: each ``WeakArgument`` replaced by its object, or left as it
+    is (it prints as "no longer alive") when the object died."""
+    if isinstance(structure, WeakArgument):
+        obj = structure.ref()
+        return structure if obj is None else obj
+    if isinstance(structure, tuple) and hasattr(type(structure), "_fields"):
+        return type(structure)(*(strengthen(v) for v in structure))
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(strengthen(v) for v in structure)
+    if isinstance(structure, dict):
+        return {k: strengthen(v) for k, v in structure.items()}
+    return structure
+
+
 def is_subtype(key: Any, general: Any) -> bool:
     """True when a call with ``key`` may use a trace made for ``general`` (None dims match any
     size; unknown rank matches any rank)."""

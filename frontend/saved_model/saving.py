@@ -195,6 +195,12 @@ def _variable_node(v: Variable) -> dict:
 
 def _function_node(b: _Builder, fn: Function, path: str) -> dict:
     entries = [e for e in fn._entries if e.alive()]
+    if not entries and fn._dropped:
+        raise ValueError(
+            f"saved_model.save: the tf.function '{path}' has no trace left to save: its "
+            f"traces were keyed on Python objects (by identity) that no longer exist, and "
+            f"traces are dropped with their key objects. Declare an input_signature, or call "
+            f"it with tensors before saving.")
     if not entries:  # (one with an input_signature was traced by _trace_input_signatures)
         raise ValueError(
             f"saved_model.save: the tf.function '{path}' was never traced and has no "
