@@ -59,7 +59,7 @@ class SourceEmitter(abc.ABC):
     def comment(self, e: Eqn) -> None:
         text = self.ir_lines.get(id(e))
         if text is not None:   # None: an equation made by the generator itself
-            self.w.line("# " + (text if len(text) <= 100 else text[:97] + "..."))
+            self.w.line("# " + comment_text(text))
 
     def emit_region(self, region: Graph, args: Sequence[Value | Literal]) -> list[str]:
         """Inlines ``region`` with its parameters bound to ``args`` (refs to their slots)."""
@@ -69,6 +69,22 @@ class SourceEmitter(abc.ABC):
             else:
                 self.env[p.uid] = self.operand(a)
         return self.emit_body(region)
+
+
+def comment_text(text: str, limit: int = 100) -> str:
+    """``text`` as the body of a one-line ``#`` comment of generated source, safe whatever the
+    text holds (it may come from a loaded file): every character outside printable ASCII (line
+    feeds, carriage returns, other line separators, NUL, non-ASCII) is written as its escape,
+    so the comment cannot end early; text longer than ``limit`` is cut with ``...``.
+
+    >>> comment_text("%y: f32[3\\nimport os] = add %x")
+    '%y: f32[3\\\\nimport os] = add %x'
+    >>> comment_text("a\\u2028b\\x00c"), len(comment_text("x" * 200))
+    ('a\\\\u2028b\\\\x00c', 100)
+    """
+    safe = "".join(c if " " <= c <= "~" else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+    return safe if len(safe) <= limit else safe[:limit - 3] + "..."
 
 
 def value_uses(eqns: Sequence[Eqn], results: Sequence) -> dict[int, set]:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import zipfile
 from typing import Any
 
 import numpy as np
 
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
+from stagecraft.ir.ops import OPS
 from stagecraft.ir.placeholders import DigestArray
 from stagecraft.ir.types import TensorType
 
@@ -69,7 +72,14 @@ def loads(text: str, arrays: dict[str, np.ndarray]) -> Graph:
         raise ValueError(f"Unsupported {FORMAT} version {version!r}: this stagecraft reads "
                          f"version(s) {', '.join(map(str, SUPPORTED_VERSIONS))}. Save the graph "
                          f"again with this version, or upgrade stagecraft.")
-    return _Decoder(arrays).graph(doc["graph"])
+    if "graph" not in doc:
+        raise ValueError("Corrupt graph document: field graph: missing.")
+    try:
+        return _Decoder(arrays).graph(doc["graph"], "graph")
+    except DocumentError as e:
+        raise DocumentError(e.field, e.problem, "The graph document is damaged or was not "
+                                                "written by stagecraft; save the graph again.") \
+            from None
 
 
 def save(graph: Graph, path: str | os.PathLike) -> None:
@@ -115,18 +125,24 @@ def load(path: str | os.PathLike) -> Graph:
     'x'
     """
     path = os.fspath(path)
-    if os.path.isdir(path):
-        with open(os.path.join(path, "graph.json"), encoding="utf-8") as f:
-            text = f.read()
-        with np.load(os.path.join(path, "arrays.npz"), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+    document = os.path.join(path, "graph.json") if os.path.isdir(path) else path
+    try:
+        if os.path.isdir(path):
+            with open(document, encoding="utf-8") as f:
+                text = f.read()
+            with np.load(os.path.join(path, "arrays.npz"), allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        else:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files if k != _JSON_KEY}
+                if _JSON_KEY not in z.files:
+                    raise ValueError(f"not a saved stagecraft graph (no {_JSON_KEY} entry).")
+                text = z[_JSON_KEY].tobytes().decode("utf-8")
         return loads(text, arrays)
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files if k != _JSON_KEY}
-        if _JSON_KEY not in z.files:
-            raise ValueError(f"{path} is not a saved stagecraft graph (no {_JSON_KEY} entry).")
-        text = z[_JSON_KEY].tobytes().decode("utf-8")
-    return loads(text, arrays)
+    except (ValueError, OSError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ValueError(f"{document}: {e}") from None
 
 
 # ------------------------------------------------------------------------ encoding
@@ -211,64 +227,291 @@ class _Encoder:
                          f"{type(v).__name__} ({v!r}), which the graph format does not support.")
 
 
+# ------------------------------------------------------------------------ decoding
+#
+# The document is untrusted input (it may come from a crafted file): every field is checked
+# against the schema below before it is used, and a violation raises ValueError naming the
+# field (``graph.eqns[3].outputs[0].type.shape[1]``), what is wrong and how to fix it.
+
+MAX_TEXT = 4096  # longest name, hint, location or string attribute accepted
+MAX_DIM = 2 ** 62  # larger dims cannot be the size of any real array
+_DTYPES = {d.short: d for d in dt.ALL}  # the spellings ``dumps`` writes, and only those
+_NP_SCALARS = frozenset(d.np.name for d in dt.ALL)
+_SPECIAL_FLOATS = frozenset(("nan", "inf", "-inf"))
+# Attributes of the non-primitive equations (the primitives' come from the op table).
+STRUCTURAL_ATTRS: dict[str, frozenset] = {
+    "const": frozenset({"value"}), "capture": frozenset(), "read": frozenset(),
+    "assign": frozenset({"mode"}), "cond": frozenset(), "while": frozenset({"carry"}),
+    "call": frozenset({"name"}), "assert": frozenset({"message"}),
+    "print": frozenset({"template", "sep", "end", "stream", "summarize"}),
+}
+# The attributes whose values may hold strings (data only: never pasted into source).
+STRING_ATTRS = frozenset({"mode", "spec", "name", "message", "template", "sep", "end",
+                          "stream"})
+# Strings that are printed as data rather than names (``tf.print``'s text) may hold line
+# breaks; every other string from a file must be one printable line.
+_MULTILINE_ATTRS = frozenset({"message", "template", "sep", "end"})
+
+
+class DocumentError(ValueError):
+    """A field of a graph document breaks the schema; ``field`` is its path."""
+
+    def __init__(self, field: str, problem: str, advice: str = ""):
+        super().__init__(f"field {field}: {problem}" + (f". {advice}" if advice else ""))
+        self.field = field
+        self.problem = problem  # what is wrong, without the advice (wrappers give their own)
+
+
+def check_text(value: Any, field: str, multiline: bool = False, optional: bool = False) -> Any:
+    """``value`` if it is a string of at most ``MAX_TEXT`` characters that is one printable
+    line (``multiline``: line breaks and tabs allowed too); ``None`` passes when ``optional``.
+
+    >>> check_text("x_1", "hint")
+    'x_1'
+    >>> try:
+    ...     check_text("a\\nb", "graph.params[0].hint")
+    ... except DocumentError as e:
+    ...     print(e)
+    field graph.params[0].hint: expected one printable line of text, got str 'a\\nb'
+    """
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise DocumentError(field, f"expected a string{' or null' if optional else ''}, got "
+                                   f"{_show(value)}")
+    if len(value) > MAX_TEXT:
+        raise DocumentError(field, f"a string of {len(value)} characters is longer than the "
+                                   f"{MAX_TEXT} allowed")
+    body = value.replace("\n", "").replace("\t", "") if multiline else value
+    if not body.isprintable():
+        raise DocumentError(field, f"expected {'printable text' if multiline else 'one printable line of text'}, got {_show(value)}")
+    return value
+
+
+def check_int(value: Any, field: str, low: int | None = None, high: int | None = None) -> int:
+    """``value`` if it is a JSON integer (not a bool) in ``[low, high]``."""
+    if type(value) is not int:
+        raise DocumentError(field, f"expected an integer, got {_show(value)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise DocumentError(field, f"expected an integer {bounds}, got {value}")
+    return value
+
+
+def check_dims(value: Any, field: str) -> tuple | None:
+    """A shape: null (unknown rank) or a list of dims, each a non-negative int or null."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) > 64:
+        raise DocumentError(field, f"expected a list of at most 64 dims or null, got "
+                                   f"{_show(value)}")
+    return tuple(None if d is None else check_int(d, f"{field}[{i}]", 0, MAX_DIM)
+                 for i, d in enumerate(value))
+
+
+def check_dtype(value: Any, field: str) -> dt.DType:
+    """The dtype a short name from the dtype table (``f32``, ``i64``, ``bool``...) spells."""
+    if not isinstance(value, str) or value not in _DTYPES:
+        raise DocumentError(field, f"expected a dtype, one of {sorted(_DTYPES)}, got "
+                                   f"{_show(value)}")
+    return _DTYPES[value]
+
+
+def check_object(value: Any, field: str, required: tuple, optional: tuple = ()) -> dict:
+    """``value`` if it is a JSON object with the ``required`` keys and no keys outside
+    ``required + optional``."""
+    if not isinstance(value, dict):
+        raise DocumentError(field, f"expected an object, got {_show(value)}")
+    missing = [k for k in required if k not in value]
+    if missing:
+        raise DocumentError(field, f"the object lacks the key(s) {missing}")
+    extra = sorted(str(k) for k in value if k not in required and k not in optional)
+    if extra:
+        raise DocumentError(field, f"unexpected key(s) {extra}")
+    return value
+
+
+def check_list(value: Any, field: str, limit: int = 1 << 24) -> list:
+    """``value`` if it is a JSON array of at most ``limit`` items."""
+    if not isinstance(value, list):
+        raise DocumentError(field, f"expected a list, got {_show(value)}")
+    if len(value) > limit:
+        raise DocumentError(field, f"a list of {len(value)} items is longer than the {limit} "
+                                   f"allowed")
+    return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    kind = "null" if value is None else type(value).__name__
+    return f"{kind} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
 class _Decoder:
+    """Builds a graph from a document, checking each field before it is used."""
+
     def __init__(self, arrays: dict[str, np.ndarray]):
         self.arrays = arrays
         self.values: dict[int, Value] = {}
+        self.depth = 0
 
-    def graph(self, d: dict) -> Graph:
-        params = [self.define(p) for p in d["params"]]
-        eqns = [self.eqn(e) for e in d["eqns"]]
-        return Graph(d["name"], tuple(params), tuple(eqns),
-                     tuple(self.operand(r) for r in d["results"]))
+    def graph(self, d: Any, at: str) -> Graph:
+        self.depth += 1
+        if self.depth > 64:
+            raise DocumentError(at, "regions are nested more than 64 deep")
+        check_object(d, at, ("name", "params", "eqns", "results"))
+        name = check_text(d["name"], f"{at}.name")
+        params = [self.define(p, f"{at}.params[{i}]")
+                  for i, p in enumerate(check_list(d["params"], f"{at}.params"))]
+        eqns = [self.eqn(e, f"{at}.eqns[{i}]")
+                for i, e in enumerate(check_list(d["eqns"], f"{at}.eqns"))]
+        results = tuple(self.operand(r, f"{at}.results[{i}]")
+                        for i, r in enumerate(check_list(d["results"], f"{at}.results")))
+        self.depth -= 1
+        return Graph(name, tuple(params), tuple(eqns), results)
 
-    def define(self, d: dict) -> Value:
-        t = d["type"]
-        shape = None if t["shape"] is None else tuple(t["shape"])
-        v = Value(TensorType(dt.as_dtype(t["dtype"]), shape), d["hint"], d["ref"])
-        self.values[d["id"]] = v
+    def define(self, d: Any, at: str) -> Value:
+        check_object(d, at, ("id", "type", "hint", "ref"))
+        t = check_object(d["type"], f"{at}.type", ("dtype", "shape"))
+        ref = d["ref"]
+        if type(ref) is not bool:
+            raise DocumentError(f"{at}.ref", f"expected true or false, got {_show(ref)}")
+        v = Value(TensorType(check_dtype(t["dtype"], f"{at}.type.dtype"),
+                             check_dims(t["shape"], f"{at}.type.shape")),
+                  check_text(d["hint"], f"{at}.hint", optional=True), ref)
+        key = check_int(d["id"], f"{at}.id", 0)
+        if key in self.values:
+            raise DocumentError(f"{at}.id", f"value id {key} is defined twice")
+        self.values[key] = v
         return v
 
-    def operand(self, d: dict) -> Any:
-        if "literal" in d:
-            return Literal(self.attr(d["literal"]), TensorType(dt.as_dtype(d["dtype"]), ()))
+    def operand(self, d: Any, at: str) -> Any:
+        if isinstance(d, dict) and "literal" in d:
+            check_object(d, at, ("literal", "dtype"))
+            value = self.attr(d["literal"], f"{at}.literal")
+            if value is None or type(value) not in (bool, int, float):
+                raise DocumentError(f"{at}.literal", f"expected a number or a bool, got "
+                                                     f"{_show(value)}")
+            return Literal(value, TensorType(check_dtype(d["dtype"], f"{at}.dtype"), ()))
+        check_object(d, at, ("value",))
+        key = check_int(d["value"], f"{at}.value", 0)
         try:
-            return self.values[d["value"]]
+            return self.values[key]
         except KeyError:
-            raise ValueError(f"Corrupt graph document: value id {d['value']} is used before "
-                             f"it is defined.") from None
+            raise DocumentError(f"{at}.value", f"value id {key} is used before it is "
+                                               f"defined") from None
 
-    def eqn(self, d: dict) -> Eqn:
-        inputs = tuple(self.operand(x) for x in d["inputs"])
-        attrs = tuple((k, self.attr(v)) for k, v in d["attrs"])
-        regions = tuple(self.graph(r) for r in d["regions"])
-        outputs = tuple(self.define(o) for o in d["outputs"])
-        return Eqn(d["op"], inputs, outputs, attrs, regions, d["loc"])
+    def eqn(self, d: Any, at: str) -> Eqn:
+        check_object(d, at, ("op", "inputs", "outputs", "attrs", "regions", "loc"))
+        op = d["op"]
+        if not isinstance(op, str) or (op not in OPS and op not in STRUCTURAL_ATTRS):
+            raise DocumentError(f"{at}.op", f"unknown op {_show(op)}: not in the op table nor "
+                                            f"a structural op that can be loaded")
+        allowed = STRUCTURAL_ATTRS[op] if op in STRUCTURAL_ATTRS else frozenset(OPS[op].attrs)
+        inputs = tuple(self.operand(x, f"{at}.inputs[{i}]")
+                       for i, x in enumerate(check_list(d["inputs"], f"{at}.inputs")))
+        attrs = []
+        for i, pair in enumerate(check_list(d["attrs"], f"{at}.attrs")):
+            where = f"{at}.attrs[{i}]"
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise DocumentError(where, f"expected a [name, value] pair, got {_show(pair)}")
+            key = pair[0]
+            if not isinstance(key, str) or key not in allowed:
+                raise DocumentError(f"{where}[0]", f"the op '{op}' has no attribute "
+                                                   f"{_show(key)} (its attributes: "
+                                                   f"{sorted(allowed)})")
+            if any(k == key for k, _ in attrs):
+                raise DocumentError(f"{where}[0]", f"attribute {key!r} is given twice")
+            attrs.append((key, self.attr(pair[1], f"{where}[1]", key)))
+        regions = tuple(self.graph(r, f"{at}.regions[{i}]")
+                        for i, r in enumerate(check_list(d["regions"], f"{at}.regions")))
+        outputs = tuple(self.define(o, f"{at}.outputs[{i}]")
+                        for i, o in enumerate(check_list(d["outputs"], f"{at}.outputs")))
+        return Eqn(op, inputs, outputs, tuple(attrs), regions,
+                   check_text(d["loc"], f"{at}.loc", optional=True))
 
-    def attr(self, v: Any) -> Any:
-        if not isinstance(v, dict):
+    def attr(self, v: Any, at: str, key: str = "") -> Any:
+        """An attribute value: None, bool, int, finite float, a string where attribute ``key``
+        may hold one, or an encoded dtype / array / NumPy scalar / tuple / list / dict."""
+        if v is None or type(v) in (bool, int):
             return v
+        if type(v) is float:
+            if not math.isfinite(v):
+                raise DocumentError(at, f"non-finite float {v!r} must be encoded as "
+                                        f"{{\"float\": ...}}")
+            return v
+        if isinstance(v, str):
+            if key not in STRING_ATTRS:
+                raise DocumentError(at, f"attribute {key!r} cannot hold a string, got "
+                                        f"{_show(v)}")
+            return check_text(v, at, multiline=key in _MULTILINE_ATTRS)
+        if not isinstance(v, dict) or len(v) not in (1, 2):
+            raise DocumentError(at, f"unknown attribute encoding {_show(v)}")
         if "float" in v:
+            check_object(v, at, ("float",))
+            if v["float"] not in _SPECIAL_FLOATS:
+                raise DocumentError(f"{at}.float", f"expected one of {sorted(_SPECIAL_FLOATS)}, "
+                                                   f"got {_show(v['float'])}")
             return float(v["float"])
         if "dtype" in v:
-            return dt.as_dtype(v["dtype"])
+            check_object(v, at, ("dtype",))
+            return check_dtype(v["dtype"], f"{at}.dtype")
         if "array" in v:
-            try:
-                a = self.arrays[v["array"]]
-            except KeyError:
-                raise ValueError(f"Corrupt graph document: array {v['array']!r} is missing "
-                                 f"from the arrays.") from None
-            if "digest" in v:
-                out = DigestArray(v["digest"], a.dtype, a.shape)
-                out[...] = a
-                return out
-            return np.array(a)
+            return self.array(v, at)
         if "scalar" in v:
-            return np.dtype(v["np"]).type(self.attr(v["scalar"]))
-        if "tuple" in v:
-            return tuple(self.attr(x) for x in v["tuple"])
-        if "list" in v:
-            return [self.attr(x) for x in v["list"]]
+            check_object(v, at, ("scalar", "np"))
+            if v["np"] not in _NP_SCALARS:
+                raise DocumentError(f"{at}.np", f"expected a NumPy dtype name, one of "
+                                                f"{sorted(_NP_SCALARS)}, got {_show(v['np'])}")
+            item = self.attr(v["scalar"], f"{at}.scalar")
+            if type(item) not in (bool, int, float):
+                raise DocumentError(f"{at}.scalar", f"expected a number, got {_show(item)}")
+            try:
+                with np.errstate(all="raise"):
+                    return np.dtype(v["np"]).type(item)
+            except (OverflowError, FloatingPointError, ValueError) as e:
+                raise DocumentError(f"{at}.scalar", f"{item!r} does not fit {v['np']}: {e}") \
+                    from None
+        for kind in ("tuple", "list"):
+            if kind in v:
+                check_object(v, at, (kind,))
+                items = check_list(v[kind], f"{at}.{kind}", 1 << 16)
+                out = [self.attr(x, f"{at}.{kind}[{i}]", key) for i, x in enumerate(items)]
+                return tuple(out) if kind == "tuple" else out
         if "dict" in v:
-            return {self.attr(k): self.attr(x) for k, x in v["dict"]}
-        raise ValueError(f"Corrupt graph document: unknown attribute encoding {v!r}.")
+            check_object(v, at, ("dict",))
+            out: dict = {}
+            for i, pair in enumerate(check_list(v["dict"], f"{at}.dict", 1 << 16)):
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise DocumentError(f"{at}.dict[{i}]", f"expected a [key, value] pair, got "
+                                                          f"{_show(pair)}")
+                k = self.attr(pair[0], f"{at}.dict[{i}][0]", key)
+                if isinstance(k, (list, dict, np.ndarray)):
+                    raise DocumentError(f"{at}.dict[{i}][0]", f"unhashable key {_show(k)}")
+                out[k] = self.attr(pair[1], f"{at}.dict[{i}][1]", key)
+            return out
+        raise DocumentError(at, f"unknown attribute encoding {_show(v)}")
+
+    def array(self, v: dict, at: str) -> np.ndarray:
+        check_object(v, at, ("array",), ("digest",))
+        name = v["array"]
+        if not isinstance(name, str) or name not in self.arrays:
+            raise DocumentError(f"{at}.array", f"array {name!r} is missing from the arrays")
+        a = self.arrays[name]
+        if not isinstance(a, np.ndarray) or a.dtype not in _ARRAY_DTYPES:
+            raise DocumentError(f"{at}.array", f"array {name!r} has dtype "
+                                               f"{getattr(a, 'dtype', type(a).__name__)}, not "
+                                               f"one of the dtype table's")
+        if "digest" in v:
+            digest = v["digest"]
+            if not isinstance(digest, str) or not _HEX.fullmatch(digest):
+                raise DocumentError(f"{at}.digest", f"expected a hexadecimal digest, got "
+                                                    f"{_show(digest)}")
+            out = DigestArray(digest, a.dtype, a.shape)
+            out[...] = a
+            return out
+        return np.array(a)
+
+
+_ARRAY_DTYPES = frozenset(d.np for d in dt.ALL)
+_HEX = re.compile(r"[0-9a-f]{1,128}")

@@ -33,6 +33,9 @@ class Writer:
         self.depth -= 1
 
 
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
+
+
 class Namer:
     """Unique Python identifiers derived from IR hints (``x`` -> ``x``, ``x_1``, ...)."""
 
@@ -40,7 +43,13 @@ class Namer:
         self.used = set(reserved)
 
     def fresh(self, hint: str | None, default: str = "t") -> str:
-        base = re.sub(r"\W", "_", hint or default).strip("_") or default
+        """A new identifier made of ``[A-Za-z0-9_]`` only (hints may come from a loaded file:
+        any other character, non-ASCII letters included, becomes ``_``).
+
+        >>> n = Namer(); n.fresh("x"), n.fresh("x"), n.fresh("a\\nb()"), n.fresh("é"), n.fresh(None)
+        ('x', 'x_1', 'a_b', 't', 't_1')
+        """
+        base = _NOT_IDENTIFIER.sub("_", hint or default).strip("_") or default
         if base[0].isdigit() or keyword.iskeyword(base) or base in ("np", "K", "rt"):
             base = f"{default}_{base}"
         name, i = base, 0

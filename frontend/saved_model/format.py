@@ -94,13 +94,17 @@ def decode_literal(data: Any) -> Any:
             raise CorruptSavedModelError(f"unexpected list {data!r} where a constant was "
                                          f"expected")
         return data
-    if "float" in data:
-        return float(data["float"])
-    if "bytes" in data:
-        return bytes.fromhex(data["bytes"])
-    if "np" in data:
-        return np.dtype(data["np"]).type(decode_literal(data["value"]))
-    raise CorruptSavedModelError(f"unknown constant encoding {data!r}")
+    try:
+        if "float" in data:
+            return float(data["float"])
+        if "bytes" in data:
+            return bytes.fromhex(data["bytes"])
+        if "np" in data:
+            with np.errstate(all="raise"):
+                return np.dtype(data["np"]).type(decode_literal(data["value"]))
+    except (TypeError, ValueError, OverflowError, FloatingPointError) as e:
+        raise CorruptSavedModelError(f"bad constant {data!r}: {e}"[:300]) from None
+    raise CorruptSavedModelError(f"unknown constant encoding {data!r}"[:300])
 
 
 # --------------------------------------------------------------- fingerprint
@@ -144,6 +148,13 @@ def check_fingerprint(export_dir: str) -> dict:
     if not isinstance(files, dict) or DOCUMENT not in files:
         raise CorruptSavedModelError(f"{path}: corrupted fingerprint: it lists no checksum "
                                      f"for {DOCUMENT}. Save the SavedModel again.")
+    for name, digest in files.items():
+        if not is_relative_path(name) or not isinstance(digest, str) or \
+                len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise CorruptSavedModelError(
+                f"{path}: corrupted fingerprint: field files[{name!r}]: expected a path inside "
+                f"the SavedModel (no '..', no absolute path) and a SHA-256 in hex, got "
+                f"{digest!r}"[:400] + ". Save the SavedModel again.")
     for name, digest in sorted(files.items()):
         file = os.path.join(export_dir, name)
         if not os.path.isfile(file):
@@ -160,6 +171,20 @@ def check_fingerprint(export_dir: str) -> dict:
 
 
 # ------------------------------------------------------------------ files
+
+def is_relative_path(name: object) -> bool:
+    """Whether ``name`` is a relative path that stays inside its directory: '/'-separated
+    parts, none empty, ``.``, ``..`` or holding a backslash or a control character.
+
+    >>> is_relative_path("variables/variables.index"), is_relative_path("../x")
+    (True, False)
+    >>> is_relative_path("/etc/passwd"), is_relative_path("a\\\\b")
+    (False, False)
+    """
+    if not isinstance(name, str) or not name or len(name) > 1024 or not name.isprintable():
+        return False
+    return all(part not in ("", ".", "..") and "\\" not in part for part in name.split("/"))
+
 
 def write_text(path: str, text: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
@@ -201,9 +226,10 @@ def read_json(path: str, fmt: str, what: str) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CorruptSavedModelError(f"{path}: corrupted {what} file: not valid JSON ({e}). "
-                                     f"Save the SavedModel again.") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        reason = "nested too deeply" if isinstance(e, RecursionError) else e
+        raise CorruptSavedModelError(f"{path}: corrupted {what} file: not valid JSON "
+                                     f"({reason}). Save the SavedModel again.") from None
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise CorruptSavedModelError(f"{path}: not a stagecraft {what} file (format "

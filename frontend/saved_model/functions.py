@@ -320,12 +320,16 @@ def _attr_hint(v: Variable) -> str:
 
 
 def decode_concrete(data: dict, variables: list, arrays: dict[str, np.ndarray],
-                    where: str) -> tuple[Any, ConcreteFunction]:
+                    where: str, field: str = "concrete function") -> tuple[Any, ConcreteFunction]:
     """(trace-cache key, ConcreteFunction) for one saved concrete function; ``variables`` are
-    the loaded variables of the object graph, by node id."""
+    the loaded variables of the object graph, by node id. ``field`` is the entry's path in the
+    document (bad graph fields raise ``DocumentError`` naming ``<field>.graph.<...>``)."""
     try:
         graph_arrays = {k: arrays[name] for k, name in data["graph_arrays"].items()}
-        graph = serialize.loads(json.dumps(data["graph"]), graph_arrays)
+        try:
+            graph = serialize.loads(json.dumps(data["graph"]), graph_arrays)
+        except serialize.DocumentError as e:
+            raise serialize.DocumentError(f"{field}.{e.field}", e.problem) from None
         pos_key, pos_t = decode_key(data["args"])
         kw_key, kw_t = decode_key(data["kwargs"])
         captured = [convert_to_tensor(np.array(arrays[name])) for name in data["captures"]]
@@ -338,7 +342,9 @@ def decode_concrete(data: dict, variables: list, arrays: dict[str, np.ndarray],
         outputs = decode_structure(data["outputs"])
         num_inputs = int(data["num_inputs"])
         name = data["name"]
-    except (KeyError, TypeError, IndexError, ValueError) as e:
+    except serialize.DocumentError:
+        raise
+    except (KeyError, TypeError, IndexError, ValueError, OverflowError) as e:
         raise CorruptSavedModelError(f"concrete function {where}: {type(e).__name__}: {e}") \
             from None
     try:  # a well-formed document can still describe an ill-typed graph: never run one

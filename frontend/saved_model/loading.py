@@ -11,10 +11,12 @@ import numpy as np
 
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import NotFoundError
+from stagecraft.ir.serialize import DocumentError
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.saved_model import format as fmt
 from stagecraft.saved_model import functions as fns
 from stagecraft.saved_model.objects import UserObject, read_variables
+from stagecraft.saved_model.schema import check_document
 from stagecraft.variables import Variable
 
 
@@ -46,11 +48,21 @@ def load(export_dir: str | os.PathLike, tags: Any = None, options: Any = None) -
     doc = fmt.read_json(document, fmt.FORMAT, "SavedModel document")
     arrays = fmt.read_arrays(os.path.join(export_dir, fmt.ARRAYS))
     try:
+        check_document(doc, arrays.keys())  # every field, before any is used
         root = _Loader(doc, arrays).root()
+    except DocumentError as e:
+        raise fmt.CorruptSavedModelError(
+            f"{document}: corrupted SavedModel document: field {e.field}: {e.problem}. The "
+            f"file was damaged or crafted (it is not loaded); save the SavedModel again.") \
+            from None
     except fmt.CorruptSavedModelError as e:
         raise fmt.CorruptSavedModelError(f"{document}: corrupted SavedModel document: {e}") \
             from None
-    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as e:
+    except RecursionError:
+        raise fmt.CorruptSavedModelError(f"{document}: corrupted SavedModel document: its "
+                                         f"values are nested too deeply. Save the SavedModel "
+                                         f"again.") from None
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError, OverflowError) as e:
         raise fmt.CorruptSavedModelError(f"{document}: corrupted SavedModel document: "
                                          f"{type(e).__name__}: {e}") from None
     read_variables(root, os.path.join(export_dir, fmt.VARIABLES_PREFIX))
@@ -130,7 +142,8 @@ class _Loader:
         if index not in self.concretes:
             data = self.doc["concrete_functions"][index]
             self.concretes[index] = fns.decode_concrete(data, self.objects, self.arrays,
-                                                        f"#{index} ({where})")
+                                                        f"#{index} ({where})",
+                                                        f"concrete_functions[{index}]")
         return self.concretes[index]
 
     def _function(self, node: dict, i: int) -> fns.RestoredFunction:
