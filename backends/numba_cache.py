@@ -16,12 +16,26 @@ file and an importable module to locate and rebuild its cache).  So :func:`load`
    (``.nbc``) files in ``__pycache__`` next to the source (or under ``$NUMBA_CACHE_DIR``), so a
    new process loading the same source gets the machine code from disk instead of compiling.
 
-Damaged cache entries are repaired, with a warning on the ``"stagecraft"`` logger: a
-``gen_<key>.py`` whose content differs from the source (or cannot be read) is rewritten, and
-numba cache files of the module that cannot be unpickled (say, truncated by a crash) are
-deleted before numba sees them, so numba recompiles instead of raising.  Two processes loading
-the same source at once both succeed: every file is written to a temporary name and published
-with an atomic link or rename, and both write identical bytes.
+Everything read from the cache is untrusted (DESIGN.md, "Trust boundary") and verified
+before use; a damaged entry is deleted, one WARNING goes to the ``"stagecraft"`` logger, and it
+is compiled again:
+
+* ``gen_<key>.py`` must hold exactly the source whose hash names it (it is compared, then
+  rewritten when it differs; the module runs from the in-memory text in any case);
+* other files the cache writes (code plans, their constants) are *sealed*
+  (:func:`write_verified`): a header holds the SHA-256 of the content, checked by
+  :func:`read_verified` before anything parses it;
+* numba's own ``.nbi`` index and ``.nbc`` machine-code files, for generated modules and for
+  stagecraft's kernel library, are sealed the same way by a subclass of numba's cache-file
+  class (:func:`install_verified_numba_cache`): nothing is unpickled before its digest
+  checks out, so a flipped bit can no longer crash LLVM or run a crafted pickle;
+* symbol-link records (``gen_<key>.links``) carry their own SHA-256
+  (:mod:`stagecraft.backends.numba_links`).
+
+The cache folder is created private (0700); an existing one that other users can write, or
+that belongs to another user, is refused (:func:`cache_dir`), since whoever can write it can
+make stagecraft run their code.  Two processes loading the same source at once both succeed:
+every file is written to a temporary name and published with an atomic link or rename.
 
 >>> import os, tempfile, unittest.mock, numpy as np
 >>> env = unittest.mock.patch.dict(os.environ, STAGECRAFT_CACHE_DIR=tempfile.mkdtemp())
@@ -44,22 +58,26 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
 import linecache
 import logging
 import os
 import pathlib
 import pickle
+import stat
 import sys
 import tempfile
 import threading
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 __all__ = ["cache_dir", "source_key", "load", "load_module", "clear", "DEFAULT_NJIT_OPTIONS",
-           "VERSION"]
+           "VERSION", "CacheCorrupted", "seal", "unseal", "write_verified", "read_verified",
+           "discard", "install_verified_numba_cache"]
 
 _log = logging.getLogger("stagecraft")
 
@@ -87,7 +105,9 @@ def cache_dir() -> pathlib.Path:
     """The folder holding the generated sources, created on demand.
 
     ``$STAGECRAFT_CACHE_DIR`` if set, else ``stagecraft`` under the user's cache folder
-    (``$XDG_CACHE_HOME``, default ``~/.cache``).
+    (``$XDG_CACHE_HOME``, default ``~/.cache``).  A new folder is made private (mode 0700);
+    ``PermissionError`` (naming ``STAGECRAFT_CACHE_DIR``) when an existing one is writable by
+    group or others or owned by another user, as pip and ccache refuse such folders.
 
     >>> import os, tempfile, unittest.mock
     >>> home = tempfile.mkdtemp()
@@ -105,8 +125,33 @@ def cache_dir() -> pathlib.Path:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         path = pathlib.Path(base) / "stagecraft"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass
+    _check_private(path)
     return path
+
+
+def _check_private(path: pathlib.Path) -> None:
+    """Refuses a cache folder that someone else could write (it holds code stagecraft runs)."""
+    info = path.stat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(f"stagecraft cache: {path} is not a directory; set "
+                                 "STAGECRAFT_CACHE_DIR to a private directory")
+    if not hasattr(os, "getuid"):  # pragma: no cover - Windows: ACLs, not mode bits
+        return
+    problem = None
+    if info.st_uid != os.getuid():
+        problem = f"it is owned by another user (uid {info.st_uid}, you are {os.getuid()})"
+    elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        problem = (f"other users can write to it (mode {stat.S_IMODE(info.st_mode):04o}); "
+                   f"`chmod go-w {path}` fixes that")
+    if problem:
+        raise PermissionError(
+            f"stagecraft refuses the cache directory {path}: {problem}. Anyone who can write "
+            "there could make stagecraft run their code. Use a directory only you can write, "
+            "e.g. set STAGECRAFT_CACHE_DIR to a new path (stagecraft creates it with mode 0700).")
 
 
 def _njit_options(njit_options: dict[str, Any] | None) -> dict[str, Any]:
@@ -218,85 +263,212 @@ def _register_linecache(path: pathlib.Path, source: str) -> None:
     linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
 
 
-def _numba_cache_files(dispatcher: Any, path: pathlib.Path) -> tuple[pathlib.Path, list]:
-    """Numba's cache folder for ``dispatcher`` and the index files of module ``path``."""
-    cache = getattr(dispatcher, "_cache", None)
-    folder = pathlib.Path(getattr(cache, "cache_path", None) or path.parent / "__pycache__")
-    prefix = path.stem + "."
-    try:
-        names = [p for p in folder.iterdir() if p.name.startswith(prefix) and p.suffix == ".nbi"]
-    except OSError:
-        names = []
-    return folder, names
+# ------------------------------------------------------------------------------ sealed files
+
+#: First bytes of every sealed cache file; the SHA-256 of the rest follows, then a newline.
+SEAL_MAGIC = b"stagecraft-sha256:"
+_SEAL_HEADER = len(SEAL_MAGIC) + 64 + 1
 
 
-def _check_numba_cache(dispatcher: Any, path: pathlib.Path) -> int:
-    """Deletes (with a warning) numba index/data files of ``path``'s module that do not unpickle.
+class CacheCorrupted(ValueError):
+    """A cache file whose content does not match the digest recorded when it was written."""
 
-    Numba reads these lazily, at the first call of each signature, and raises on a damaged
-    file instead of recompiling; checking them here lets numba recompile.  Returns the number
-    of index files whose entries were deleted.
+
+def seal(data: bytes) -> bytes:
+    """``data`` behind a header holding its SHA-256, as written to the cache (:func:`unseal`).
+
+    >>> unseal(seal(b"plan")) == b"plan"
+    True
     """
-    folder, indexes = _numba_cache_files(dispatcher, path)
-    removed = 0
-    for index in indexes:
-        base = index.name[: -len(".nbi")]
-        problem = None
+    return SEAL_MAGIC + hashlib.sha256(data).hexdigest().encode("ascii") + b"\n" + data
+
+
+def unseal(blob: bytes) -> bytes:
+    """The payload of a :func:`seal`'d file; ``CacheCorrupted`` saying why when the header is
+    missing or the payload's digest differs from the recorded one.
+
+    >>> blob = bytearray(seal(b"range(6)"))
+    >>> blob[-2] ^= 2                                  # range(6) -> range(4)
+    >>> try:
+    ...     unseal(bytes(blob))
+    ... except CacheCorrupted as e:
+    ...     print(e)
+    its content does not match its recorded SHA-256
+    """
+    if len(blob) < _SEAL_HEADER or not blob.startswith(SEAL_MAGIC) \
+            or blob[_SEAL_HEADER - 1:_SEAL_HEADER] != b"\n":
+        raise CacheCorrupted(f"it has no valid digest header ({len(blob)} bytes)")
+    recorded = blob[len(SEAL_MAGIC):_SEAL_HEADER - 1]
+    payload = blob[_SEAL_HEADER:]
+    if hashlib.sha256(payload).hexdigest().encode("ascii") != recorded:
+        raise CacheCorrupted("its content does not match its recorded SHA-256")
+    return payload
+
+
+def _unlink(*paths: os.PathLike | str) -> None:
+    for p in paths:
         try:
-            with open(index, "rb") as f:
-                pickle.load(f)  # numba version
-                _stamp, overloads = pickle.loads(f.read())
-            for data_name in set(overloads.values()):
-                try:
-                    with open(folder / data_name, "rb") as f:
-                        pickle.loads(f.read())
-                except FileNotFoundError:
-                    continue  # numba treats a missing data file as a miss
-                except Exception as e:  # noqa: BLE001 - any unpickling failure
-                    problem = f"data file {data_name}: {type(e).__name__}: {e}"
-                    break
+            os.unlink(p)
         except FileNotFoundError:
-            continue
-        except Exception as e:  # noqa: BLE001
-            problem = f"index file {index.name}: {type(e).__name__}: {e}"
-        if problem is None:
-            continue
-        _log.warning("stagecraft cache: numba cache of %s is corrupted (%s); deleting %s*.nbi/.nbc "
-                     "so that numba recompiles", path, problem, folder / base)
-        for p in folder.glob(f"{base}.*"):
-            if p.suffix in (".nbi", ".nbc"):
-                try:
-                    p.unlink()
-                except FileNotFoundError:
-                    pass
-        removed += 1
-    return removed
+            pass
 
 
-def _guard_cache_loads(dispatcher: Any, path: pathlib.Path) -> None:
-    """Safety net: a numba cache entry that fails to load at call time is deleted (with a
-    warning) and the function recompiled, instead of the call raising.  Uses numba's private
-    ``Dispatcher._cache``; skipped when that is absent."""
-    cache = getattr(dispatcher, "_cache", None)
-    original = getattr(cache, "load_overload", None)
-    if original is None:
-        return
+def discard(path: os.PathLike | str, reason: str, also: Iterable[os.PathLike | str] = ()) -> None:
+    """Deletes the damaged cache file ``path`` (and the files ``also`` of its entry) and logs
+    the one WARNING on the ``stagecraft`` logger saying so."""
+    _log.warning("stagecraft cache: %s is corrupted (%s); deleting it and compiling again",
+                 path, reason)
+    _unlink(path, *also)
+
+
+def write_verified(path: pathlib.Path, data: bytes) -> None:
+    """Publishes ``data`` at ``path`` atomically, sealed with its digest (:func:`read_verified`)."""
+    _write_atomic(path, seal(data), replace=True)
+
+
+def read_verified(path: pathlib.Path) -> bytes | None:
+    """The payload :func:`write_verified` wrote at ``path``, checked against its digest; None
+    when the file is absent, or damaged: then it is deleted with one warning (:func:`discard`)
+    so that the caller rebuilds it.
+
+    >>> import tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp(), "plan_x.json")
+    >>> write_verified(p, b'{"source": "..."}')
+    >>> read_verified(p)
+    b'{"source": "..."}'
+    >>> _ = p.write_bytes(p.read_bytes().replace(b"...", b"!!!"))
+    >>> read_verified(p), p.exists()
+    (None, False)
+    """
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        return unseal(blob)
+    except CacheCorrupted as e:
+        discard(path, str(e))
+        return None
+
+
+# ------------------------------------------------------------------------------ numba's files
+
+_verified_class: type | None = None
+
+
+def _verified_cache_file_class() -> type:
+    """A subclass of numba's ``IndexDataCacheFile`` (private API of numba 0.5x-0.6x) whose
+    ``.nbi`` index and ``.nbc`` data files are sealed: the digest is written with the file, in
+    the same atomic rename, and checked before a byte of it is unpickled. A damaged file
+    deletes the function's index and data files (one warning) and reads as a miss, so numba
+    compiles again and writes them afresh."""
+    global _verified_class
+    if _verified_class is not None:
+        return _verified_class
+    from numba.core.caching import IndexDataCacheFile
+
+    class VerifiedCacheFile(IndexDataCacheFile):
+        def _entry_files(self) -> list[str]:
+            base = self._index_name[: -len(".nbi")]
+            try:
+                names = os.listdir(self._cache_path)
+            except OSError:
+                names = []
+            return [os.path.join(self._cache_path, n) for n in names
+                    if n.startswith(base + ".") and n.endswith(".nbc")]
+
+        def _payload(self, path: str) -> bytes | None:
+            try:
+                with open(path, "rb") as f:
+                    blob = f.read()
+            except FileNotFoundError:
+                return None
+            try:
+                return unseal(blob)
+            except CacheCorrupted as e:
+                discard(path, f"numba cache file; {e}",
+                        also=[self._index_path, *self._entry_files()])
+                return None
+
+        def _load_index(self) -> dict:
+            payload = self._payload(self._index_path)
+            if payload is None:
+                return {}
+            stream = io.BytesIO(payload)
+            if pickle.load(stream) != self._version:  # verified: written by us
+                return {}
+            stamp, overloads = pickle.loads(stream.read())
+            return overloads if stamp == self._source_stamp else {}
+
+        def _load_data(self, name: str) -> Any:
+            payload = self._payload(self._data_path(name))
+            if payload is None:  # numba's load() reads an OSError as a miss
+                raise FileNotFoundError(self._data_path(name))
+            return pickle.loads(payload)
+
+        @contextlib.contextmanager
+        def _open_for_write(self, filepath: str) -> Iterator[io.BytesIO]:
+            buffer = io.BytesIO()
+            yield buffer
+            with super()._open_for_write(filepath) as f:
+                f.write(seal(buffer.getvalue()))
+
+    _verified_class = VerifiedCacheFile
+    return VerifiedCacheFile
+
+
+#: Modules whose njit functions get verified numba cache files: the generated modules and
+#: stagecraft's own (the kernel library and what it compiles from ``stagecraft.ir``).
+_VERIFIED_MODULES = (_MODULE_PREFIX, "stagecraft.")
+_installed = False
+
+
+def install_verified_numba_cache() -> None:
+    """Makes every ``cache=True`` njit function of a stagecraft or generated module keep its
+    numba cache in verified files (sealed, under names of their own: ``<numba's name>.sc``,
+    so files written by plain numba are never read), and deletes and recompiles an entry that
+    still fails to load. Other functions' caches are left to numba. Idempotent; called before
+    the kernel library and any generated module define their functions. Patches numba's
+    ``Dispatcher.enable_caching`` (numba calls it once per dispatcher, at decoration)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        from numba.core.dispatcher import Dispatcher
+        original = Dispatcher.enable_caching
+
+        def enable_caching(self: Any) -> None:
+            original(self)
+            if getattr(self.py_func, "__module__", "").startswith(_VERIFIED_MODULES):
+                _verify(self)
+
+        Dispatcher.enable_caching = enable_caching
+        _installed = True
+
+
+def _verify(dispatcher: Any) -> None:
+    cache = dispatcher._cache
+    old = cache._cache_file
+    cache._cache_file = _verified_cache_file_class()(
+        cache_path=old._cache_path, filename_base=old._index_name[: -len(".nbi")] + ".sc",
+        source_stamp=old._source_stamp)
+    _guard_cache_loads(dispatcher)
+
+
+def _guard_cache_loads(dispatcher: Any) -> None:
+    """Safety net: a verified numba cache entry that still fails to load at call time (say,
+    numba cannot rebuild it) is deleted (with a warning) and the function recompiled, instead
+    of the call raising."""
+    cache = dispatcher._cache
+    original = cache.load_overload
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         try:
             return original(sig, target_context)
         except Exception as e:  # noqa: BLE001 - any damaged entry means: recompile
-            folder, indexes = _numba_cache_files(dispatcher, path)
-            _log.warning("stagecraft cache: loading the numba cache of %s failed (%s: %s); "
-                         "deleting its .nbi/.nbc files in %s and recompiling",
-                         path, type(e).__name__, e, folder)
-            for index in indexes:
-                for p in folder.glob(index.name[: -len(".nbi")] + ".*"):
-                    if p.suffix in (".nbi", ".nbc"):
-                        try:
-                            p.unlink()
-                        except FileNotFoundError:
-                            pass
+            files = cache._cache_file
+            discard(files._index_path, f"loading it failed: {type(e).__name__}: {e}",
+                    also=files._entry_files())
             return None
 
     cache.load_overload = load_overload
@@ -339,15 +511,13 @@ def load(source: str, entry: str, extra: str = "",
         if hit is not None:
             return hit
         import numba
-
+        install_verified_numba_cache()  # before the module's own njit decorators run
         module = _publish(path, key, source)
         try:
             fn = getattr(module, entry)
         except AttributeError:
             raise AttributeError(f"generated source {path} defines no function {entry!r}") from None
         dispatcher = numba.njit(**_njit_options(njit_options))(fn)
-        _check_numba_cache(dispatcher, path)
-        _guard_cache_loads(dispatcher, path)
         if link is not None:
             from stagecraft.backends.numba_links import Links
             links = Links(path.with_suffix(".links"))
@@ -385,6 +555,7 @@ def load_module(source: str, extra: str = "") -> types.ModuleType:
     key = source_key(source, extra, {"module": True})
     path = (cache_dir() / f"gen_{key}.py").resolve()
     with _lock:
+        install_verified_numba_cache()
         hit = _modules.get(str(path))
         if hit is None:
             hit = _modules[str(path)] = _publish(path, key, source)

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from stagecraft.backends.numba_cache import _write_atomic
+from stagecraft.backends.numba_cache import _write_atomic, discard
 
 __all__ = ["external", "Links", "encode_type", "decode_type"]
 
@@ -263,8 +263,8 @@ class Links:
 
     def _load(self) -> None:
         """Merges the file's list into the one in memory (once, until :meth:`_publish_before`
-        asks again); a damaged file is ignored with a warning and rewritten by the next
-        :meth:`record`."""
+        asks again); a damaged file is deleted with one warning (so the module's functions
+        compile again) and rewritten by the next :meth:`record`."""
         if self._read:
             return
         self._read = True
@@ -281,8 +281,7 @@ class Links:
         except FileNotFoundError:
             return
         except (OSError, ValueError, TypeError, KeyError) as e:
-            _log.warning("stagecraft cache: %s is damaged (%s: %s); compiling its module again",
-                         self.path, type(e).__name__, e)
+            discard(self.path, f"symbol-link record; {type(e).__name__}: {e}")
             return
         for e in listed:
             if e not in self.entries:

@@ -4,14 +4,15 @@ digests and source locations: everything the generator reads), the backend's sou
 versions, holds the generated source and what the executable needs besides it (``plan_<key>.
 json``, constants in ``plan_<key>.npz``, never pickled), next to the generated modules in the
 disk cache. Graphs with a ``py_function`` are not remembered (their callables live in the
-process). A damaged entry is regenerated and rewritten, with a warning.
+process). Both files are sealed with their SHA-256 (``numba_cache.write_verified``), checked
+before they are parsed, and the metadata records the constants' digest too: a damaged entry is
+deleted, regenerated and rewritten, with one warning.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import logging
 import pathlib
 
 import numpy as np
@@ -20,8 +21,7 @@ from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cpu.codegen import Generated, generate
 from stagecraft.ir.graph import Graph
 
-_log = logging.getLogger("stagecraft")
-_FORMAT = "stagecraft.numba_plan/1"
+_FORMAT = "stagecraft.numba_plan/2"  # 2: sealed files
 
 
 def generated(graph: Graph, library: str) -> Generated:
@@ -46,37 +46,51 @@ def generated(graph: Graph, library: str) -> Generated:
                                     numba_cache.VERSION)).encode()).hexdigest()
     base = numba_cache.cache_dir() / f"plan_{key}"
     meta, arrays = base.with_suffix(".json"), base.with_suffix(".npz")
-    if meta.exists():
-        try:
-            return _read(meta, arrays)
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            _log.warning("stagecraft: the cached code plan %s is damaged (%s); regenerating it.",
-                         meta, e)
+    try:
+        gen = _read(meta, arrays)
+    except (OSError, ValueError, KeyError, TypeError) as e:  # verified, yet not a plan
+        numba_cache.discard(meta, f"code plan; {type(e).__name__}: {e}", also=[arrays])
+        gen = None
+    if gen is not None:
+        return gen
     gen = generate(graph)
     if not gen.host_fns:
         _write(gen, meta, arrays)
     return gen
 
 
-def _read(meta: pathlib.Path, arrays: pathlib.Path) -> Generated:
-    doc = json.loads(meta.read_text(encoding="utf-8"))
+def _read(meta: pathlib.Path, arrays: pathlib.Path) -> Generated | None:
+    """The plan stored at ``meta`` (and ``arrays``); None when absent or damaged (deleted, with
+    one warning, by ``read_verified``)."""
+    text = numba_cache.read_verified(meta)
+    if text is None:
+        return None
+    doc = json.loads(text.decode("utf-8"))
     if doc["format"] != _FORMAT:
         raise ValueError(f"format {doc['format']!r}, expected {_FORMAT!r}")
     consts: tuple = ()
     if doc["num_consts"]:
-        with np.load(arrays, allow_pickle=False) as z:
+        data = numba_cache.read_verified(arrays)
+        if data is None or hashlib.sha256(data).hexdigest() != doc["consts_sha256"]:
+            if data is not None:  # intact, but not the constants this plan was written with
+                numba_cache.discard(arrays, "the constants of another code plan")
+            meta.unlink(missing_ok=True)
+            return None
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             consts = tuple(z[f"c{i}"] for i in range(doc["num_consts"]))
     return Generated(doc["source"], tuple(doc["param_indices"]), consts,
                      tuple(doc["assigned"]), (), int(doc["num_results"]))
 
 
 def _write(gen: Generated, meta: pathlib.Path, arrays: pathlib.Path) -> None:
+    consts_sha256 = None
     if gen.consts:
         buf = io.BytesIO()
         np.savez(buf, **{f"c{i}": c for i, c in enumerate(gen.consts)})
-        numba_cache._write_atomic(arrays, buf.getvalue(), replace=True)
+        numba_cache.write_verified(arrays, buf.getvalue())
+        consts_sha256 = hashlib.sha256(buf.getvalue()).hexdigest()
     doc = {"format": _FORMAT, "source": gen.source, "param_indices": list(gen.param_indices),
            "assigned": list(gen.assigned), "num_results": gen.num_results,
-           "num_consts": len(gen.consts)}
+           "num_consts": len(gen.consts), "consts_sha256": consts_sha256}
     # The metadata last: a reader that finds it finds the constants too.
-    numba_cache._write_atomic(meta, json.dumps(doc).encode("utf-8"), replace=True)
+    numba_cache.write_verified(meta, json.dumps(doc).encode("utf-8"))

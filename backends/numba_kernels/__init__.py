@@ -19,3 +19,9 @@ Submodules are imported lazily by their users (``import numba`` costs 0.15-0.35 
 * :mod:`.creation` -- fill, eye, range, where (indices), and random ops (Philox,
   in nopython mode: the Philox stream of ir/ops/philox.py).
 """
+
+# Before any kernel is defined: the kernels' numba cache files are sealed with a digest that is
+# checked before numba unpickles them, so a damaged file is rebuilt instead of crashing.
+from stagecraft.backends.numba_cache import install_verified_numba_cache as _install
+
+_install()

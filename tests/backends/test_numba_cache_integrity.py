@@ -1,0 +1,166 @@
+"""The verified disk cache (issue 15, item 2): damage to any kind of cache file is noticed
+before the file is used, logged once, and rebuilt; a poisoned plan runs no code; a cache
+directory others can write is refused.
+
+Every damaged run is a new process with a timeout, so a crash or a hang fails the test instead
+of the test session. The runs and the file kinds are those of
+``examples/benchmarks/cache_damage.py`` (which repeats them with random damage)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import stat
+import sys
+
+import pytest
+
+from stagecraft.backends import numba_cache
+
+_SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "benchmarks" / "cache_damage.py"
+_spec = importlib.util.spec_from_file_location("cache_damage_example", _SCRIPT)
+damage = sys.modules["cache_damage_example"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(damage)
+
+TIMEOUT = 300  # seconds per run: a hang fails the test
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, object]:
+    """A cache filled by one undamaged run (its own Numba cache, kernel library included), and
+    the result of that run."""
+    root = tmp_path_factory.mktemp("damage")
+    return root, damage.seed(root, TIMEOUT).result
+
+
+def _flip(path: pathlib.Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def _assert_rebuilt(root: pathlib.Path, reference: object) -> None:
+    """The next run notices the damage (one warning) and gives the right result; the run after
+    it finds a whole cache (no warning)."""
+    first = damage.run_child(root, TIMEOUT)
+    assert first.returncode == 0, first.stderr
+    assert first.result == reference
+    assert first.warnings == 1, first.stderr
+    second = damage.run_child(root, TIMEOUT)
+    assert second.returncode == 0, second.stderr
+    assert second.result == reference
+    assert second.warnings == 0, second.stderr
+
+
+@pytest.mark.parametrize("kind", list(damage.KINDS))
+@pytest.mark.parametrize("where", ["header", "middle", "end"])
+def test_a_flipped_byte_in_any_cache_file_is_noticed_logged_once_and_rebuilt(filled, kind, where):
+    root, reference = filled
+    work = damage.restore(root)
+    files = damage.KINDS[kind](work)
+    assert files, f"the filled cache has no {kind} file"
+    victim = files[0]
+    size = victim.stat().st_size
+    _flip(victim, {"header": 3, "middle": size // 2, "end": size - 2}[where])
+    _assert_rebuilt(root, reference)
+    assert victim.exists(), "the damaged entry was not written again"
+    if kind not in ("module", "links"):  # sealed files: whole again
+        numba_cache.unseal(victim.read_bytes())
+
+
+@pytest.mark.parametrize("kind", ["plan", "index", "kernel machine code"])
+def test_a_truncated_or_emptied_file_is_rebuilt(filled, kind):
+    root, reference = filled
+    work = damage.restore(root)
+    victim = damage.KINDS[kind](work)[0]
+    victim.write_bytes(victim.read_bytes()[:victim.stat().st_size // 3])
+    _assert_rebuilt(root, reference)
+
+
+def test_a_poisoned_plan_source_runs_no_code(filled):
+    root, reference = filled
+    work = damage.restore(root)
+    (plan,) = damage.KINDS["plan"](work)
+    marker = root / "pwned"
+    payload = numba_cache.unseal(plan.read_bytes())
+    doc = json.loads(payload)
+    doc["source"] = f"open({str(marker)!r}, 'w').close()\n" + doc["source"]
+    header = plan.read_bytes()[:len(plan.read_bytes()) - len(payload)]
+    plan.write_bytes(header + json.dumps(doc).encode())  # the old digest: a tampered file
+    _assert_rebuilt(root, reference)
+    assert not marker.exists(), "code from a cached plan ran"
+
+
+def test_an_unsealed_plan_of_the_old_format_is_not_read(filled):
+    root, reference = filled
+    work = damage.restore(root)
+    (plan,) = damage.KINDS["plan"](work)
+    marker = root / "pwned-plain"
+    doc = json.loads(numba_cache.unseal(plan.read_bytes()))
+    doc["source"] = f"open({str(marker)!r}, 'w').close()\n" + doc["source"]
+    plan.write_text(json.dumps(doc))
+    _assert_rebuilt(root, reference)
+    assert not marker.exists(), "code from a cached plan ran"
+
+
+def test_a_crafted_numba_index_is_never_unpickled(filled):
+    root, reference = filled
+    work = damage.restore(root)
+    marker = root / "unpickled"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    import pickle
+    for index in damage.KINDS["index"](work) + damage.KINDS["kernel index"](work)[:1]:
+        index.write_bytes(pickle.dumps(Evil()))
+    first = damage.run_child(root, TIMEOUT)
+    assert first.returncode == 0 and first.result == reference, first.stderr
+    assert not marker.exists(), "a pickle from the cache was loaded before its digest checked"
+
+
+# ------------------------------------------------------------------ the cache directory
+
+def test_a_new_cache_directory_is_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path / "a" / "cache"))
+    path = numba_cache.cache_dir()
+    assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
+def test_a_directory_others_can_write_is_refused(tmp_path, monkeypatch, mode):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(mode)
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(folder))
+    with pytest.raises(PermissionError) as info:
+        numba_cache.cache_dir()
+    message = str(info.value)
+    assert message.startswith(f"stagecraft refuses the cache directory {folder}: other users "
+                              f"can write to it (mode {mode:04o})")
+    assert "STAGECRAFT_CACHE_DIR" in message
+    folder.chmod(0o755)  # readable by others, writable only by its owner: accepted
+    assert numba_cache.cache_dir() == folder
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving a folder to another user needs root")
+def test_a_directory_owned_by_another_user_is_refused(tmp_path, monkeypatch):
+    folder = tmp_path / "theirs"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 65534, 65534)
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(folder))
+    with pytest.raises(PermissionError, match="owned by another user .*STAGECRAFT_CACHE_DIR"):
+        numba_cache.cache_dir()
+
+
+def test_the_staged_call_reports_a_refused_directory(tmp_path, monkeypatch):
+    folder = tmp_path / "open"
+    folder.mkdir()
+    folder.chmod(0o777)
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(folder))
+    with pytest.raises(PermissionError, match="STAGECRAFT_CACHE_DIR"):
+        numba_cache.load("def one():\n    return 1\n", "one")
+    assert not list(folder.iterdir()), "a refused directory was written to"
