@@ -236,7 +236,8 @@ def read_index(prefix: str) -> dict:
     if not isinstance(content, dict) or zlib.crc32(_canonical(content)) != body.get("checksum"):
         raise DataLossError(f"Checkpoint index {path!r} is corrupted (checksum mismatch): its "
                             f"contents were changed after it was written.")
-    return content
+    from stagecraft.checkpoint.schema import check_index  # it imports this module
+    return check_index(content, path)  # every field, before any is used
 
 
 def read_bundle(prefix: str, keys: list[str] | None = None

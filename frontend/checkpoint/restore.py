@@ -13,8 +13,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from stagecraft.checkpoint import format as fmt
 from stagecraft.checkpoint import graph as graph_lib
 from stagecraft.checkpoint import slots, tracking
+from stagecraft.checkpoint.schema import check_object_graph
 from stagecraft.context import STATE
 from stagecraft.ir.shapes import is_compatible
 from stagecraft.scopes import init_scope
@@ -123,7 +125,8 @@ class Restoration:
     lives as long as the status object or a deferred child still needs it."""
 
     def __init__(self, prefix: str, object_graph: dict, arrays: dict[str, np.ndarray]):
-        self.nodes: list[dict] = object_graph["nodes"]
+        self.nodes: list[dict] = check_object_graph(object_graph, fmt.index_path(prefix),
+                                                    arrays)
         self.arrays = arrays
         self.ledger = _Ledger(prefix, self.nodes)
         self.slots_done: set[tuple[int, int, str]] = set()
