@@ -148,9 +148,21 @@ class Checkpoint:
             counter.assign_sub(1)  # the failed save did not happen: the next one reuses n
             raise
         directory = os.path.dirname(file_prefix)
-        _, every = state.read_state(directory or ".")
-        every = [p for p in every if os.path.abspath(p) != os.path.abspath(path)] + [path]
-        state.write_state(directory, path, every)
+        recorded = False
+        try:
+            _, every = state.read_state(directory or ".")
+            recorded = any(os.path.abspath(p) == os.path.abspath(path) for p in every)
+            every = [p for p in every if os.path.abspath(p) != os.path.abspath(path)] + [path]
+            state.write_state(directory, path, every)
+        except BaseException:
+            # Not recorded (disk full, killed metadata write): the save did not happen; leave
+            # no unrecorded checkpoint behind and let the next save reuse the number.
+            if not recorded:
+                fmt.delete_bundle(path)
+            counter.assign_sub(1)
+            raise
+        # What killed saves and deletions of other numbered checkpoints here left behind.
+        fmt.sweep_numbered(directory, os.path.basename(file_prefix))
         return path
 
     # ----------------------------------------------------------------------- restoring

@@ -12,22 +12,23 @@ A checkpoint *prefix* ``p`` names two files (a prefix is not a file itself):
   ``tensors`` (``{key: {"dtype", "shape", "offset", "length", "crc32"}}``) and ``document``
   (the caller's JSON: for checkpoints the object graph).
 
-Nothing is ever unpickled: loading reads JSON and raw numbers only. Writes are atomic: both files
-are written under temporary names in the target directory, flushed and fsynced, then renamed
-(data first, index last) and the directory fsynced, so a crash or an exception in the middle
-leaves any previous checkpoint untouched and never a readable half-written one.
+Nothing is ever unpickled: loading reads JSON and raw numbers only. Writes are atomic at every
+instant (``write_bundle``): the data goes to a file no index names yet, and renaming the new index
+over ``p.index`` commits it, so a crash, an exception or a concurrent writer leaves the previous
+checkpoint or the new one, never a mix; the next write sweeps what killed writes left.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import struct
-import tempfile
 import zlib
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
+from stagecraft import durable
 from stagecraft.ir.errors import DataLossError, NotFoundError
 
 FORMAT_NAME = "stagecraft-checkpoint"
@@ -66,22 +67,35 @@ def bundle_exists(prefix: str) -> bool:
 
 
 def delete_bundle(prefix: str) -> None:
-    """Removes the files of the checkpoint at ``prefix`` (those that exist).
+    """Removes the files of the checkpoint at ``prefix`` (those that exist): the index first,
+    so that no reader ever sees an index without its data.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "p"); write_bundle(p, {}, {})
-    >>> delete_bundle(p); bundle_exists(p), os.path.exists(data_path(p))
-    (False, False)
+    >>> delete_bundle(p); bundle_exists(p), os.listdir(os.path.dirname(p))
+    (False, [])
     """
-    for path in (index_path(prefix), data_path(prefix)):
+    named = _named_data_file(prefix)
+    try:
+        os.remove(index_path(prefix))
+    except FileNotFoundError:
+        pass
+    for name in {os.path.basename(data_path(prefix)), named} - {None}:
         try:
-            os.remove(path)
+            os.remove(os.path.join(os.path.dirname(os.fspath(prefix)), name))
         except FileNotFoundError:
             pass
 
 
 def write_bundle(prefix: str, document: dict, arrays: dict[str, np.ndarray]) -> None:
     """Writes ``arrays`` (by key) and the JSON-able ``document`` atomically at ``prefix``.
+
+    The data goes to a file no index names yet (``p.data-00000-of-00001``, or
+    ``p.data-<random>-00000-of-00001`` when that name is taken, e.g. by the version being
+    overwritten), then the index naming it is renamed over ``p.index``: that one rename commits
+    the new version, so ``prefix`` holds the old or the new checkpoint at every instant, and
+    concurrent writers of one prefix never mix files. Afterwards the data files no index names
+    and the temporaries of killed or failed writes of ``prefix`` are swept (``durable.sweep``).
 
     >>> import tempfile, os, numpy as np
     >>> d = tempfile.mkdtemp()
@@ -90,6 +104,9 @@ def write_bundle(prefix: str, document: dict, arrays: dict[str, np.ndarray]) -> 
     ['p.data-00000-of-00001', 'p.index']
     >>> doc, arrays = read_bundle(os.path.join(d, "p")); doc, arrays["x"].tolist()
     ({'note': 'hi'}, [0, 1, 2])
+    >>> write_bundle(os.path.join(d, "p"), {"note": "again"}, {})  # overwrite: a fresh name
+    >>> len(os.listdir(d)), read_bundle(os.path.join(d, "p"))[0]
+    (2, {'note': 'again'})
     """
     prefix = os.fspath(prefix)
     directory = os.path.dirname(prefix) or "."
@@ -99,99 +116,109 @@ def write_bundle(prefix: str, document: dict, arrays: dict[str, np.ndarray]) -> 
                          f"file name prefix such as {os.path.join(prefix, 'ckpt')!r}.")
     os.makedirs(directory, exist_ok=True)
     write_id = os.urandom(16)
-    temps: list[str] = []
+    data = durable.create_locked(directory, _data_names(base))
+    index = None
     try:
-        data_tmp, tensors, size = _write_data(directory, base, write_id, arrays)
-        temps.append(data_tmp)
-        content = {"write_id": write_id.hex(), "data_file": base + DATA_SUFFIX,
+        tensors, size = _write_data(data, write_id, arrays)
+        content = {"write_id": write_id.hex(), "data_file": os.path.basename(data.path),
                    "data_size": size, "tensors": tensors, "document": document}
-        index_tmp = _write_index(directory, base, content)
-        temps.append(index_tmp)
-        # Data first: until the index is renamed, readers still see the previous checkpoint's
-        # index, whose write id no longer matches the data and is reported as such.
-        _replace(data_tmp, data_path(prefix))
-        temps.remove(data_tmp)
-        _replace(index_tmp, index_path(prefix))
-        temps.remove(index_tmp)
-        _fsync_directory(directory)
-    finally:
-        for path in temps:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-
-
-def _write_data(directory: str, base: str, write_id: bytes,
-                arrays: dict[str, np.ndarray]) -> tuple[str, dict, int]:
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.data.", suffix=".tmp", dir=directory)
-    tensors = {}
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(_HEADER.pack(_MAGIC, FORMAT_VERSION, write_id))
-            offset = _HEADER.size
-            for key in sorted(arrays):
-                arr = np.asarray(arrays[key])
-                if arr.dtype.name not in _DTYPES:
-                    raise TypeError(f"Cannot checkpoint {key!r}: dtype {arr.dtype} is not "
-                                    f"supported (supported: {', '.join(_DTYPES)}).")
-                raw = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
-                pad = -offset % _ALIGN
-                fh.write(b"\0" * pad)
-                offset += pad
-                fh.write(raw)
-                tensors[key] = {"dtype": arr.dtype.name, "shape": list(arr.shape),
-                                "offset": offset, "length": len(raw),
-                                "crc32": zlib.crc32(raw)}
-                offset += len(raw)
-            fh.flush()
-            _fsync(fh.fileno())
+        index = _write_index(directory, base, content)
+        os.replace(index.path, index_path(prefix))  # the commit
     except BaseException:
-        os.remove(tmp)
+        data.discard()
+        if index is not None:
+            index.discard()
         raise
-    return tmp, tensors, offset
+    index.close()
+    data.close()  # unlocked only now: a sweeper that can lock it sees the committed index
+    durable.fsync_directory(directory)
+    _sweep(directory, base)
 
 
-def _write_index(directory: str, base: str, content: dict) -> str:
+def _data_names(base: str) -> Iterator[str]:
+    """Candidate data file names: TensorFlow's, then fresh ones (see ``write_bundle``)."""
+    yield base + DATA_SUFFIX
+    while True:
+        yield f"{base}.data-{os.urandom(8).hex()}-00000-of-00001"
+
+
+def _named_data_file(prefix: str) -> str | None:
+    """The data file name the index at ``prefix`` names; None if there is no readable index."""
+    try:
+        return read_index(prefix).get("data_file")
+    except (NotFoundError, DataLossError, OSError):
+        return None
+
+
+def _sweep(directory: str, base: str) -> None:
+    """Deletes the temporaries of killed or failed writes of the prefix ``base`` and its data
+    files that the current index does not name (asked again once each candidate is locked)."""
+    prefix = os.path.join(directory, base)
+    durable.sweep(directory, durable.temp_pattern(base))
+    unnamed = re.compile(re.escape(base) + r"\.data-(?:[0-9a-f]{16}-)?00000-of-00001$")
+    if os.path.exists(index_path(prefix)) and _named_data_file(prefix) is None:
+        return  # an unreadable index: keep every data file for whoever examines it
+    durable.sweep(directory, unnamed, keep=lambda name: name == _named_data_file(prefix))
+
+
+def sweep_numbered(directory: str, name: str) -> None:
+    """``write_bundle``'s sweep for every prefix ``{name}-<N>`` of ``directory``: removes the
+    temporaries and unnamed data files (e.g. of a checkpoint whose deletion was killed between
+    its index and its data) that killed saves of any numbered checkpoint left."""
+    numbered = re.compile(r"\.?(" + re.escape(name) + r"-[0-9]+)\.(?:data-|[a-z]+[.-])")
+    bases = {m.group(1) for m in map(numbered.match, _listdir(directory)) if m}
+    for base in sorted(bases):
+        _sweep(directory, base)
+
+
+def _listdir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory or ".")
+    except OSError:
+        return []
+
+
+def _write_data(data: "durable.LockedFile", write_id: bytes,
+                arrays: dict[str, np.ndarray]) -> tuple[dict, int]:
+    fh = data.fh
+    tensors = {}
+    fh.write(_HEADER.pack(_MAGIC, FORMAT_VERSION, write_id))
+    offset = _HEADER.size
+    for key in sorted(arrays):
+        arr = np.asarray(arrays[key])
+        if arr.dtype.name not in _DTYPES:
+            raise TypeError(f"Cannot checkpoint {key!r}: dtype {arr.dtype} is not "
+                            f"supported (supported: {', '.join(_DTYPES)}).")
+        raw = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
+        pad = -offset % _ALIGN
+        fh.write(b"\0" * pad)
+        offset += pad
+        fh.write(raw)
+        tensors[key] = {"dtype": arr.dtype.name, "shape": list(arr.shape),
+                        "offset": offset, "length": len(raw),
+                        "crc32": zlib.crc32(raw)}
+        offset += len(raw)
+    data.sync()
+    return tensors, offset
+
+
+def _write_index(directory: str, base: str, content: dict) -> "durable.LockedFile":
     body = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
             "checksum": zlib.crc32(_canonical(content)), "content": content}
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.index.", suffix=".tmp", dir=directory)
+    # "format" and "version" first: recognizable
+    text = json.dumps(body, separators=(",", ":")) + "\n"
+    index = durable.create_locked(directory, durable.temp_names(base, "index"))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh, separators=(",", ":"))  # "format", "version" first: recognizable
-            fh.write("\n")
-            fh.flush()
-            _fsync(fh.fileno())
+        index.fh.write(text.encode("utf-8"))
+        index.sync()
     except BaseException:
-        os.remove(tmp)
+        index.discard()
         raise
-    return tmp
+    return index
 
 
 def _canonical(content: dict) -> bytes:
     return json.dumps(content, sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-# Indirections so tests can inject failures in the middle of a write.
-def _fsync(fd: int) -> None:
-    os.fsync(fd)
-
-
-def _replace(src: str, dst: str) -> None:
-    os.replace(src, dst)
-
-
-def _fsync_directory(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # platforms where directories cannot be opened (Windows)
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def read_index(prefix: str) -> dict:
@@ -244,14 +271,23 @@ def read_bundle(prefix: str, keys: list[str] | None = None
                 ) -> tuple[dict, dict[str, np.ndarray]]:
     """Reads the checkpoint at ``prefix``: ``(document, {key: array})``, every array checked
     against its CRC-32 (only ``keys`` when given). See ``write_bundle`` for an example."""
-    content = read_index(prefix)
-    tensors = content["tensors"]
-    dpath = data_path(prefix)
-    try:
-        fh = open(dpath, "rb")
-    except FileNotFoundError:
-        raise DataLossError(f"Checkpoint data file {dpath!r} is missing; its index exists, so "
-                            f"the checkpoint is incomplete. Restore an older checkpoint.") from None
+    for attempt in range(5):
+        content = read_index(prefix)
+        tensors = content["tensors"]
+        dpath = _data_file_path(prefix, content)
+        fh = _open_data(dpath, content)
+        if fh is not None:
+            break
+        # Missing, or not this index's: a concurrent overwrite may have committed a new index
+        # and swept (or reused the name of) the data file ours named; read the index again.
+        if attempt == 4 or read_index(prefix).get("write_id") == content["write_id"]:
+            try:  # not a concurrent write: the checks below say what is wrong
+                fh = open(dpath, "rb")
+            except FileNotFoundError:
+                raise DataLossError(f"Checkpoint data file {dpath!r} is missing; its index "
+                                    f"exists, so the checkpoint is incomplete. Restore an older "
+                                    f"checkpoint.") from None
+            break
     with fh:
         size = os.fstat(fh.fileno()).st_size
         if size < content["data_size"]:
@@ -274,6 +310,35 @@ def read_bundle(prefix: str, keys: list[str] | None = None
         for key in (sorted(tensors) if keys is None else keys):
             arrays[key] = _read_tensor(fh, dpath, key, tensors[key])
     return content["document"], arrays
+
+
+def _open_data(dpath: str, content: dict) -> Any:
+    """The data file opened, when it exists and its header carries the index's write id; else
+    None."""
+    try:
+        fh = open(dpath, "rb")
+    except FileNotFoundError:
+        return None
+    header = fh.read(_HEADER.size)
+    if len(header) == _HEADER.size and _HEADER.unpack(header)[2].hex() == content["write_id"]:
+        fh.seek(0)
+        return fh
+    fh.close()
+    return None
+
+
+def _data_file_path(prefix: str, content: dict) -> str:
+    """The data file the index of ``prefix`` names (a sibling whose name starts with the
+    prefix's; indexes older than the fresh data names name TensorFlow's)."""
+    name = content.get("data_file", os.path.basename(data_path(prefix)))
+    base = os.path.basename(os.fspath(prefix))
+    if not isinstance(name, str) or os.path.basename(name) != name or \
+            not name.startswith(base + ".data-") or "/" in name or "\\" in name:
+        raise DataLossError(f"Checkpoint index {index_path(prefix)!r} field 'data_file' is "
+                            f"{name!r}, not a data file name of this prefix (expected "
+                            f"'{base}.data-...'). The index is corrupted; restore an older "
+                            f"checkpoint.")
+    return os.path.join(os.path.dirname(os.fspath(prefix)), name)
 
 
 def _read_tensor(fh: Any, dpath: str, key: str, meta: dict) -> np.ndarray:

@@ -100,13 +100,23 @@ class CheckpointManager:
         except BaseException:
             counter.assign_sub(1)
             raise
+        kept, latest = self._checkpoints, self._latest
         self._checkpoints = [p for p in self._checkpoints if p != path] + [path]
         self._latest = path
         # Record the new checkpoint before deleting old ones, so an interruption while
         # deleting still finds it; then record again without the deleted ones.
-        state.write_state(self._directory, path, self._checkpoints)
+        try:
+            state.write_state(self._directory, path, self._checkpoints)
+        except BaseException:  # not recorded: the save did not happen (no unrecorded files)
+            self._checkpoints, self._latest = kept, latest
+            if path not in kept:  # (an overwritten, recorded one stays: it holds the new values)
+                fmt.delete_bundle(path)
+            counter.assign_sub(1)
+            raise
         self._sweep()
         state.write_state(self._directory, path, self._checkpoints)
+        # What killed saves and deletions of numbered checkpoints here left behind.
+        fmt.sweep_numbered(self._directory, os.path.basename(self._prefix))
         return path
 
     def restore_or_initialize(self) -> str | None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 
+from stagecraft import durable
 from stagecraft.checkpoint import format as fmt
 
 STATE_FILENAME = "checkpoint"
@@ -83,7 +83,7 @@ def _absolute(directory: str, path: str | None) -> str | None:
 
 
 def write_state(directory: str, latest: str, every: list[str]) -> None:
-    """Writes the metadata file atomically (temporary file, fsync, rename); paths inside
+    """Writes the metadata file atomically (``durable.write_atomic``); paths inside
     ``directory`` are stored relative to it.
 
     >>> import tempfile
@@ -102,20 +102,8 @@ def write_state(directory: str, latest: str, every: list[str]) -> None:
     lines = [f"model_checkpoint_path: {_quote(local(latest))}"]
     lines += [f"all_model_checkpoint_paths: {_quote(local(p))}" for p in every]
     os.makedirs(directory or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".checkpoint.", suffix=".tmp", dir=directory or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")
-            fh.flush()
-            fmt._fsync(fh.fileno())
-        fmt._replace(tmp, os.path.join(directory, STATE_FILENAME))
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-    fmt._fsync_directory(directory or ".")
+    durable.write_atomic(os.path.join(directory or ".", STATE_FILENAME),
+                         ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:

@@ -1,16 +1,17 @@
 """``saved_model.save``: the object graph, every concrete function of every ``tf.function``
 found on it, the signatures and the variable values, written atomically (a temporary sibling
-directory renamed into place at the end)."""
+directory renamed, or exchanged with the old version, into place at the end)."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
-import tempfile
 from typing import Any
 
 import numpy as np
 
+from stagecraft import durable
 from stagecraft.context import executing_eagerly
 from stagecraft.function import ConcreteFunction, Function
 from stagecraft.saved_model import format as fmt
@@ -32,8 +33,9 @@ def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None,
     Not saved: Python code, plain Python attributes, undecorated methods. A function that was
     never traced and has no ``input_signature``, or that calls ``py_function``, is an error
     here (``ValueError``), not at load time. ``options`` is accepted for TensorFlow
-    compatibility and ignored. The write is atomic: on any error nothing is left at
-    ``export_dir`` (an existing SavedModel there stays intact).
+    compatibility and ignored. The write is atomic at every instant: a crash or an error
+    leaves ``export_dir`` holding the previous SavedModel (or nothing, if there was none) or
+    the new one, and the next save there removes what a killed save left.
 
     >>> import os, tempfile, stagecraft as tf
     >>> class Scale(tf.Module):
@@ -65,13 +67,17 @@ def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None,
     doc, arrays = _document(obj, signatures)
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(export_dir)}.tmp-", dir=parent)
+    tmp, lock = durable.temp_dir_locked(parent, os.path.basename(export_dir))
     try:
         _write(obj, doc, arrays, tmp)
         _replace(tmp, export_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        os.close(lock)
+    # What killed or failed saves of export_dir left (and the version just replaced).
+    durable.sweep(parent, durable.temp_pattern(os.path.basename(export_dir)))
 
 
 def _short(obj: Any) -> str:
@@ -292,32 +298,19 @@ def _write(obj: Any, doc: dict, arrays: dict, tmp: str) -> None:
 
 
 def _replace(tmp: str, export_dir: str) -> None:
-    """Moves the finished SavedModel into place; an old one is removed only afterwards."""
-    old = None
-    if os.path.exists(export_dir):
-        old = tempfile.mkdtemp(prefix=f".{os.path.basename(export_dir)}.old-",
-                               dir=os.path.dirname(export_dir))
-        os.rmdir(old)
-        os.rename(export_dir, old)
+    """Puts the finished SavedModel ``tmp`` at ``export_dir`` in one atomic step: a rename
+    when nothing is there, else an exchange of the two directories (``durable.exchange``), so
+    ``export_dir`` holds the old or the new complete SavedModel at every instant; the old one,
+    now at ``tmp``, is removed by the caller's sweep."""
     try:
         os.rename(tmp, export_dir)
-    except BaseException:
-        if old is not None:
-            os.rename(old, export_dir)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    _fsync_dir(os.path.dirname(export_dir))
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems cannot sync directories; the rename is still atomic
-    finally:
-        os.close(fd)
+    except OSError as e:
+        if not os.path.isdir(export_dir) or e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+            raise
+        if not durable.exchange(tmp, export_dir):
+            raise OSError(
+                e.errno, f"saved_model.save: cannot replace the existing SavedModel at "
+                f"{export_dir} atomically: this platform or file system has no "
+                f"renameat2(RENAME_EXCHANGE). Save to a new directory and rename it yourself, "
+                f"or remove {export_dir} first.") from None
+    durable.fsync_directory(os.path.dirname(export_dir))
