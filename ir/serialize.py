@@ -111,6 +111,55 @@ def save(graph: Graph, path: str | os.PathLike) -> None:
     np.savez(os.path.join(path, "arrays.npz"), **arrays)
 
 
+def read_npz(path: str, dtypes: frozenset | None = None) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` file at ``path``, read as untrusted input: nothing is
+    unpickled, and before any array is allocated its size is checked against the file's own
+    (no member may expand past the size of the whole file, and an array's header must declare
+    exactly the bytes its member holds), so a crafted file cannot make the reader allocate
+    more than it holds. ``dtypes`` (NumPy dtypes) restricts the element types allowed.
+    Raises ValueError naming the file and the member.
+
+    >>> import tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.npz"); np.savez(p, x=np.arange(3))
+    >>> read_npz(p)["x"].tolist()
+    [0, 1, 2]
+    """
+    size = os.path.getsize(path)
+    out: dict[str, np.ndarray] = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                name = info.filename
+                where = f"{path}: array file member {name!r}"
+                if not name.endswith(".npy") or info.file_size > size:
+                    raise ValueError(f"{where}: not an array of {size} bytes at most "
+                                     f"(it declares {info.file_size} bytes)")
+                with zf.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read_header = _NPY_HEADERS.get(version)
+                    if read_header is None:
+                        raise ValueError(f"{where}: .npy format version {version} is not read")
+                    shape, _, dtype = read_header(fh, max_header_size=10000)
+                    header = fh.tell()
+                    need = math.prod(shape) * dtype.itemsize
+                    if dtype.hasobject or (dtypes is not None and dtype not in dtypes):
+                        raise ValueError(f"{where}: dtype {dtype} is not allowed")
+                    if header + need != info.file_size:
+                        raise ValueError(f"{where}: its header declares shape {shape} of "
+                                         f"{dtype} ({need} bytes) but it holds "
+                                         f"{info.file_size - header} bytes")
+                    fh.seek(0)
+                    out[name[:-len(".npy")]] = np.lib.format.read_array(fh, allow_pickle=False)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, KeyError,
+            NotImplementedError, RuntimeError, SyntaxError, TypeError) as e:
+        raise ValueError(f"{path}: not a valid array file ({type(e).__name__}: {e})") from None
+    return out
+
+
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0}
+
+
 def load(path: str | os.PathLike) -> Graph:
     """Reads a graph written by ``save`` (a directory or a single ``.npz`` file).
 
@@ -130,19 +179,19 @@ def load(path: str | os.PathLike) -> Graph:
         if os.path.isdir(path):
             with open(document, encoding="utf-8") as f:
                 text = f.read()
-            with np.load(os.path.join(path, "arrays.npz"), allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
+            arrays = read_npz(os.path.join(path, "arrays.npz"))
         else:
-            with np.load(path, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files if k != _JSON_KEY}
-                if _JSON_KEY not in z.files:
-                    raise ValueError(f"not a saved stagecraft graph (no {_JSON_KEY} entry).")
-                text = z[_JSON_KEY].tobytes().decode("utf-8")
+            arrays = read_npz(path)
+            if _JSON_KEY not in arrays:
+                raise ValueError(f"not a saved stagecraft graph (no {_JSON_KEY} entry).")
+            text = arrays.pop(_JSON_KEY).tobytes().decode("utf-8")
         return loads(text, arrays)
     except (ValueError, OSError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as e:
         if isinstance(e, FileNotFoundError):
             raise
-        raise ValueError(f"{document}: {e}") from None
+        message = str(e)  # read_npz's errors name their file already
+        raise ValueError(message if message.startswith(path) else f"{document}: {message}") \
+            from None
 
 
 # ------------------------------------------------------------------------ encoding
@@ -284,7 +333,8 @@ def check_text(value: Any, field: str, multiline: bool = False, optional: bool =
                                    f"{MAX_TEXT} allowed")
     body = value.replace("\n", "").replace("\t", "") if multiline else value
     if not body.isprintable():
-        raise DocumentError(field, f"expected {'printable text' if multiline else 'one printable line of text'}, got {_show(value)}")
+        what = "printable text" if multiline else "one printable line of text"
+        raise DocumentError(field, f"expected {what}, got {_show(value)}")
     return value
 
 

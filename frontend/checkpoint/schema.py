@@ -8,14 +8,14 @@ file's own: every tensor's bytes lie inside the data file (``offset + length <= 
 and its length is exactly what its dtype and shape need, so nothing allocates more than the
 file holds.
 
->>> try:
+>>> try:  # doctest: +ELLIPSIS
 ...     check_index({"write_id": "00" * 16, "data_file": "p.data-00000-of-00001",
 ...                  "data_size": 40, "document": {}, "tensors": {
 ...                      "x": {"dtype": "float32", "shape": [-2], "offset": 32, "length": 8,
 ...                            "crc32": 0}}}, "p.index")
 ... except Exception as e:
 ...     print(str(e).splitlines()[0])
-Checkpoint index 'p.index' field tensors['x'].shape[0]: expected an integer between 0 and 4611686018427387904, got -2. The index is damaged or was crafted; restore an older checkpoint or write it again.
+Checkpoint index 'p.index' field tensors['x'].shape[0]: expected an integer between 0 and ...
 """
 from __future__ import annotations
 

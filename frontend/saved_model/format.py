@@ -209,12 +209,13 @@ def write_arrays(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 def read_arrays(path: str) -> dict[str, np.ndarray]:
     """The arrays of ``saved_model.npz`` (never unpickled: object arrays are refused)."""
+    from stagecraft.ir.serialize import read_npz
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError) as e:
-        raise CorruptSavedModelError(f"{path}: corrupted array file: {e}. Save the SavedModel "
-                                     f"again.") from None
+        return read_npz(path)
+    except (OSError, ValueError) as e:
+        detail = str(e).removeprefix(f"{path}: ")
+        raise CorruptSavedModelError(f"{path}: corrupted array file: {detail}. Save the "
+                                     f"SavedModel again.") from None
 
 
 def read_json(path: str, fmt: str, what: str) -> dict:

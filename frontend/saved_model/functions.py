@@ -19,6 +19,7 @@ from stagecraft.ir import dtypes as dt
 from stagecraft.ir import serialize
 from stagecraft.ir.errors import VerificationError
 from stagecraft.ir.graph import Graph, walk_eqns
+from stagecraft.ir.shapes import is_compatible
 from stagecraft.ir.verify import verify
 from stagecraft.saved_model.format import CorruptSavedModelError, decode_literal, encode_literal
 from stagecraft.tensor import Tensor
@@ -375,12 +376,14 @@ def concrete_from_graph(graph: Graph, num_inputs: int, captured: list, variables
     cap_params = params[num_inputs:num_inputs + len(captured)]
     var_params = params[num_inputs + len(captured):]
     for t, p in zip(captured, cap_params):
-        if p.ref or t.dtype != p.type.dtype:
+        if p.ref or t.dtype != p.type.dtype or not is_compatible(p.type.shape, t._value.shape):
             raise CorruptSavedModelError(f"concrete function {where}: captured tensor of dtype "
-                                         f"{t.dtype.name} does not fit parameter {p!r}.")
+                                         f"{t.dtype.name} and shape {list(t._value.shape)} "
+                                         f"does not fit parameter {p!r}.")
         fg.captures.append((t, p))
     for v, p in zip(variables, var_params):
-        if not isinstance(v, Variable) or not p.ref or v.dtype != p.type.dtype:
+        if not isinstance(v, Variable) or not p.ref or v.dtype != p.type.dtype or \
+                not is_compatible(p.type.shape, v._shape):
             raise CorruptSavedModelError(f"concrete function {where}: object {v!r} does not "
                                          f"fit variable parameter {p!r}.")
         fg.variables.append((v, p))

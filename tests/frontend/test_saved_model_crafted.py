@@ -7,12 +7,14 @@ recompute it), so every case here rewrites ``fingerprint.json`` to match."""
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
 import random
 import shutil
 import subprocess
 import sys
+import zipfile
 from typing import Any, Callable
 
 import numpy as np
@@ -346,6 +348,59 @@ def test_array_sizes_must_match_declared_shapes(tmp_path):
     _rewrite_arrays(path, lambda a: a.update({n: np.zeros((2, 3), np.complex64)
                                               for n in names}))
     with pytest.raises(CorruptSavedModelError, match="not one of the dtype table's"):
+        tf.saved_model.load(path)
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=True)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["huge header shape", "decompression bomb", "object array",
+                                  "not a zip", "truncated"])
+def test_crafted_array_file_is_bounded_by_its_size(model_dir, tmp_path, kind):
+    """The arrays file is read without unpickling and without allocating more than it holds:
+    a header declaring a huge shape, a member that inflates past the file's size, an object
+    array or garbage each give a CorruptSavedModelError naming the file."""
+    path = str(tmp_path / "m")
+    shutil.copytree(model_dir, path)
+    npz = os.path.join(path, fmt.ARRAYS)
+    if kind == "not a zip":
+        with open(npz, "wb") as f:
+            f.write(b"PK\x03\x04" + b"\0" * 64)
+    elif kind == "truncated":
+        with open(npz, "rb") as f:
+            data = f.read()
+        with open(npz, "wb") as f:
+            f.write(data[:len(data) // 2])
+    else:
+        with zipfile.ZipFile(npz, "w", zipfile.ZIP_DEFLATED) as z:
+            if kind == "huge header shape":
+                z.writestr("cf0.a0.npy", _npy(np.zeros(3, np.float32)).replace(
+                    b"(3,)", b"(4000000000000,)"))
+            elif kind == "decompression bomb":
+                z.writestr("cf0.a0.npy", _npy(np.zeros(20_000_000, np.float32)))
+            else:
+                z.writestr("cf0.a0.npy", _npy(np.array([1, "a"], dtype=object)))
+    _refingerprint(path)
+    with pytest.raises(CorruptSavedModelError) as info:
+        tf.saved_model.load(path)
+    assert str(info.value).splitlines()[0].startswith(f"{npz}: corrupted array file: ")
+
+
+def test_captured_tensor_shape_must_fit_its_parameter(tmp_path):
+    c = tf.constant([1.0, 2.0, 3.0])
+    m = tf.Module()
+    m.f = tf.function(lambda x: x + c)
+    m.f(tf.constant(X))
+    path = str(tmp_path / "m")
+    tf.saved_model.save(m, path)
+    names = [n for n in fmt.read_arrays(os.path.join(path, fmt.ARRAYS)) if "capture" in n]
+    assert names
+    _rewrite_arrays(path, lambda a: a.update({n: np.zeros(5, np.float32) for n in names}))
+    with pytest.raises(CorruptSavedModelError, match="captured tensor of dtype float32 and "
+                                                     "shape \\[5\\] does not fit"):
         tf.saved_model.load(path)
 
 
