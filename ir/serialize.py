@@ -12,7 +12,7 @@ import math
 import os
 import re
 import zipfile
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -297,6 +297,49 @@ STRUCTURAL_ATTRS: dict[str, frozenset] = {
 # The attributes whose values may hold strings (data only: never pasted into source).
 STRING_ATTRS = frozenset({"mode", "spec", "name", "message", "template", "sep", "end",
                           "stream"})
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int and -2 ** 63 <= v < 2 ** 64
+
+
+def _tuple_of(ok: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: type(v) is tuple and all(ok(x) for x in v)
+
+
+def _either(*oks: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: any(ok(x) for ok in oks for x in (v,))
+
+
+def _is_none(v: Any) -> bool:
+    return v is None
+
+
+def _is_str(v: Any) -> bool:
+    return type(v) is str
+
+
+_INTS = _tuple_of(_is_int)
+_ITEMS = _tuple_of(_tuple_of(_either(_is_none, _is_int, _is_str)))
+# The value each attribute may hold, by attribute name (the op table's attributes and the
+# structural ops'): (a description for messages, the check).
+ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    **{k: ("an int", _is_int) for k in ("batch_dims", "depth", "num_columns", "num_rows",
+                                         "carry")},
+    **{k: ("true or false", lambda v: type(v) is bool)
+       for k in ("exclusive", "keepdims", "reverse", "transpose_a", "transpose_b")},
+    **{k: ("a dtype", lambda v: isinstance(v, dt.DType))
+       for k in ("dtype", "out_type", "output_type")},
+    **{k: ("a tuple of ints", _INTS) for k in ("dims", "multiples", "perm", "shape")},
+    "axes": ("null or a tuple of ints", _either(_is_none, _INTS)),
+    "axis": ("null, an int or a tuple of ints", _either(_is_none, _is_int, _INTS)),
+    "static": ("a tuple of ints and nulls", _tuple_of(_either(_is_none, _is_int))),
+    "summarize": ("null or an int", _either(_is_none, _is_int)),
+    "spec": ("a tuple of tuples of strings, ints and nulls", _ITEMS),
+    "template": ("a tuple of tuples of strings, ints and nulls", _ITEMS),
+    **{k: ("a string", _is_str) for k in ("mode", "name", "message", "sep", "end", "stream")},
+    "value": ("an array", lambda v: isinstance(v, np.ndarray)),
+}
 # Strings that are printed as data rather than names (``tf.print``'s text) may hold line
 # breaks; every other string from a file must be one printable line.
 _MULTILINE_ATTRS = frozenset({"message", "template", "sep", "end"})
@@ -472,7 +515,12 @@ class _Decoder:
                                                    f"{sorted(allowed)})")
             if any(k == key for k, _ in attrs):
                 raise DocumentError(f"{where}[0]", f"attribute {key!r} is given twice")
-            attrs.append((key, self.attr(pair[1], f"{where}[1]", key)))
+            value = self.attr(pair[1], f"{where}[1]", key)
+            what, ok = ATTR_KINDS.get(key, ("a known attribute", lambda v: False))
+            if not ok(value):
+                raise DocumentError(f"{where}[1]", f"attribute {key!r} of the op '{op}' must be "
+                                                   f"{what}, got {_show(value)}")
+            attrs.append((key, value))
         regions = tuple(self.graph(r, f"{at}.regions[{i}]")
                         for i, r in enumerate(check_list(d["regions"], f"{at}.regions")))
         outputs = tuple(self.define(o, f"{at}.outputs[{i}]")

@@ -10,10 +10,11 @@ import pytest
 import ir_graphs
 import stagecraft as tf
 from stagecraft.backends import get_backend
-from stagecraft.ir import serialize
+from stagecraft.ir import dtypes, serialize
 from stagecraft.ir.graph import Graph, GraphBuilder, const_value
 from stagecraft.ir.parser import parse
 from stagecraft.ir.placeholders import DigestArray
+from stagecraft.ir.types import TensorType
 from stagecraft.ir.verify import verify
 
 
@@ -139,3 +140,44 @@ def test_empty_graph_round_trips(tmp_path) -> None:
     serialize.save(g, tmp_path / "d")
     assert str(serialize.load(tmp_path / "d")) == str(g) == \
         "graph @nothing() -> () {\n  return \n}"
+
+
+def test_every_attribute_has_a_kind() -> None:
+    """Loading checks each attribute's value against ``ATTR_KINDS``: every attribute of the
+    op table and of the structural ops must have an entry (else it could not be loaded)."""
+    from stagecraft.ir import OPS
+    names = {a for op in OPS.values() for a in op.attrs}
+    names |= {a for attrs in serialize.STRUCTURAL_ATTRS.values() for a in attrs}
+    assert names <= set(serialize.ATTR_KINDS), sorted(names - set(serialize.ATTR_KINDS))
+
+
+def test_attribute_of_the_wrong_kind_is_refused() -> None:
+    b = GraphBuilder("f")
+    x = b.param(TensorType(dtypes.float32, (3,)), "x")
+    (y,) = b.add("cumsum", [x], [x.type], {"axis": 0, "exclusive": False, "reverse": False})
+    text, arrays = serialize.dumps(b.build([y]))
+    serialize.loads(text, arrays)  # as written it loads
+    for bad in (1.5, "0", {"tuple": [0, None]}, {"dtype": "f32"}, 2 ** 70):
+        doc = json.loads(text)
+        doc["graph"]["eqns"][0]["attrs"][0][1] = bad
+        with pytest.raises(ValueError, match=r"^field graph\.eqns\[0\]\.attrs\[0\]\[1\]: "):
+            serialize.loads(json.dumps(doc), arrays)
+
+
+def test_every_op_table_example_round_trips() -> None:
+    """The attribute kinds accept every attribute the op table's own examples use."""
+    from stagecraft.ir import OPS
+    rng = np.random.default_rng(0)
+    count = 0
+    for name, op in sorted(OPS.items()):
+        for d in op.test_dtypes or op.dtypes:
+            for ex in op.examples(rng, d):
+                b = GraphBuilder(name)
+                types = [TensorType(dtypes.from_numpy(np.asarray(a).dtype), np.shape(a))
+                         for a in ex.inputs]
+                params = [b.param(t, f"a{i}") for i, t in enumerate(types)]
+                outs = b.add(name, params, list(op.infer(types, **ex.attrs)), dict(ex.attrs))
+                g = b.build(list(outs))
+                assert str(serialize.loads(*serialize.dumps(g))) == str(g), name
+                count += 1
+    assert count > 200
