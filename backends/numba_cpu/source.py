@@ -44,12 +44,13 @@ class Namer:
 
     def fresh(self, hint: str | None, default: str = "t") -> str:
         """A new identifier made of ``[A-Za-z0-9_]`` only (hints may come from a loaded file:
-        any other character, non-ASCII letters included, becomes ``_``).
+        any other character, non-ASCII letters included, becomes ``_``; at most 64 of the
+        hint's characters are kept).
 
         >>> n = Namer(); n.fresh("x"), n.fresh("x"), n.fresh("a\\nb()"), n.fresh("é"), n.fresh(None)
         ('x', 'x_1', 'a_b', 't', 't_1')
         """
-        base = _NOT_IDENTIFIER.sub("_", hint or default).strip("_") or default
+        base = _NOT_IDENTIFIER.sub("_", hint or default).strip("_")[:64] or default
         if base[0].isdigit() or keyword.iskeyword(base) or base in ("np", "K", "rt"):
             base = f"{default}_{base}"
         name, i = base, 0

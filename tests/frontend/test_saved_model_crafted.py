@@ -163,6 +163,32 @@ def test_generated_source_cannot_be_escaped():
     assert len(names.used) == 9  # "ﬁ" and "fi" (equal after NFKC) got distinct names
 
 
+def test_odd_but_valid_strings_reach_the_numba_generator_safely(model_dir, tmp_path,
+                                                               monkeypatch):
+    """Strings that pass the schema (one printable line) may still hold quotes, ``#``,
+    backslashes and non-ASCII letters; the generated module stays intact and computes the same
+    result, and nothing else runs."""
+    pytest.importorskip("numba")
+    marker = str(tmp_path / "PWNED")
+    odd = f"é\\N\"\"\"#'; open({marker!r}, 'w').close() # \\"
+
+    def inject(doc):
+        g = _graph(doc)
+        g["name"] = odd
+        g["params"][0]["hint"] = odd
+        for e in g["eqns"]:
+            e["loc"] = odd
+            for o in e["outputs"]:
+                o["hint"] = odd
+
+    path = str(tmp_path / "m")
+    _craft(model_dir, path, inject)
+    monkeypatch.setattr(backends, "DEFAULT", "numba")
+    loaded = tf.saved_model.load(path)
+    assert loaded.f(tf.constant(X)).numpy().tolist() == EXPECTED
+    assert not os.path.exists(marker)
+
+
 # ------------------------------------------------------------- crafted field kinds
 
 def _set(path_in_doc: tuple, value: Any) -> Callable[[dict], None]:
