@@ -31,8 +31,8 @@ from stagecraft.ir.graph import Graph, Value
 from stagecraft.ir.types import TensorType
 from stagecraft.tensor import Tensor, wrap
 from stagecraft.tensor_spec import TensorSpec
-from stagecraft.trace_cache import (TensorKey, generalize, is_subtype, make_key, specificity,
-                                    strengthen, weaken)
+from stagecraft.trace_cache import (ObjectKey, TensorKey, generalize, is_subtype, make_key,
+                                    specificity, strengthen, weaken)
 from stagecraft.variables import Variable
 
 logger = logging.getLogger("stagecraft")
@@ -575,6 +575,13 @@ class _Entry:
         return all(r() is not None for r in self.refs)
 
 
+def _names_object(key: Any) -> bool:
+    """Whether an argument's key names an object by identity (``ObjectKey``), at any depth."""
+    if isinstance(key, ObjectKey):
+        return True
+    return isinstance(key, tuple) and any(_names_object(k) for k in key)
+
+
 def _drop_when_dead(fn: "Function", entry: _Entry) -> None:
     """Makes the death of any object ``entry``'s key names drop the entry from ``fn``'s exact
     index at once (and from ``fn._entries`` on the next lookup), without ``fn`` or ``entry``
@@ -615,6 +622,7 @@ class Function:
         self._general: list[_Entry] = []  # the entries whose keys have unknown dims
         self._dead_entries = False  # set when an object a key names dies (prune _entries)
         self._dropped = 0  # traces dropped because an object their key named died
+        self._last_key: Any = None  # the key of the latest trace, for the retracing warning
         self._indexed = 0  # len(_entries) that _by_key/_general index (entries appended directly
         # by a subclass, as RestoredFunction does, are indexed on the next lookup)
         # (shape, dtype) per argument -> concrete function, for calls whose arguments are all
@@ -843,9 +851,9 @@ class Function:
         return None
 
     def _changed_argument(self, key: Any) -> str | None:
-        if not self._entries:
+        last = self._last_key  # (kept apart from _entries: that trace may have been dropped)
+        if last is None:
             return None
-        last = self._entries[-1].key
         try:
             names = list(inspect.signature(self._python_function).parameters)
         except (TypeError, ValueError):
@@ -856,7 +864,11 @@ class Function:
         for k, _ in key[1][1]:
             if dict(key[1][1]).get(k) != dict(last[1][1]).get(k):
                 return k
-        return None
+        # Equal keys: an object keyed by identity died and a new one took its address.
+        for i, a in enumerate(key[0][1]):
+            if _names_object(a):
+                return names[i] if i < len(names) else f"args[{i}]"
+        return next((k for k, a in key[1][1] if _names_object(a)), None)
 
     def _trace_new(self, pos: list, kw: dict, key: Any, refs: list, flat: list, relax: Any,
                    run_inits: bool) -> ConcreteFunction:
@@ -883,6 +895,7 @@ class Function:
         self._fast.clear()  # a new, more specific trace may now match some fast keys
         entry = _Entry(key, concrete, refs)
         _drop_when_dead(self, entry)
+        self._last_key = key  # keys hold ids and values, never the objects
         self._entries.append(entry)
         self._by_key[key] = entry
         if entry.general:

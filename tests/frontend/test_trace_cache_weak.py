@@ -105,3 +105,14 @@ def test_relaxed_traces_are_found_by_scanning_only_general_entries(monkeypatch):
     assert g(tf.ones([7]), cfg).numpy().tolist() == [2.0] * 7
     assert g.experimental_get_tracing_count() == 2
     assert scanned[0] == 1  # only the relaxed entry, not the exact (1,) one
+
+
+def test_retracing_warning_still_names_the_argument_whose_object_died(caplog):
+    @tf.function
+    def h(x, settings):
+        return x * settings.scale
+
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        for i in range(6):
+            h(tf.constant(1.0), Config(float(i)))  # each Config dies after its call
+    assert "The argument that changed in the latest call: 'settings'" in caplog.text
