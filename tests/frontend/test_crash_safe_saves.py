@@ -261,3 +261,34 @@ def test_concurrent_writers_of_one_prefix_never_mix(tmp_path):
     assert reads > 0
     fmt.write_bundle(prefix, {"who": "last"}, {})
     assert _leftovers(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("use_manager", [False, True])
+def test_save_whose_record_fails_leaves_no_unrecorded_checkpoint(tmp_path, monkeypatch,
+                                                                 use_manager):
+    v = tf.Variable(OLD)
+    ckpt = tf.train.Checkpoint(v=v)
+    manager = tf.train.CheckpointManager(ckpt, str(tmp_path), max_to_keep=3)
+
+    def save():
+        return manager.save() if use_manager else ckpt.save(str(tmp_path / "ckpt"))
+
+    first = save()
+    real_replace = os.replace
+
+    def disk_full(src, dst):
+        if os.path.basename(dst) == "checkpoint":
+            raise OSError(28, "No space left on device (injected)")
+        real_replace(src, dst)
+
+    v.assign(NEW)
+    monkeypatch.setattr(os, "replace", disk_full)
+    with pytest.raises(OSError, match="injected"):
+        save()
+    monkeypatch.undo()
+    assert int(ckpt.save_counter.numpy()) == 1  # not counted
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "ckpt-1.data-00000-of-00001",
+                                            "ckpt-1.index"]
+    assert tf.train.latest_checkpoint(str(tmp_path)) == first
+    second = save()
+    assert second.endswith("ckpt-2") and _values(second) == NEW
