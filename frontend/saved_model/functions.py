@@ -351,8 +351,9 @@ def decode_concrete(data: dict, variables: list, arrays: dict[str, np.ndarray],
     try:  # a well-formed document can still describe an ill-typed graph: never run one
         verify(graph)
     except VerificationError as e:
-        raise CorruptSavedModelError(f"concrete function {where}: its graph is invalid: "
-                                     f"{str(e).splitlines()[0]}") from None
+        raise serialize.DocumentError(f"{field}.graph", f"the graph of concrete function "
+                                                        f"{where} is invalid: "
+                                                        f"{str(e).splitlines()[0]}") from None
     concrete = concrete_from_graph(graph, num_inputs, captured, bound, outputs,
                                    (tuple(pos_t), kw_t), name, data["arg_names"], where)
     return (pos_key, kw_key), concrete

@@ -19,6 +19,8 @@ from __future__ import annotations
 import keyword
 from typing import Any, Collection
 
+from stagecraft.ir import serialize
+from stagecraft.ir.shapes import is_compatible
 from stagecraft.ir.serialize import (DocumentError, check_dims, check_dtype, check_int,
                                      check_list, check_object, check_text)
 
@@ -74,11 +76,14 @@ def _check_node(node: dict, at: str, n_nodes: int, n_functions: int) -> None:
         check_object(node, at, ("kind", "dtype", "shape", "value_shape", "trainable", "name",
                                 "children"))
         check_dtype(node["dtype"], f"{at}.dtype")
-        check_dims(node["shape"], f"{at}.shape")
+        shape = check_dims(node["shape"], f"{at}.shape")
         value_shape = check_dims(node["value_shape"], f"{at}.value_shape")
         if value_shape is None or None in value_shape:
             raise DocumentError(f"{at}.value_shape", "a variable's value has a known shape: "
                                                      "expected a list of non-negative ints")
+        if not is_compatible(shape, value_shape):
+            raise DocumentError(f"{at}.value_shape", f"{list(value_shape)} does not fit the "
+                                                     f"variable's shape {node['shape']}")
         check_bool(node["trainable"], f"{at}.trainable")
         check_text(node["name"], f"{at}.name")
     elif kind == "function":
@@ -152,8 +157,14 @@ def _check_concrete(data: Any, at: str, kinds: list[str], arrays: Collection[str
         if site[0] is not None:
             check_int(site[0], f"{where}[0]", -2 ** 63, 2 ** 64 - 1)
         check_int(site[1], f"{where}[1]", 0, 2 ** 63 - 1)
-    if not isinstance(data["graph"], dict):
-        raise DocumentError(f"{at}.graph", "expected a graph document object")
+    graph = check_object(data["graph"], f"{at}.graph", ("format", "version", "graph"))
+    if graph["format"] != serialize.FORMAT:
+        raise DocumentError(f"{at}.graph.format", f"expected {serialize.FORMAT!r}, got "
+                                                  f"{graph['format']!r}"[:300])
+    if type(graph["version"]) is not int or graph["version"] not in serialize.SUPPORTED_VERSIONS:
+        raise DocumentError(f"{at}.graph.version", f"graph format version {graph['version']!r} "
+                                                   f"is not one this stagecraft reads "
+                                                   f"{list(serialize.SUPPORTED_VERSIONS)}"[:300])
 
 
 def _check_signature(entry: Any, at: str, n_functions: int) -> None:

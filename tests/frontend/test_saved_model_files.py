@@ -279,5 +279,7 @@ def test_ill_typed_graph_is_refused(tmp_path):
         graph["params"][0]["type"]["dtype"] = "i32"  # x: f32 -> i32, its uses no longer type
 
     _rewrite_document(path, retype)
-    with pytest.raises(CorruptSavedModelError, match="concrete function #0 .*graph is invalid"):
+    with pytest.raises(CorruptSavedModelError, match=r"field concrete_functions\[0\]\.graph: "
+                                                     r"the graph of concrete function #0 .* is "
+                                                     r"invalid"):
         tf.saved_model.load(path)
