@@ -438,6 +438,39 @@ def test_captured_tensor_shape_must_fit_its_parameter(tmp_path):
         tf.saved_model.load(path)
 
 
+def test_damaged_binary_files_with_recomputed_fingerprint(model_dir, tmp_path):
+    """Seeded byte damage to the arrays file and the variables checkpoint (fingerprint
+    recomputed, as a crafter would): each load succeeds with the right result or raises a
+    CorruptSavedModelError / DataLossError naming the damaged file."""
+    files = [fmt.ARRAYS, fmt.VARIABLES_PREFIX + ".index",
+             fmt.VARIABLES_PREFIX + ".data-00000-of-00001"]
+    rng = random.Random(151)
+    outcomes = {"refused": 0, "loaded": 0}
+    for i in range(60):
+        path = str(tmp_path / f"m{i}")
+        shutil.copytree(model_dir, path)
+        name = files[i % len(files)]
+        target = os.path.join(path, name)
+        with open(target, "rb") as f:
+            data = bytearray(f.read())
+        for _ in range(rng.choice((1, 4))):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            data = data[:rng.randrange(len(data))]
+        with open(target, "wb") as f:
+            f.write(bytes(data))
+        _refingerprint(path)
+        try:
+            loaded = tf.saved_model.load(path)
+        except (CorruptSavedModelError, tf.errors.DataLossError) as e:
+            assert os.path.basename(target) in str(e).splitlines()[0], str(e)
+            outcomes["refused"] += 1
+        else:
+            assert loaded.f(tf.constant(X)).numpy().tolist() == EXPECTED
+            outcomes["loaded"] += 1
+    assert outcomes["refused"] > 30, outcomes
+
+
 # ------------------------------------------------------------------------- fuzz
 
 _FUZZ_SCRIPT = r"""
