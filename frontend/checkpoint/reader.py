@@ -11,7 +11,7 @@ from stagecraft.checkpoint import format as fmt
 from stagecraft.checkpoint import graph as graph_lib
 from stagecraft.checkpoint import state
 from stagecraft.ir import dtypes
-from stagecraft.ir.errors import NotFoundError
+from stagecraft.ir.errors import DataLossError, NotFoundError
 
 
 def _prefix(ckpt_dir_or_file: str) -> str:
@@ -62,7 +62,17 @@ class CheckpointReader:
         return out
 
     def get_variable_to_dtype_map(self) -> dict[str, dtypes.DType]:
-        out = {k: dtypes.as_dtype(v["dtype"]) for k, v in self._content["tensors"].items()}
+        """The dtype of every tensor; a tensor whose element type no stagecraft dtype has
+        (the bundle format also holds e.g. uint8) raises DataLossError naming it."""
+        table = {d.name: d for d in dtypes.ALL}
+        out = {}
+        for key, meta in self._content["tensors"].items():
+            if meta["dtype"] not in table:
+                raise DataLossError(f"Checkpoint index {fmt.index_path(self._prefix)!r} field "
+                                    f"tensors[{key!r}].dtype: {meta['dtype']!r} is not a "
+                                    f"stagecraft dtype ({', '.join(table)}); read the tensor "
+                                    f"with get_tensor instead.")
+            out[key] = table[meta["dtype"]]
         return out
 
 

@@ -158,3 +158,13 @@ def test_fuzzed_index(prefix):
             assert m.kernel.shape == (2, 2) and m.kernel.dtype == tf.float32
             np.testing.assert_array_equal(int(m.step.numpy()) in (0, 7), True)
     assert outcomes["refused"] > 100, outcomes
+
+
+def test_reader_dtype_map_outside_the_table(tmp_path):
+    prefix = str(tmp_path / "raw")
+    fmt.write_bundle(prefix, {}, {"x": np.zeros(2, np.uint8), "y": np.zeros(2, np.float32)})
+    reader = tf.train.load_checkpoint(prefix)
+    assert reader.get_tensor("x").dtype == np.uint8
+    with pytest.raises(DataLossError, match=r"field tensors\['x'\]\.dtype: 'uint8' is not a "
+                                            r"stagecraft dtype"):
+        reader.get_variable_to_dtype_map()
