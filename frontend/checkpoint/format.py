@@ -165,10 +165,15 @@ def sweep_numbered(directory: str, name: str) -> None:
     """``write_bundle``'s sweep for every prefix ``{name}-<N>`` of ``directory``: removes the
     temporaries and unnamed data files (e.g. of a checkpoint whose deletion was killed between
     its index and its data) that killed saves of any numbered checkpoint left."""
-    numbered = re.compile(r"\.?(" + re.escape(name) + r"-[0-9]+)\.(?:data-|[a-z]+[.-])")
-    bases = {m.group(1) for m in map(numbered.match, _listdir(directory)) if m}
-    for base in sorted(bases):
-        _sweep(directory, base)
+    numbered = re.compile(r"(\.?)(" + re.escape(name) + r"-[0-9]+)\.(data-|index$|[a-z]+[.-])")
+    files: dict[str, list[str]] = {}
+    for m in map(numbered.match, _listdir(directory)):
+        if m:
+            files.setdefault(m.group(2), []).append("temp" if m.group(1) else m.group(3))
+    for base, kinds in sorted(files.items()):
+        # A checkpoint with its index and one data file needs nothing (and no index read).
+        if sorted(kinds) != ["data-", "index"]:
+            _sweep(directory, base)
 
 
 def _listdir(directory: str) -> list[str]:
