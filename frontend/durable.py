@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 try:
     import fcntl
@@ -41,7 +41,7 @@ class LockedFile:
     """A file created (exclusively) and ``flock``ed by this writer: ``path``, its open binary
     file object ``fh``. ``close()`` releases the lock; call it after the commit."""
 
-    def __init__(self, path: str, fh: "object"):
+    def __init__(self, path: str, fh: BinaryIO):
         self.path, self.fh = path, fh
 
     def sync(self) -> None:
@@ -116,7 +116,14 @@ def temp_names(base: str, kind: str) -> Iterator[str]:
 
 
 def temp_pattern(base: str) -> "re.Pattern[str]":
-    """Matches the names of ``temp_names(base, ...)`` and ``temp_dir_locked(..., base)``."""
+    """Matches the names of ``temp_names(base, ...)`` and ``temp_dir_locked(..., base)`` (and
+    the ``mkstemp`` names earlier versions used), not those of other bases.
+
+    >>> p = temp_pattern("ckpt-1")
+    >>> [bool(p.match(n)) for n in (".ckpt-1.index.0a1b2c.tmp", ".ckpt-1.tmp-x_9Q",
+    ...                              ".ckpt-12.index.0a1b2c.tmp", "ckpt-1.index")]
+    [True, True, False, False]
+    """
     return re.compile(re.escape(f".{base}.") + r"[a-z]+[.-][0-9a-zA-Z_]+\.?(tmp)?$")
 
 
