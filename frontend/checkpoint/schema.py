@@ -60,7 +60,7 @@ def _check_index(content: Any) -> None:
         raise DocumentError("tensors", f"expected an object, got {type(tensors).__name__}")
     for key, meta in tensors.items():
         at = f"tensors[{key!r}]"
-        check_text(key, at)
+        check_text(key, at, multiline=True)  # object paths from dict keys, never file paths
         check_object(meta, at, ("dtype", "shape", "offset", "length", "crc32"))
         if meta["dtype"] not in DTYPES:
             raise DocumentError(f"{at}.dtype", f"expected one of {list(DTYPES)}, got "
@@ -104,7 +104,7 @@ def _check_object_graph(graph: Any, tensor_keys: Any) -> list[dict]:
             where = f"{at}.children[{j}]"
             if not isinstance(edge, list) or len(edge) != 2:
                 raise DocumentError(where, f"expected [name, node id], got {edge!r}"[:300])
-            check_text(edge[0], f"{where}[0]")
+            check_text(edge[0], f"{where}[0]", multiline=True)  # attribute names, dict keys
             check_int(edge[1], f"{where}[1]", 0, last)
         attributes = node["attributes"]
         if not isinstance(attributes, dict):

@@ -173,7 +173,7 @@ def _check_signature(entry: Any, at: str, n_functions: int) -> None:
     for j, d in enumerate(check_list(entry["inputs"], f"{at}.inputs")):
         where = f"{at}.inputs[{j}]"
         check_object(d, where, ("name", "shape", "dtype"))
-        check_identifier(d["name"], f"{where}.name")
+        check_text(d["name"], f"{where}.name")  # a keyword argument: any name
         check_dims(d["shape"], f"{where}.shape")
         check_dtype(d["dtype"], f"{where}.dtype")
     outputs = entry["outputs"]
@@ -202,13 +202,10 @@ def check_bool(value: Any, at: str) -> bool:
 
 
 def check_name(value: Any, at: str) -> str:
-    """An object-graph edge name: one printable line without a path separator, and neither
-    empty, ``.`` nor ``..``."""
-    check_text(value, at)
-    if value in ("", ".", "..") or "/" in value or "\\" in value:
-        raise DocumentError(at, f"expected a name without '/' or '\\' that is not empty, '.' "
-                                f"or '..', got {value!r}")
-    return value
+    """An object-graph edge name: printable text. Edge names are attribute names and dict
+    keys (``{"a/b": v}`` gives the edge ``a/b``), never file paths, so separators are allowed;
+    the file paths of a SavedModel are checked by ``format.is_relative_path``."""
+    return check_text(value, at, multiline=True)
 
 
 def check_identifier(value: Any, at: str) -> str:

@@ -168,3 +168,16 @@ def test_reader_dtype_map_outside_the_table(tmp_path):
     with pytest.raises(DataLossError, match=r"field tensors\['x'\]\.dtype: 'uint8' is not a "
                                             r"stagecraft dtype"):
         reader.get_variable_to_dtype_map()
+
+
+def test_object_names_are_not_paths(tmp_path):
+    """Edge names and tensor keys come from attribute names and dict keys; odd but valid ones
+    ('a/b', '..', a line break) restore, since they are never used as file paths."""
+    def make(value: float) -> tf.Module:
+        m = tf.Module()
+        m.d = {"a\nb": tf.Variable(value), "..": tf.Variable(value), "x/y": tf.Variable(value)}
+        return m
+    path = tf.train.Checkpoint(m=make(1.0)).write(str(tmp_path / "c"))
+    restored = make(0.0)
+    tf.train.Checkpoint(m=restored).read(path).assert_consumed()
+    assert [float(v) for v in restored.d.values()] == [1.0, 1.0, 1.0]

@@ -149,6 +149,19 @@ def test_strings_with_line_breaks_are_refused(model_dir, tmp_path, field):
     assert not os.path.exists(marker)
 
 
+def test_names_that_are_not_paths_may_hold_separators(tmp_path):
+    """Edge names are attribute names and dict keys, not file paths: keys such as 'a/b', '..'
+    or '' load (only the SavedModel's own file paths must stay inside it)."""
+    m = tf.Module()
+    m.d = {"a/b": tf.Variable(1.0), "..": tf.Variable(2.0), "": tf.Variable(3.0)}
+    m.f = tf.function(lambda: m.d["a/b"] + m.d[".."] + m.d[""])
+    m.f()
+    path = str(tmp_path / "m")
+    tf.saved_model.save(m, path)
+    loaded = tf.saved_model.load(path)
+    assert float(loaded.f()) == 6.0 and sorted(loaded.d) == ["", "..", "a/b"]
+
+
 def test_generated_source_cannot_be_escaped():
     """Defence in depth: whatever reaches the generator, comments stay one line and names are
     plain ASCII identifiers."""
@@ -286,10 +299,10 @@ CASES = {
     "ref not a bool": (_set(G + ("params", 0, "ref"), "no"),
                        "concrete_functions[0].graph.params[0].ref"),
     # names and paths
-    "edge name with slash": (_set(("nodes", 0, "children", 0, "name"), "../v"),
-                             "nodes[0].children[0].name"),
-    "edge name dotdot": (_set(("nodes", 0, "children", 0, "name"), ".."),
-                         "nodes[0].children[0].name"),
+    "edge name not a string": (_set(("nodes", 0, "children", 0, "name"), ["v"]),
+                               "nodes[0].children[0].name"),
+    "edge name with a control character": (_set(("nodes", 0, "children", 0, "name"), "v\x00"),
+                                           "nodes[0].children[0].name"),
     "edge to missing node": (_set(("nodes", 0, "children", 0, "node"), 40),
                              "nodes[0].children[0].node"),
     "array name not in npz": (_set(CF + ("graph_arrays",), {"a0": "../../etc/passwd"}),
