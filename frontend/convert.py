@@ -19,8 +19,9 @@ def register_conversion(cls: type, fn: Any) -> None:
     CONVERTERS[cls] = fn
 
 
-def _natural_array(value: Any) -> np.ndarray:
-    """A Python scalar or (nested) list as an array with TensorFlow's default dtypes."""
+def _natural_array(value: Any, to_float: bool = False) -> np.ndarray:
+    """A Python scalar or (nested) list as an array with TensorFlow's default dtypes
+    (``to_float``: a float dtype was asked for, so ints beyond 64 bits are fine)."""
     try:
         arr = np.array(value)
     except ValueError:
@@ -29,7 +30,13 @@ def _natural_array(value: Any) -> np.ndarray:
     if arr.dtype == object:
         if _contains_tensor(value):
             return None  # packed by the caller
-        _explain_object_array(value)
+        if to_float and _first_unsupported(value) is _SUPPORTED:
+            try:
+                arr = np.array(value, dtype=np.float64)  # e.g. tf.constant(2**64, tf.float32)
+            except (ValueError, TypeError):
+                _explain_object_array(value)
+        else:
+            _explain_object_array(value)
     kind = arr.dtype.kind
     if kind == "f":
         return arr.astype(np.float32)
@@ -181,7 +188,7 @@ def to_eager(value: Any, dtype: Any = None, dtype_hint: Any = None) -> Tensor:
         return wrap(_cast_python(arr, value, target))
     if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
         return to_eager(np.asarray(value), dtype)
-    arr = _natural_array(value)
+    arr = _natural_array(value, to_float=target is not None and target.is_floating)
     if arr is None:  # a list holding tensors: pack them like tf.stack
         from stagecraft.array_ops import stack
         return stack([convert_to_tensor(v, target) for v in value])

@@ -50,3 +50,8 @@ def test_one_hot_negative_depth_raises_eagerly_and_staged():
         f(tf.constant([0, 1]))
     assert "depth must be non-negative, got -3" in str(e.value)
     assert tf.one_hot([0, 1], depth=0).shape == (2, 0)  # zero is allowed, as in TensorFlow
+
+
+def test_int_beyond_64_bits_converts_to_a_float_dtype_as_in_tensorflow():
+    assert tf.constant(2**64, tf.float32).numpy() == float(2**64)
+    assert tf.constant([1, 2**64], tf.float64).numpy().tolist() == [1.0, float(2**64)]
