@@ -282,7 +282,7 @@ class _Encoder:
 # against the schema below before it is used, and a violation raises ValueError naming the
 # field (``graph.eqns[3].outputs[0].type.shape[1]``), what is wrong and how to fix it.
 
-MAX_TEXT = 4096  # longest name, hint, location or string attribute accepted
+MAX_TEXT = 1 << 16  # longest name, hint, location or string attribute accepted
 MAX_DIM = 2 ** 62  # larger dims cannot be the size of any real array
 _DTYPES = {d.short: d for d in dt.ALL}  # the spellings ``dumps`` writes, and only those
 _NP_SCALARS = frozenset(d.np.name for d in dt.ALL)
