@@ -12,7 +12,9 @@ second must give it again without an error. The table counts, per kind of file:
 * ``hang``: a run passed the timeout;
 * ``error``: the first run exited with an error;
 * ``repeat``: the second run failed in any of these ways, or warned again (not rebuilt);
-* ``warned``: first runs that logged a ``stagecraft cache`` warning (the damage was noticed).
+* ``warned``: first runs that logged a ``stagecraft cache`` warning (the damage was noticed;
+  a file is not read at all, hence not noticed, when stagecraft's sources change during the
+  run, since the cache keys cover them).
 
     python examples/benchmarks/cache_damage.py --trials 100
 
@@ -171,6 +173,9 @@ def trial(root: pathlib.Path, kind: str, rng: random.Random, reference: object,
     out["wrong"] = one["wrong"] or two["wrong"]
     out["crash"] = one["crash"] or two["crash"]
     out["hang"] = one["hang"] or two["hang"]
+    if not out["warned"]:  # unnoticed: the file was not read (say, the stagecraft sources
+        # changed since the seed run, which changes every key), or the damage was missed
+        print(f"  {kind}: {what}: no warning", file=sys.stderr)
     if any(out[k] for k in ("wrong", "crash", "hang", "error", "repeat")):
         print(f"  {kind}: {what}: first run {first.returncode}, second {second.returncode}\n"
               + textwrap.indent((first.stderr + second.stderr)[-2000:], "    "), file=sys.stderr)
