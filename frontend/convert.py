@@ -1,7 +1,7 @@
 """Turning Python and NumPy values into tensors with TensorFlow's dtype rules."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def _natural_array(value: Any, to_float: bool = False) -> np.ndarray:
     if arr.dtype == object:
         if _contains_tensor(value):
             return None  # packed by the caller
-        if to_float and _first_unsupported(value) is _SUPPORTED:
+        if to_float and _first_leaf(value, _unsupported) is _NOT_FOUND:
             try:
                 arr = np.array(value, dtype=np.float64)  # e.g. tf.constant(2**64, tf.float32)
             except (ValueError, TypeError):
@@ -59,16 +59,16 @@ def _explain_object_array(value: Any) -> None:
     """Raises the error that says why NumPy could only make an object array of ``value``: an
     element of an unsupported type (None, a generator, ...), an int beyond 64 bits, or rows of
     different lengths (TensorFlow's messages where it has them)."""
-    bad = _first_unsupported(value)
-    if bad is not _SUPPORTED:
+    bad = _first_leaf(value, _unsupported)
+    if bad is not _NOT_FOUND:
         what = "a value" if bad is value else f"an element of {_short(value)}"
         raise ValueError(f"Attempt to convert a value ({_short(bad)}) with an unsupported type "
                          f"({type(bad)}) to a Tensor: {what} is neither a number, a bool nor a "
                          f"(nested) list or tuple of them."
                          + (" Materialize the generator first: tf.constant(list(gen))."
                             if hasattr(bad, "__next__") else ""))
-    big = _first_huge_int(value)
-    if big is not None:
+    big = _first_leaf(value, _huge_int)
+    if big is not _NOT_FOUND:
         raise ValueError(f"Can't convert Python sequence with out-of-range integer to int64 "
                          f"Tensor: {_short(big)} is outside [-2**63, 2**63 - 1]"
                          + (" and [0, 2**64 - 1] (uint64)." if big > 0 else ".")
@@ -77,36 +77,31 @@ def _explain_object_array(value: Any) -> None:
                      f"{_short(value)}. All rows must have the same length.")
 
 
-_SUPPORTED = object()  # _first_unsupported's "nothing found" (None itself may be the culprit)
+_NOT_FOUND = object()  # _first_leaf's "nothing found" (None itself may be the culprit)
 
 
-def _first_unsupported(value: Any) -> Any:
-    """The first leaf of ``value`` that is not a number, bool, string, array or tensor, else
-    ``_SUPPORTED``."""
+def _first_leaf(value: Any, pick: Callable[[Any], bool]) -> Any:
+    """The first leaf of nested lists/tuples ``value`` for which ``pick`` holds, else
+    ``_NOT_FOUND``."""
     if isinstance(value, (list, tuple)):
         for v in value:
-            bad = _first_unsupported(v)
-            if bad is not _SUPPORTED:
-                return bad
-        return _SUPPORTED
-    if isinstance(value, (bool, int, float, complex, str, bytes, np.generic, np.ndarray)) or \
-            isinstance(value, Tensor) or type(value) in CONVERTERS:
-        return _SUPPORTED
-    return value
+            found = _first_leaf(v, pick)
+            if found is not _NOT_FOUND:
+                return found
+        return _NOT_FOUND
+    return value if pick(value) else _NOT_FOUND
 
 
-def _first_huge_int(value: Any) -> int | None:
-    """The first Python int of ``value`` outside int64's range."""
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            big = _first_huge_int(v)
-            if big is not None:
-                return big
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and \
-            not -2**63 <= value <= 2**63 - 1:
-        return value
-    return None
+def _unsupported(leaf: Any) -> bool:
+    """Not a number, bool, string, array or tensor."""
+    return not (isinstance(leaf, (bool, int, float, complex, str, bytes, np.generic, np.ndarray))
+                or isinstance(leaf, Tensor) or type(leaf) in CONVERTERS)
+
+
+def _huge_int(leaf: Any) -> bool:
+    """A Python int outside int64's range."""
+    return isinstance(leaf, int) and not isinstance(leaf, bool) and \
+        not -2**63 <= leaf <= 2**63 - 1
 
 
 def _contains_tensor(value: Any) -> bool:
