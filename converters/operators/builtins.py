@@ -36,8 +36,9 @@ def int_(x: Any = 0, base: Any = _NO_BASE) -> Any:
     truncated toward zero, as ``int`` does), as AutoGraph does; Python's ``int`` otherwise."""
     if isinstance(x, GraphTensor):
         if base is not _NO_BASE:
-            raise NotImplementedError(f"int(x, base={base!r}) of a symbolic tensor is not "
-                                      f"supported inside @function; drop the base argument.")
+            # As Python: a base only applies to strings (int(5, 10) is a TypeError too).
+            raise TypeError(f"int() can't convert non-string with explicit base: x is a "
+                            f"tensor, so drop base={base!r} (int(x) casts it to int32).")
         from stagecraft.ir import dtypes
         from stagecraft.math_ops import cast
         return x if x.dtype == dtypes.int64 else cast(x, dtypes.int32)
