@@ -70,10 +70,11 @@ import pathlib
 import pickle
 import stat
 import sys
-import tempfile
 import threading
 import types
 from typing import Any, Callable, Iterable, Iterator
+
+from stagecraft.ir import durable
 
 __all__ = ["cache_dir", "source_key", "load", "load_module", "clear", "DEFAULT_NJIT_OPTIONS",
            "VERSION", "CacheCorrupted", "seal", "unseal", "write_verified", "read_verified",
@@ -190,51 +191,23 @@ def source_key(source: str, extra: str = "", njit_options: dict[str, Any] | None
     return h.hexdigest()
 
 
-def _write_atomic(path: pathlib.Path, data: bytes, *, replace: bool) -> None:
-    """Publishes ``data`` at ``path`` in one step (temp file in the same folder, fsync'd).
-
-    With ``replace=False`` an existing file is left alone (another process won the race; it
-    holds the same bytes since the name is their hash), which keeps its mtime stable.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if replace:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # atomic create-if-absent
-            except FileExistsError:
-                pass
-            except OSError:  # file systems without hard links
-                os.replace(tmp, path)
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-
-
 def _ensure_source_file(path: pathlib.Path, source: str) -> None:
     """Makes ``path`` hold exactly ``source``, rewriting (with a warning) damaged content."""
     data = source.encode("utf-8")
     try:
         current = path.read_bytes()
     except FileNotFoundError:
-        _write_atomic(path, data, replace=False)
+        durable.write_atomic(str(path), data, replace=False)
         return
     except OSError as e:
         _log.warning("stagecraft cache: cannot read %s (%s); rebuilding it", path, e)
-        _write_atomic(path, data, replace=True)
+        durable.write_atomic(str(path), data)
         return
     if current != data:
         _log.warning("stagecraft cache: %s is corrupted (its content differs from the generated "
                      "source: %d bytes on disk, %d expected); rebuilding it",
                      path, len(current), len(data))
-        _write_atomic(path, data, replace=True)
+        durable.write_atomic(str(path), data)
 
 
 def _import(path: pathlib.Path, name: str, source: str) -> types.ModuleType:
@@ -323,7 +296,7 @@ def discard(path: os.PathLike | str, reason: str, also: Iterable[os.PathLike | s
 
 def write_verified(path: pathlib.Path, data: bytes) -> None:
     """Publishes ``data`` at ``path`` atomically, sealed with its digest (:func:`read_verified`)."""
-    _write_atomic(path, seal(data), replace=True)
+    durable.write_atomic(str(path), seal(data))
 
 
 def read_verified(path: pathlib.Path) -> bytes | None:

@@ -41,7 +41,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from stagecraft.backends.numba_cache import _write_atomic, discard
+from stagecraft.backends.numba_cache import discard
+from stagecraft.ir import durable
 
 __all__ = ["external", "Links", "encode_type", "decode_type"]
 
@@ -216,7 +217,7 @@ class Links:
                 self.entries.append(entry)
                 listing = json.dumps(self.entries)
                 record = {"version": _VERSION, "calls": listing, "sha256": _digest(listing)}
-                _write_atomic(self.path, json.dumps(record).encode(), replace=True)
+                durable.write_atomic(str(self.path), json.dumps(record).encode())
 
     def guard(self, dispatcher: Any, key: str) -> None:
         """Lets ``dispatcher`` (recorded as ``key``) load cached machine code only when the file

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from stagecraft import durable
+from stagecraft.ir import durable
 from stagecraft.ir.errors import DataLossError, NotFoundError
 
 FORMAT_NAME = "stagecraft-checkpoint"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 
-from stagecraft import durable
+from stagecraft.ir import durable
 from stagecraft.checkpoint import format as fmt
 
 STATE_FILENAME = "checkpoint"

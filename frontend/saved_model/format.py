@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from stagecraft.ir import durable
+
 FORMAT = "stagecraft.saved_model"
 VERSION = 1
 SUPPORTED_VERSIONS = (1,)
@@ -187,10 +189,7 @@ def is_relative_path(name: object) -> bool:
 
 
 def write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    durable.write_synced(path, text.encode("utf-8"))
 
 
 def write_arrays(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -201,10 +200,7 @@ def write_arrays(path: str, arrays: dict[str, np.ndarray]) -> None:
             raise ValueError(f"saved_model.save: array {name!r} holds Python objects "
                              f"(dtype {a.dtype}), which a SavedModel cannot store without "
                              f"pickling; only numeric and boolean tensors can be saved.")
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
+    durable.write_synced(path, lambda f: np.savez(f, **arrays))
 
 
 def read_arrays(path: str) -> dict[str, np.ndarray]:

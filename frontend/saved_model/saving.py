@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from stagecraft import durable
+from stagecraft.ir import durable
 from stagecraft.context import executing_eagerly
 from stagecraft.function import ConcreteFunction, Function
 from stagecraft.saved_model import format as fmt

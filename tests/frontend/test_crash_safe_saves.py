@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft import durable
+from stagecraft.ir import durable
 from stagecraft.checkpoint import format as fmt
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

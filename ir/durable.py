@@ -1,4 +1,7 @@
-"""Crash-safe file writes, shared by checkpoints and SavedModels (issue 15, item 3).
+"""Crash-safe file writes, shared by checkpoints, SavedModels and the compile cache.
+
+It lives in ``ir``, the bottom layer, because writers in every layer (the frontend's state,
+the backends' cache) need it and no layer may import one above it.
 
 The rules every writer here follows:
 
@@ -33,8 +36,8 @@ except ImportError:  # Windows: no advisory locks; sweeping is then limited to d
 
 logger = logging.getLogger("stagecraft")
 
-__all__ = ["LockedFile", "create_locked", "temp_dir_locked", "write_atomic", "fsync_directory",
-           "exchange", "sweep"]
+__all__ = ["LockedFile", "create_locked", "temp_dir_locked", "write_atomic", "write_synced",
+           "fsync_directory", "exchange", "sweep"]
 
 
 class LockedFile:
@@ -143,12 +146,17 @@ def temp_dir_locked(parent: str, base: str) -> tuple[str, int]:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, *, replace: bool = True) -> None:
     """Replaces the file ``path`` with ``data`` in one step (locked temporary file, fsync,
     rename, directory fsync), after sweeping temporaries that killed writes of ``path`` left.
 
+    With ``replace=False`` an existing ``path`` is kept (it is created only if absent, by a
+    hard link where the file system has them): for content-addressed files, whose every
+    version holds the same bytes, this keeps the winner of a race and its mtime.
+
     >>> import tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "f"); write_atomic(p, b"one"); write_atomic(p, b"2")
+    >>> write_atomic(p, b"3", replace=False)
     >>> open(p, "rb").read(), os.listdir(os.path.dirname(p))
     (b'2', ['f'])
     """
@@ -158,13 +166,46 @@ def write_atomic(path: str, data: bytes) -> None:
     try:
         tmp.fh.write(data)
         tmp.sync()
-        os.replace(tmp.path, path)
+        if replace:
+            os.replace(tmp.path, path)
+        else:
+            _create_if_absent(tmp.path, path)
     except BaseException:
         tmp.discard()
         raise
     tmp.close()
     fsync_directory(directory)
     sweep(directory, temp_pattern(base))
+
+
+def _create_if_absent(tmp: str, path: str) -> None:
+    try:
+        os.link(tmp, path)  # atomic create-if-absent
+    except FileExistsError:
+        pass
+    except OSError:  # file systems without hard links
+        os.replace(tmp, path)
+        return
+    os.remove(tmp)
+
+
+def write_synced(path: str, data: "bytes | Callable[[BinaryIO], object]") -> None:
+    """Writes ``data`` (bytes, or a function writing to the open file, which avoids a copy of
+    large arrays) to a new file ``path`` and fsyncs it, for files inside a directory that is
+    not visible yet (a SavedModel's temporary directory): the directory's own rename commits
+    them, so no per-file rename is needed.
+
+    >>> import tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "f"); write_synced(p, b"x"); open(p, "rb").read()
+    b'x'
+    """
+    with open(path, "wb") as f:
+        if callable(data):
+            data(f)
+        else:
+            f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def fsync_directory(directory: str) -> None:
