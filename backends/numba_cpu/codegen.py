@@ -21,16 +21,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from stagecraft.backends.inplace_rows import rows_written_in_place
-from stagecraft.backends.numba_cpu import scalar_ops
-from stagecraft.backends.numba_cpu.outline import GLOBALS, Kernels
+from stagecraft.backends.codegen import scalar_ops
+from stagecraft.backends.codegen.canonical import GLOBALS
+from stagecraft.backends.codegen.fusion import fusible, fusion_group
+from stagecraft.backends.codegen.inplace_rows import rows_written_in_place
+from stagecraft.backends.codegen.source import Namer, Writer, literal, np_type, tuple_text
+from stagecraft.backends.codegen.source_emitter import LoweringError, SourceEmitter, value_uses
+from stagecraft.backends.numba_cpu.outline import Kernels
 from stagecraft.backends.numba_cpu.repeats import (TRANSPARENT, Group, Occurrence, find_repeats,
                                                    identities, outside_operands)
 from stagecraft.backends.numba_cpu.reroll import Reroll, find_rerolls, loop_uses
-from stagecraft.backends.numba_cpu.source import Namer, Writer, literal, np_type, tuple_text
-from stagecraft.backends.source_emitter import SourceEmitter, value_uses
 from stagecraft.ir import dtypes as dt
-from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
 from stagecraft.ir.types import TensorType
 
@@ -39,11 +40,6 @@ SMALL_FILL = 1024  # elements: uniform constants up to this size are made by the
 HEADER = ("import numba\nimport numpy as np\n"
           "import stagecraft.backends.numba_kernels.all as K\n"
           "import stagecraft.backends.numba_cpu.host as rt\n")
-
-
-class LoweringError(UnimplementedError):
-    """The graph uses something the Numba backend cannot compile (raised when compiling,
-    never at a call, and never replaced by a silent fallback)."""
 
 
 @dataclasses.dataclass
@@ -341,7 +337,7 @@ class _Codegen(SourceEmitter):
         """The loops computing ``group`` elementwise, storing the ``keep`` values (a folded
         reduction ends the group: its accumulator is a scalar updated in the loop)."""
         rank = out_type.rank
-        reduction = group[-1] if not _fusible(group[-1]) else None
+        reduction = group[-1] if not fusible(group[-1]) else None
         if reduction is not None:
             group = group[:-1]
             acc = reduction.outputs[0]
@@ -530,7 +526,7 @@ class _Codegen(SourceEmitter):
     def _op_while(self, e: Eqn) -> None:
         n = dict(e.attrs)["carry"]
         cond, body = e.regions
-        owned = rows_written_in_place(body, n, _fusible)
+        owned = rows_written_in_place(body, n, fusible)
         self.inplace.update(id(u) for u in owned.values())
         carry = []
         for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
@@ -585,47 +581,8 @@ class _Codegen(SourceEmitter):
 
 # ---------------------------------------------------------------------- helpers
 
-def fusion_group(eqns: Sequence[Eqn], i: int, fold_reductions: bool = True) -> int:
-    """How many equations from ``i`` on form one fused elementwise loop (0: ``eqns[i]`` is not
-    elementwise): the run of elementwise equations with the same static output shape (a
-    rank-0 or not fully known shape is a group of one). With ``fold_reductions`` a following
-    max/min over the whole iteration space joins the group (the loop accumulates it). Shared
-    by the CPU and CUDA code generators, so both fuse the same equations.
-    """
-    if not _fusible(eqns[i]):
-        return 0
-    shape = eqns[i].outputs[0].type.shape
-    if shape is None or len(shape) == 0 or None in shape:
-        return 1
-    n = 1
-    while (i + n < len(eqns) and _fusible(eqns[i + n])
-           and eqns[i + n].outputs[0].type.shape == shape):
-        n += 1
-    if fold_reductions and i + n < len(eqns) and _folded_reduction(eqns[i + n], shape):
-        n += 1  # the loop also accumulates a max/min of the whole iteration space
-    return n
-
-
 def _rank(x: Value | Literal) -> int:
     return len(x.type.shape)
-
-
-def _fusible(e: Eqn) -> bool:
-    return e.op in scalar_ops.SCALAR
-
-
-def _folded_reduction(e: Eqn, shape: tuple) -> bool:
-    """A max/min over every axis of a value of ``shape``, which the loop nest computing that
-    shape can accumulate instead of storing the value (exact: no rounding order involved)."""
-    if e.op not in ("reduce_max", "reduce_min") or e.params.get("keepdims"):
-        return False
-    x = e.inputs[0]
-    axes = e.params.get("axes")
-    axes = (axes,) if isinstance(axes, int) else axes
-    d = e.outputs[0].type.dtype
-    return (isinstance(x, Value) and x.type.shape == shape and len(shape) > 0
-            and (axes is None or sorted(a % len(shape) for a in axes) == list(range(len(shape))))
-            and (d.is_floating or d.is_integer))
 
 
 def _numba_type(t: TensorType) -> str:

@@ -13,7 +13,7 @@ from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cpu import host, linking
 from stagecraft.backends.numba_cpu.codegen import ENTRY
 from stagecraft.backends.numba_cpu.plans import generated
-from stagecraft.backends.numba_cpu.source import np_type
+from stagecraft.backends.codegen.source import np_type
 from stagecraft.ir.errors import InternalError, InvalidArgumentError
 from stagecraft.ir.graph import Graph
 

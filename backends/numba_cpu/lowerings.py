@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from stagecraft.backends.numba_cpu.codegen import LoweringError, _rank
-from stagecraft.backends.numba_cpu.scalar_ops import convert
-from stagecraft.backends.numba_cpu.source import np_type, tuple_text
+from stagecraft.backends.codegen.scalar_ops import convert
+from stagecraft.backends.codegen.source import np_type, tuple_text
+from stagecraft.backends.codegen.source_emitter import LoweringError
+from stagecraft.backends.numba_cpu.codegen import _rank
 from stagecraft.backends.numba_kernels.linalg import matmul_plan
 from stagecraft.backends.numba_kernels.slicing import slice_plan
 from stagecraft.ir.graph import Eqn
@@ -286,7 +287,7 @@ def _gather(cg, e: Eqn) -> None:
 def _row_update(cg, e: Eqn) -> None:
     buf, index, value = e.inputs
     kernel = "row_update1" if _rank(buf) == 1 else "row_update"
-    copy = id(e) not in cg.inplace  # see backends.inplace_rows.rows_written_in_place
+    copy = id(e) not in cg.inplace  # see backends.codegen.inplace_rows.rows_written_in_place
     cg.define(e.outputs[0], f"K.{kernel}({cg.operand(buf)}, {cg.operand(index)}, "
                             f"{cg.operand(value)}, {copy})")
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cpu import scalar_ops
+from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.numba_cuda import memory
 from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul, random, reduce,
                                                     scatter, shape)

@@ -22,8 +22,8 @@ import pytest
 
 import stagecraft as tf
 from stagecraft import backends
-from stagecraft.backends.numba_cpu.source import Namer
-from stagecraft.backends.source_emitter import comment_text
+from stagecraft.backends.codegen.source import Namer
+from stagecraft.backends.codegen.source_emitter import comment_text
 from stagecraft.saved_model import CorruptSavedModelError
 from stagecraft.saved_model import format as fmt
 from stagecraft.saved_model.functions import RestoredFunction

@@ -1,4 +1,4 @@
-"""The NumPy names that the elementwise scalar expressions (``numba_cpu.scalar_ops``) use, as
+"""The NumPy names that the elementwise scalar expressions (``codegen.scalar_ops``) use, as
 CUDA device code.
 
 The CPU expressions call ``np.exp``, ``np.rint``, ``np.logaddexp``...; numba-cuda lowers only

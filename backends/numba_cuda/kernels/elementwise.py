@@ -1,5 +1,5 @@
 """Elementwise ops as generated kernels: one per (op, dtypes, broadcast pattern), built from the
-CPU backend's scalar expressions (``numba_cpu.scalar_ops``) in a grid-stride loop.
+shared scalar expressions (``codegen.scalar_ops``) in a grid-stride loop.
 
 Each input is read as ``same`` (the output's shape: the flat index), ``scalar`` (one element)
 or ``strided`` (broadcast: the offset from the output's coordinates and the input's strides,
@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cpu import scalar_ops
+from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import cuda_module, grid, jit_source, simulated

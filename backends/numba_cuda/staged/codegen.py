@@ -9,7 +9,7 @@ is a buffer a ``while`` loop owns: see :meth:`_Codegen._op_while`). ``cond`` and
 on the host: their predicate is the one value copied to the host (one element per test).
 ``call`` regions are inlined. Above every statement a comment shows its IR line.
 
-The fusion groups are the CPU backend's (``numba_cpu.codegen.fusion_group``), without folded
+The fusion groups are the CPU backend's (``codegen.fusion.fusion_group``), without folded
 reductions (reductions are the eager library's tree reductions), plus runs of rank-0
 elementwise equations (inline scalar code on the CPU, one launch each here otherwise): see
 :func:`group_size`.
@@ -26,13 +26,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from stagecraft.backends.inplace_rows import rows_written_in_place
-from stagecraft.backends.numba_cpu.codegen import LoweringError, fusion_group
-from stagecraft.backends.numba_cpu.outline import canonical
-from stagecraft.backends.numba_cpu.source import Namer, Writer, tuple_text
+from stagecraft.backends.codegen.canonical import canonical
+from stagecraft.backends.codegen.fusion import fusible, fusion_group
+from stagecraft.backends.codegen.inplace_rows import rows_written_in_place
+from stagecraft.backends.codegen.source import Namer, Writer, tuple_text
+from stagecraft.backends.codegen.source_emitter import (LoweringError, SourceEmitter, comment_text,
+                                                       value_uses)
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.staged.kernel_source import fused_kernel, has_check
-from stagecraft.backends.source_emitter import SourceEmitter, comment_text, value_uses
 from stagecraft.ir import OPS
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
 from stagecraft.ir.types import TensorType
@@ -97,7 +98,7 @@ class _Codegen(SourceEmitter):
         self.groups = 0
         self.messages: list[str] = []
         self.inplace: set[int] = set()  # ids of row_update equations writing their buffer
-        self.checks = any(_fusible(e) and has_check(e) for e in walk_eqns(graph))
+        self.checks = any(fusible(e) and has_check(e) for e in walk_eqns(graph))
 
     # ------------------------------------------------------------------ entry point
 
@@ -341,7 +342,7 @@ class _Codegen(SourceEmitter):
         cond, body = e.regions
         # A carried buffer the body overwrites one row of (a TensorArray, a loop gradient's
         # stack) and nothing else sees is copied once here, then written in place.
-        owned = rows_written_in_place(body, n, _fusible)
+        owned = rows_written_in_place(body, n, fusible)
         self.inplace.update(id(u) for u in owned.values())
         carry = []
         for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
@@ -400,15 +401,10 @@ def group_size(eqns: Sequence[Eqn], i: int) -> int:
     then cost one launch, not one per equation)."""
     n = fusion_group(eqns, i, fold_reductions=False)
     if n == 1 and eqns[i].outputs[0].type.shape == ():
-        while i + n < len(eqns) and _fusible(eqns[i + n]) and \
+        while i + n < len(eqns) and fusible(eqns[i + n]) and \
                 eqns[i + n].outputs[0].type.shape == ():
             n += 1
     return n
-
-
-def _fusible(e: Eqn) -> bool:
-    from stagecraft.backends.numba_cpu.scalar_ops import SCALAR
-    return e.op in SCALAR
 
 
 def _mode(t: TensorType, out: TensorType | None) -> str:

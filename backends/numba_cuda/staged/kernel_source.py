@@ -1,6 +1,6 @@
 """The source of one fused elementwise kernel: a grid-stride loop over the flat index of the
 group's output, reading each input by its broadcast mode and computing the group's equations
-with the CPU backend's scalar expressions (``numba_cpu.scalar_ops``: exact IR dtypes, integer
+with the shared scalar expressions (``codegen.scalar_ops``: exact IR dtypes, integer
 checks), storing the values used after the group.
 
 Input modes: ``same`` (the output's shape: the flat index), ``scalar`` (one element),
@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from stagecraft.backends.numba_cpu import scalar_ops
-from stagecraft.backends.numba_cpu.source import literal
+from stagecraft.backends.codegen import scalar_ops
+from stagecraft.backends.codegen.source import literal
 from stagecraft.ir.graph import Eqn, Literal, Value
 
 

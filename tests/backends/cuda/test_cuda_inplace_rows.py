@@ -1,5 +1,5 @@
 """Staged GPU ``while`` loops that write one row of a carried buffer per iteration (a
-TensorArray, the stacks of a loop gradient): a buffer the loop owns (``backends.inplace_rows``)
+TensorArray, the stacks of a loop gradient): a buffer the loop owns (``backends.codegen.inplace_rows``)
 is copied once on loop entry and its rows are written in place (``rt.row_update_in_place``);
 any other ``row_update`` keeps copying the buffer. Results must equal the reference backend's.
 """

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from stagecraft.backends.codegen.source import literal, np_type
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
-from stagecraft.backends.numba_cpu.source import literal, np_type
 
 Expr = Callable[[list, DType], str]
 

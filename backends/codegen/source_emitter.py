@@ -1,16 +1,22 @@
 """What the CPU and CUDA code generators share: binding a graph's parameters to source names
-(variables to "slots" rebound by ``assign``), value uses, inlining regions, and the printed IR
-equation as a comment above the code it became."""
+(variables to "slots" rebound by ``assign``), value uses, inlining regions, the printed IR
+equation as a comment above the code it became, and the error for what cannot be lowered."""
 from __future__ import annotations
 
 import abc
 from typing import TYPE_CHECKING, Sequence
 
+from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.printer import print_lines
 
-if TYPE_CHECKING:  # only for annotations: numba_cpu imports this module
-    from stagecraft.backends.numba_cpu.source import Namer, Writer
+if TYPE_CHECKING:
+    from stagecraft.backends.codegen.source import Namer, Writer
+
+
+class LoweringError(UnimplementedError):
+    """The graph uses something a code generator cannot compile (raised when compiling,
+    never at a call, and never replaced by a silent fallback)."""
 
 
 class SourceEmitter(abc.ABC):

@@ -1,0 +1,8 @@
+"""What the two Numba code generators (``numba_cpu`` and the staged ``numba_cuda``) share:
+the source emitter base (:mod:`.source_emitter`: parameters, slots, regions, IR comments), the
+namer and line writer with typed literals (:mod:`.source`), the scalar expressions of the
+elementwise ops (:mod:`.scalar_ops`), the fusion policy (:mod:`.fusion`), which loop buffers
+may be written in place (:mod:`.inplace_rows`) and canonical kernel texts (:mod:`.canonical`).
+
+A backend imports these, never another backend's modules.
+"""
