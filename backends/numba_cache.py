@@ -140,19 +140,25 @@ def _check_private(path: pathlib.Path) -> None:
     if not stat.S_ISDIR(info.st_mode):
         raise NotADirectoryError(f"stagecraft cache: {path} is not a directory; set "
                                  "STAGECRAFT_CACHE_DIR to a private directory")
-    if not hasattr(os, "getuid"):  # pragma: no cover - Windows: ACLs, not mode bits
-        return
-    problem = None
-    if info.st_uid != os.getuid():
-        problem = f"it is owned by another user (uid {info.st_uid}, you are {os.getuid()})"
-    elif info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        problem = (f"other users can write to it (mode {stat.S_IMODE(info.st_mode):04o}); "
-                   f"`chmod go-w {path}` fixes that")
+    problem = _writable_by_others(path)
     if problem:
         raise PermissionError(
             f"stagecraft refuses the cache directory {path}: {problem}. Anyone who can write "
             "there could make stagecraft run their code. Use a directory only you can write, "
             "e.g. set STAGECRAFT_CACHE_DIR to a new path (stagecraft creates it with mode 0700).")
+
+
+def _writable_by_others(path: os.PathLike | str) -> str | None:
+    """Why someone other than this user could write the folder ``path``, or None."""
+    if not hasattr(os, "getuid"):  # pragma: no cover - Windows: ACLs, not mode bits
+        return None
+    info = os.stat(path)
+    if info.st_uid != os.getuid():
+        return f"it is owned by another user (uid {info.st_uid}, you are {os.getuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (f"other users can write to it (mode {stat.S_IMODE(info.st_mode):04o}); "
+                f"`chmod go-w {path}` fixes that")
+    return None
 
 
 def _njit_options(njit_options: dict[str, Any] | None) -> dict[str, Any]:
@@ -422,10 +428,72 @@ def install_verified_numba_cache() -> None:
 def _verify(dispatcher: Any) -> None:
     cache = dispatcher._cache
     old = cache._cache_file
+    if not _private_numba_folder(old._cache_path):
+        from numba.core.caching import NullCache
+        dispatcher._cache = NullCache()  # compiled in memory: same results, no disk cache
+        return
     cache._cache_file = _verified_cache_file_class()(
         cache_path=old._cache_path, filename_base=old._index_name[: -len(".nbi")] + ".sc",
         source_stamp=old._source_stamp)
     _guard_cache_loads(dispatcher)
+
+
+_refused_folders: set[str] = set()
+
+
+def _private_numba_folder(folder: str) -> bool:
+    """Whether numba's cache folder for a stagecraft function (a ``__pycache__`` beside the
+    kernel library or a generated module, or one under ``$NUMBA_CACHE_DIR``) can be written by
+    this user (or root) only, the folder and every folder above it (above it, a shared folder
+    with the sticky bit, as /tmp, is safe: nobody can rename what is ours). The digests guard
+    against damage, not against a writer who can recompute them, so another folder is not
+    used: one WARNING per folder, and the functions compile in memory. A folder numba made
+    inside stagecraft's own cache directory under a permissive umask is tightened instead."""
+    problem = _unsafe_path(folder)
+    if problem and _inside_own_cache(folder):
+        try:
+            os.chmod(folder, 0o700)
+            problem = _unsafe_path(folder)
+        except OSError:
+            pass
+    if problem is None:
+        return True
+    with _lock:
+        if folder not in _refused_folders:
+            _refused_folders.add(folder)
+            _log.warning(
+                "stagecraft: not caching compiled code in %s: %s. Anyone who can write there "
+                "could make stagecraft run their code; set NUMBA_CACHE_DIR to a directory only "
+                "you can write (functions compile in memory meanwhile, with the same results).",
+                folder, problem)
+    return False
+
+
+def _unsafe_path(folder: str) -> str | None:
+    """Why someone other than this user or root could change what ``folder`` holds, or None."""
+    if not hasattr(os, "getuid"):  # pragma: no cover - Windows: ACLs, not mode bits
+        return None
+    path = pathlib.Path(folder).absolute()
+    for i, p in enumerate([path, *path.parents]):
+        try:
+            info = p.stat()
+        except OSError:
+            return None if i == 0 else f"{p} cannot be read"
+        if info.st_uid not in (os.getuid(), 0):
+            return f"{p} is owned by another user (uid {info.st_uid}, you are {os.getuid()})"
+        shared = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if shared and (i == 0 or not info.st_mode & stat.S_ISVTX):
+            return (f"other users can write to {p} (mode {stat.S_IMODE(info.st_mode):04o}); "
+                    f"`chmod go-w {p}` fixes that")
+    return None
+
+
+def _inside_own_cache(folder: str) -> bool:
+    try:
+        own = cache_dir().resolve()
+        return own in pathlib.Path(folder).resolve().parents
+    except OSError:
+        return False
 
 
 def _guard_cache_loads(dispatcher: Any) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -164,3 +165,27 @@ def test_the_staged_call_reports_a_refused_directory(tmp_path, monkeypatch):
     with pytest.raises(PermissionError, match="STAGECRAFT_CACHE_DIR"):
         numba_cache.load("def one():\n    return 1\n", "one")
     assert not list(folder.iterdir()), "a refused directory was written to"
+
+
+def test_a_numba_cache_folder_others_can_write_is_not_used(tmp_path):
+    """Numba's own cache folder (here under ``$NUMBA_CACHE_DIR``) is outside stagecraft's cache
+    directory; one others can write is not used (a warning, the same result, no files)."""
+    shared = tmp_path / "numba-shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    script = tmp_path / "program.py"
+    script.write_text("import numpy as np, stagecraft as tf\n"
+                      "@tf.function(backend='numba')\n"
+                      "def f(x):\n"
+                      "    return tf.reduce_sum(x * 2.0)\n"
+                      "print(float(f(tf.constant(np.arange(4.0)))))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(shared),
+           "STAGECRAFT_CACHE_DIR": str(tmp_path / "private")}
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "12.0"
+    assert "stagecraft: not caching compiled code in " in run.stderr
+    assert "NUMBA_CACHE_DIR" in run.stderr
+    written = [p.name for p in shared.rglob("*") if p.is_file()]
+    assert not written, f"numba cache files were written to a shared folder: {written}"
