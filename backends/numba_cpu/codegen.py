@@ -10,8 +10,8 @@ returns a tuple of the results followed by the final values of the variables it 
 Elementwise equations that follow one another with one static output shape are fused into one
 loop nest; values used only inside the nest stay scalars. ``cond``, ``while`` and ``call`` are
 inlined as native ``if``/``while`` blocks and plain statements.  Everything else is a call into
-``stagecraft.backends.numba_kernels`` (see :mod:`.lowerings`).  Above every statement a comment
-shows the IR equation it comes from.
+the kernel library ``stagecraft.backends.numba_cpu.kernels`` (see :mod:`.lowerings`).  Above
+every statement a comment shows the IR equation it comes from.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from stagecraft.ir.types import TensorType
 ENTRY = "graph_fn"
 SMALL_FILL = 1024  # elements: uniform constants up to this size are made by the code, not passed
 HEADER = ("import numba\nimport numpy as np\n"
-          "import stagecraft.backends.numba_kernels.all as K\n"
+          "import stagecraft.backends.numba_cpu.kernels.all as K\n"
           "import stagecraft.backends.numba_cpu.host as rt\n")
 
 

@@ -29,9 +29,10 @@ def library_hash() -> str:
         h = hashlib.sha256()
         root = pathlib.Path(__file__).resolve().parent.parent
         # numba_links names the symbols that cached code calls: a change must not reuse it.
-        for path in sorted([*root.glob("numba_kernels/*.py"), *root.glob("numba_cpu/*.py"),
+        # numba_cpu/ holds the kernel library (kernels/); codegen/ the shared generator.
+        for path in sorted([*root.glob("numba_cpu/**/*.py"), *root.glob("codegen/*.py"),
                             root / "numba_links.py"]):
-            h.update(path.name.encode() + path.read_bytes())
+            h.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
         _library_hash = h.hexdigest()[:16]
     return _library_hash
 

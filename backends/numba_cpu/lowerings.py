@@ -1,6 +1,7 @@
 """Lowerings of the non-elementwise ops: each emits calls into the kernel library ``K``
-(:mod:`stagecraft.backends.numba_kernels`) with everything static (axes, permutations, slice
-plans) baked into the source and dims written as literals when known, ``x.shape[k]`` when not.
+(:mod:`stagecraft.backends.numba_cpu.kernels`) with everything static (axes, permutations,
+slice plans) baked into the source and dims written as literals when known, ``x.shape[k]``
+when not.
 
 ``LOWER[op](cg, eqn)`` emits the statements for ``eqn`` and binds its outputs in ``cg``.
 Together with the elementwise ops of :mod:`.scalar_ops` and the structural ops of
@@ -14,8 +15,8 @@ from stagecraft.backends.codegen.scalar_ops import convert
 from stagecraft.backends.codegen.source import np_type, tuple_text
 from stagecraft.backends.codegen.source_emitter import LoweringError
 from stagecraft.backends.numba_cpu.codegen import _rank
-from stagecraft.backends.numba_kernels.linalg import matmul_plan
-from stagecraft.backends.numba_kernels.slicing import slice_plan
+from stagecraft.backends.numba_cpu.kernels.linalg import matmul_plan
+from stagecraft.backends.numba_cpu.kernels.slicing import slice_plan
 from stagecraft.ir.graph import Eqn
 from stagecraft.ir.ops import philox
 

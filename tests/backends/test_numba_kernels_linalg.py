@@ -1,4 +1,4 @@
-"""The Numba linalg kernels (``backends/numba_kernels/linalg.py``) against the op table.
+"""The Numba linalg kernels (``backends/numba_cpu/kernels/linalg.py``) against the op table.
 
 For matmul, diag and diag_part, every dtype in ``OpDef.dtypes`` and every example, the kernel
 path (``run_*`` adapters: plan helper + njit kernels) must give exactly the NumPy reference
@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("numba")
 pytest.importorskip("scipy")  # numba's np.dot (the float matmul path) needs SciPy's BLAS
 
-from stagecraft.backends.numba_kernels import linalg as K
+from stagecraft.backends.numba_cpu.kernels import linalg as K
 from stagecraft.ir import OPS
 
 from numba_kernel_support import check_same, examples  # noqa: E402

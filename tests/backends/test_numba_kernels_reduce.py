@@ -1,4 +1,4 @@
-"""The Numba reduction kernels (``backends/numba_kernels/reduce.py``) against the op table.
+"""The Numba reduction kernels (``backends/numba_cpu/kernels/reduce.py``) against the op table.
 
 For every reduction, arg-reduction and scan op, every dtype in ``OpDef.dtypes`` and every
 example ``OpDef.examples`` produces, the kernel path (plan helper + njit kernel, through the
@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from stagecraft.backends.numba_kernels import reduce as K
+from stagecraft.backends.numba_cpu.kernels import reduce as K
 from stagecraft.ir import OPS
 
 from numba_kernel_support import check_same, examples  # noqa: E402

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("numba")
 
-from stagecraft.backends.numba_kernels import creation as KC  # noqa: E402
-from stagecraft.backends.numba_kernels import shape as KS  # noqa: E402
-from stagecraft.backends.numba_kernels import slicing as KL  # noqa: E402
+from stagecraft.backends.numba_cpu.kernels import creation as KC  # noqa: E402
+from stagecraft.backends.numba_cpu.kernels import shape as KS  # noqa: E402
+from stagecraft.backends.numba_cpu.kernels import slicing as KL  # noqa: E402
 from stagecraft.ir import OPS  # noqa: E402
 from stagecraft.ir.ops import philox  # noqa: E402
 from numba_kernel_support import examples  # noqa: E402

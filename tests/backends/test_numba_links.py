@@ -187,7 +187,7 @@ def test_records_of_two_processes_merge_instead_of_overwriting(tmp_path):
 def test_the_kernels_kept_inline_exist_and_every_other_kernel_is_linked(tmp_path):
     import types as pytypes
 
-    import stagecraft.backends.numba_kernels.all as K
+    import stagecraft.backends.numba_cpu.kernels.all as K
     from stagecraft.backends.numba_cpu import linking
     kernels = {n for n, v in vars(K).items() if isinstance(v, numba.core.dispatcher.Dispatcher)}
     assert linking.INLINED <= kernels

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from stagecraft.backends.numba_kernels.slicing import dims_text
+from stagecraft.backends.numba_cpu.kernels.slicing import dims_text
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
 UPDATE, ADD, SUB = 0, 1, 2

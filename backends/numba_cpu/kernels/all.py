@@ -1,14 +1,14 @@
 """Every kernel under one name: generated graph code imports this module as ``K``."""
-from stagecraft.backends.numba_kernels.creation import (  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.creation import (  # noqa: F401
     empty, eye_into, fill_into, random_into, range_into, range_len, where_indices)
-from stagecraft.backends.numba_kernels.linalg import (  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.linalg import (  # noqa: F401
     batch_index, batch_matmul3, diag2, diag_part3, matmul2)
-from stagecraft.backends.numba_kernels.reduce import (  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.reduce import (  # noqa: F401
     all3, any3, argmax3, argmin3, cumprod3, cumsum3, max3, mean3, min3, prod3, sum3, to3)
-from stagecraft.backends.numba_kernels.shape import (  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.shape import (  # noqa: F401
     broadcast_dim, broadcast_into, concat_part_into, gather_grad_into, gather_into, one_hot_into,
     reshape_dims, row_update, row_update1, sum_like_into, take1, tile_into)
-from stagecraft.backends.numba_kernels.slicing import (  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.slicing import (  # noqa: F401
     check_update_shape, slice_bounds, strided_slice_grad_into, strided_slice_into,
     strided_slice_update_into)
-from stagecraft.backends.numba_kernels.scatter import scatter_nd  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.scatter import scatter_nd  # noqa: F401
