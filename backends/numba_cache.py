@@ -78,7 +78,7 @@ from stagecraft.ir import durable
 
 __all__ = ["cache_dir", "source_key", "load", "load_module", "clear", "DEFAULT_NJIT_OPTIONS",
            "VERSION", "CacheCorrupted", "seal", "unseal", "write_verified", "read_verified",
-           "discard", "install_verified_numba_cache"]
+           "discard", "install_verified_numba_cache", "install_verified_cuda_cache"]
 
 _log = logging.getLogger("stagecraft")
 
@@ -332,21 +332,19 @@ def read_verified(path: pathlib.Path) -> bytes | None:
 
 # ------------------------------------------------------------------------------ numba's files
 
-_verified_class: type | None = None
+_verified_classes: dict[type, type] = {}
 
 
-def _verified_cache_file_class() -> type:
+def _verified_cache_file_class(base: type) -> type:
     """A subclass of numba's ``IndexDataCacheFile`` (private API of numba 0.5x-0.6x) whose
     ``.nbi`` index and ``.nbc`` data files are sealed: the digest is written with the file, in
     the same atomic rename, and checked before a byte of it is unpickled. A damaged file
     deletes the function's index and data files (one warning) and reads as a miss, so numba
     compiles again and writes them afresh."""
-    global _verified_class
-    if _verified_class is not None:
-        return _verified_class
-    from numba.core.caching import IndexDataCacheFile
+    if base in _verified_classes:
+        return _verified_classes[base]
 
-    class VerifiedCacheFile(IndexDataCacheFile):
+    class VerifiedCacheFile(base):  # type: ignore[valid-type,misc]
         def _entry_files(self) -> list[str]:
             base = self._index_name[: -len(".nbi")]
             try:
@@ -392,14 +390,14 @@ def _verified_cache_file_class() -> type:
             with super()._open_for_write(filepath) as f:
                 f.write(seal(buffer.getvalue()))
 
-    _verified_class = VerifiedCacheFile
+    _verified_classes[base] = VerifiedCacheFile
     return VerifiedCacheFile
 
 
 #: Modules whose njit functions get verified numba cache files: the generated modules and
 #: stagecraft's own (the kernel library and what it compiles from ``stagecraft.ir``).
 _VERIFIED_MODULES = (_MODULE_PREFIX, "stagecraft.")
-_installed = False
+_installed: set[str] = set()
 
 
 def install_verified_numba_cache() -> None:
@@ -409,30 +407,43 @@ def install_verified_numba_cache() -> None:
     still fails to load. Other functions' caches are left to numba. Idempotent; called before
     the kernel library and any generated module define their functions. Patches numba's
     ``Dispatcher.enable_caching`` (numba calls it once per dispatcher, at decoration)."""
-    global _installed
+    from numba.core.caching import IndexDataCacheFile, NullCache
+    from numba.core.dispatcher import Dispatcher
+    _install(Dispatcher, IndexDataCacheFile, NullCache)
+
+
+def install_verified_cuda_cache() -> None:
+    """The same for ``cuda.jit(cache=True)`` kernels of generated modules (numba-cuda keeps
+    its own copy of numba's cache classes, with the same file layout). Only the CUDA backend
+    calls it, so the CPU path never imports numba-cuda."""
+    from numba.cuda.core.caching import IndexDataCacheFile, NullCache
+    from numba.cuda.dispatcher import CUDADispatcher
+    _install(CUDADispatcher, IndexDataCacheFile, NullCache)
+
+
+def _install(dispatcher_class: type, file_class: type, null_cache: type) -> None:
+    name = f"{dispatcher_class.__module__}.{dispatcher_class.__qualname__}"
     with _lock:
-        if _installed:
+        if name in _installed:
             return
-        from numba.core.dispatcher import Dispatcher
-        original = Dispatcher.enable_caching
+        original = dispatcher_class.enable_caching
 
         def enable_caching(self: Any) -> None:
             original(self)
             if getattr(self.py_func, "__module__", "").startswith(_VERIFIED_MODULES):
-                _verify(self)
+                _verify(self, file_class, null_cache)
 
-        Dispatcher.enable_caching = enable_caching
-        _installed = True
+        dispatcher_class.enable_caching = enable_caching
+        _installed.add(name)
 
 
-def _verify(dispatcher: Any) -> None:
+def _verify(dispatcher: Any, file_class: type, null_cache: type) -> None:
     cache = dispatcher._cache
     old = cache._cache_file
     if not _private_numba_folder(old._cache_path):
-        from numba.core.caching import NullCache
-        dispatcher._cache = NullCache()  # compiled in memory: same results, no disk cache
+        dispatcher._cache = null_cache()  # compiled in memory: same results, no disk cache
         return
-    cache._cache_file = _verified_cache_file_class()(
+    cache._cache_file = _verified_cache_file_class(file_class)(
         cache_path=old._cache_path, filename_base=old._index_name[: -len(".nbi")] + ".sc",
         source_stamp=old._source_stamp)
     _guard_cache_loads(dispatcher)

@@ -189,3 +189,56 @@ def test_a_numba_cache_folder_others_can_write_is_not_used(tmp_path):
     assert "NUMBA_CACHE_DIR" in run.stderr
     written = [p.name for p in shared.rglob("*") if p.is_file()]
     assert not written, f"numba cache files were written to a shared folder: {written}"
+
+
+
+_CUDA_PROBE = """
+import importlib.util, logging, pathlib, sys
+from numba.cuda.core.caching import IndexDataCacheFile, NullCache
+from numba.cuda.dispatcher import CUDADispatcher
+from stagecraft.backends import numba_cache
+
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+numba_cache.install_verified_cuda_cache()
+
+def kernel_of(folder, name):  # stands for a CUDA dispatcher: a real one needs a GPU
+    path = pathlib.Path(folder, name + ".py")
+    path.write_text("def kernel(x):\\n    x[0] = 1\\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = type("Kernel", (), {})()
+    kernel.py_func = module.kernel
+    CUDADispatcher.enable_caching(kernel)  # what cuda.jit(cache=True) calls
+    return kernel
+
+files = kernel_of(sys.argv[1], "stagecraft_gen_probe")._cache._cache_file
+assert isinstance(files, IndexDataCacheFile) and files._index_name.endswith(".sc.nbi")
+files.save(("sig",), {"ptx": "code"})
+assert files.load(("sig",)) == {"ptx": "code"}
+data = next(pathlib.Path(files._cache_path).glob("*.sc.*.nbc"))
+blob = bytearray(data.read_bytes()); blob[len(blob) // 2] ^= 0x5A; data.write_bytes(bytes(blob))
+assert files.load(("sig",)) is None and not data.exists()
+assert isinstance(kernel_of(sys.argv[2], "stagecraft_gen_shared")._cache, NullCache)
+print("ok")
+"""
+
+
+def test_cuda_kernel_caches_are_verified_like_the_cpu_caches(tmp_path):
+    """``cuda.jit(cache=True)`` kernels of generated modules get sealed cache files: a flipped
+    byte is noticed before unpickling, deleted, and read as a miss (numba-cuda recompiles); a
+    folder others can write is not used. Run without the simulator (whose kernels cache
+    nothing), in a process of its own; no GPU is needed to create and read cache files."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda (the cuda/test extra) is not installed")
+    private, shared = tmp_path / "private", tmp_path / "shared"
+    private.mkdir(mode=0o700)
+    shared.mkdir()
+    shared.chmod(0o777)
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    run = subprocess.run([sys.executable, "-c", _CUDA_PROBE, str(private), str(shared)],
+                         env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("stagecraft")]
+    assert len(warnings) == 2, run.stderr
+    assert warnings[0].startswith("stagecraft cache: ") and " is corrupted (" in warnings[0]
+    assert warnings[1].startswith(f"stagecraft: not caching compiled code in {shared}")

@@ -44,6 +44,8 @@ class Executable:
         self.fallback_reason = None
         self.num_kernels = gen.num_kernels
         mode = "simulator" if simulated() else "gpu"
+        if not simulated():  # kernels use cuda.jit(cache=True): verified files, as on the CPU
+            numba_cache.install_verified_cuda_cache()
         module = numba_cache.load_module(gen.source, extra=f"cuda-{mode}-{library_hash()}")
         self.path = pathlib.Path(module.__file__)
         consts = [memory.to_device(c) for c in gen.consts]
