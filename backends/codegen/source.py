@@ -61,6 +61,17 @@ class Namer:
         return name
 
 
+def rank(x: Any) -> int:
+    """The rank of a value or literal of known rank (the Numba backends need it).
+
+    >>> from stagecraft.ir.graph import Value
+    >>> from stagecraft.ir.types import TensorType
+    >>> rank(Value(TensorType(dt.float32, (2, 3)), "x"))
+    2
+    """
+    return len(x.type.shape)
+
+
 def np_type(d: DType) -> str:
     """The NumPy scalar class that converts to ``d`` in generated code."""
     return "np.bool_" if d == dt.bool_ else f"np.{d.np.name}"

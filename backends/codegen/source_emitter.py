@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.printer import print_lines
+from stagecraft.ir.types import TensorType
 
 if TYPE_CHECKING:
     from stagecraft.backends.codegen.source import Namer, Writer
@@ -76,6 +77,62 @@ class SourceEmitter(abc.ABC):
                 self.env[p.uid] = self.operand(a)
         return self.emit_body(region)
 
+    # ------------------------------------------------------------------ shared lowerings
+
+    def lower_call(self, e: Eqn) -> None:
+        """``call``: the function's region inlined."""
+        results = self.emit_region(e.regions[0], e.inputs)
+        for o, r in zip(e.outputs, results):
+            self.env[o.uid] = r
+
+    def lower_assign(self, e: Eqn) -> None:
+        """``assign``: rebinds the variable's slot to the new value (``add``/``sub``: the old
+        value plus or minus it, through the elementwise machinery), after the run-time check
+        that its static dims match; a scalar fills a variable of static shape."""
+        ref, value = e.inputs
+        slot = self.slots[ref.uid]
+        var_t = ref.type
+        mode = e.params["mode"]
+        if mode in ("add", "sub"):
+            old = Value(var_t, "old")
+            self.env[old.uid] = slot
+            value = self.elementwise("add" if mode == "add" else "subtract", (old, value),
+                                     var_t, e.loc)
+        src = self.operand(value)
+        v_shape, shape = value.type.shape, var_t.shape
+        if v_shape is not None and shape is not None and len(v_shape) == len(shape):
+            for k, d in enumerate(shape):
+                if d is not None and v_shape[k] != d:
+                    self.fail(f"{src}.shape[{k}] != {d}",
+                              f"assign: cannot assign a value of a different shape to a "
+                              f"variable of shape {list(shape)}\n  at {e.loc}")
+            src = self.converted(value, src, TensorType(var_t.dtype, v_shape), False, e.loc)
+        elif v_shape == () and shape is not None and None not in shape:
+            src = self.converted(value, src, var_t, True, e.loc)
+        else:
+            raise LoweringError(
+                f"assign: cannot assign a value of shape {_dims(v_shape)} to a variable of "
+                f"shape {_dims(shape)} (at {e.loc}).")
+        self.line(f"{slot} = {src}")
+        self.assigned[slot] = None
+
+    # Hooks of the shared lowerings, one per backend.
+
+    @abc.abstractmethod
+    def fail(self, condition: str, message: str) -> None:
+        """Emits: raise ``message`` at run time when ``condition`` holds."""
+
+    @abc.abstractmethod
+    def elementwise(self, op: str, inputs: Sequence[Value | Literal], out: TensorType,
+                    loc: object) -> Value:
+        """Emits the elementwise ``op`` of ``inputs`` as a fused group of one; its result."""
+
+    @abc.abstractmethod
+    def converted(self, value: Value | Literal, src: str, target: TensorType, fill: bool,
+                  loc: object) -> str:
+        """The source text of ``value`` (its text ``src``) as ``target``'s dtype; ``fill``: a
+        scalar broadcast to ``target``'s static shape."""
+
 
 def comment_text(text: str, limit: int = 100) -> str:
     """``text`` as the body of a one-line ``#`` comment of generated source, safe whatever the
@@ -115,3 +172,7 @@ def value_uses(eqns: Sequence[Eqn], results: Sequence) -> dict[int, set]:
         if isinstance(r, Value):
             uses.setdefault(r.uid, set()).add(len(eqns))
     return uses
+
+
+def _dims(shape: tuple | None) -> str:
+    return "unknown" if shape is None else str(list(shape))

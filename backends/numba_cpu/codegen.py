@@ -9,9 +9,10 @@ returns a tuple of the results followed by the final values of the variables it 
 
 Elementwise equations that follow one another with one static output shape are fused into one
 loop nest; values used only inside the nest stay scalars. ``cond``, ``while`` and ``call`` are
-inlined as native ``if``/``while`` blocks and plain statements.  Everything else is a call into
-the kernel library ``stagecraft.backends.numba_cpu.kernels`` (see :mod:`.lowerings`).  Above
-every statement a comment shows the IR equation it comes from.
+inlined as native ``if``/``while`` blocks and plain statements (:mod:`.structural`).  Everything
+else is a call into the kernel library ``stagecraft.backends.numba_cpu.kernels``
+(:mod:`.lowerings`, which holds the one table of lowerings, ``LOWER``).  Above every statement a
+comment shows the IR equation it comes from.
 """
 from __future__ import annotations
 
@@ -24,19 +25,19 @@ import numpy as np
 from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.codegen.canonical import GLOBALS
 from stagecraft.backends.codegen.fusion import fusible, fusion_group
-from stagecraft.backends.codegen.inplace_rows import rows_written_in_place
-from stagecraft.backends.codegen.source import Namer, Writer, literal, np_type, tuple_text
+from stagecraft.backends.codegen.source import (Namer, Writer, literal, np_type, rank as _rank,
+                                                tuple_text)
 from stagecraft.backends.codegen.source_emitter import LoweringError, SourceEmitter, value_uses
+from stagecraft.backends.numba_cpu import structural  # noqa: F401 (registers its lowerings)
+from stagecraft.backends.numba_cpu.lowerings import LOWER
 from stagecraft.backends.numba_cpu.outline import Kernels
 from stagecraft.backends.numba_cpu.repeats import (TRANSPARENT, Group, Occurrence, find_repeats,
                                                    identities, outside_operands)
 from stagecraft.backends.numba_cpu.reroll import Reroll, find_rerolls, loop_uses
-from stagecraft.ir import dtypes as dt
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
 from stagecraft.ir.types import TensorType
 
 ENTRY = "graph_fn"
-SMALL_FILL = 1024  # elements: uniform constants up to this size are made by the code, not passed
 HEADER = ("import numba\nimport numpy as np\n"
           "import stagecraft.backends.numba_cpu.kernels.all as K\n"
           "import stagecraft.backends.numba_cpu.host as rt\n")
@@ -150,6 +151,21 @@ class _Codegen(SourceEmitter):
         """Raises ``message`` (a ValueError; the executable reports InvalidArgumentError)."""
         with self.w.block(f"if {condition}:"):
             self.w.line(f"raise ValueError({message!r})")
+
+    def elementwise(self, op: str, inputs: Sequence[Value | Literal], out: TensorType,
+                    loc: object) -> Value:
+        new = Value(out, "new")
+        self.emit_fused([Eqn(op, tuple(inputs), (new,), loc=loc)], range(1), {new.uid: {1}})
+        return new
+
+    def converted(self, value: Value | Literal, src: str, target: TensorType, fill: bool,
+                  loc: object) -> str:
+        if fill:
+            src = f"np.full({tuple_text(target.shape)}, {src})"
+        if value.type.dtype != target.dtype:
+            src = f"{np_type(target.dtype)}({src})" if target.rank == 0 else \
+                f"{src}.astype({np_type(target.dtype)})"
+        return src
 
     # ------------------------------------------------------------------ bodies
 
@@ -271,25 +287,19 @@ class _Codegen(SourceEmitter):
         return self.slots[identity[1]]
 
     def emit_eqn(self, e: Eqn) -> None:
-        from stagecraft.backends.numba_cpu.lowerings import LOWER
         self.comment(e)
-        special = getattr(self, f"_op_{e.op}", None)
-        if special is not None:
-            special(e)
-        elif e.op in LOWER:
-            LOWER[e.op](self, e)
-        else:
-            raise LoweringError(
-                f"The Numba backend has no lowering for the op '{e.op}' (at {e.loc}); "
-                f"compile this function with backend=\"reference\".")
+        LOWER.emit(self, e)
 
     # ------------------------------------------------------------------ elementwise fusion
 
     def _fusion_group(self, eqns: Sequence[Eqn], i: int) -> int:
         return fusion_group(eqns, i)
 
-    def emit_fused(self, group: Sequence[Eqn], positions: range, uses: dict) -> None:
-        for e in group:
+    def emit_fused(self, group: Sequence[Eqn], positions: range, uses: dict,
+                   commented: bool = False) -> None:
+        """One loop nest computing ``group`` (see :func:`.fusion_group`), its values used
+        outside ``positions`` stored (``commented``: the caller wrote the IR comments)."""
+        for e in group if not commented else ():
             self.comment(e)
         out_type = group[0].outputs[0].type
         rank = out_type.rank
@@ -457,140 +467,3 @@ class _Codegen(SourceEmitter):
             self.w.line(f"{name} = {expr}")
             dims.append(name)
         return dims
-
-    # ------------------------------------------------------------------ structural ops
-
-    def _op_const(self, e: Eqn) -> None:
-        value = np.asarray(dict(e.attrs)["value"])
-        v = e.outputs[0]
-        if value.ndim == 0:
-            self.env[v.uid] = literal(value.item(), v.type.dtype)
-            return
-        name = self.names.fresh(v.hint or "const", "c")
-        if self.w.depth == 1 and 0 < value.size <= SMALL_FILL and (value == value.flat[0]).all():
-            # A small uniform constant (a TensorArray's zeros) is filled in place: each array
-            # argument costs Numba's dispatcher ~0.3 us per call, more than the fill.
-            first = literal(value.flat[0].item(), v.type.dtype)
-            self.w.line(f"{name} = np.full({tuple_text(list(value.shape))}, {first})")
-            self.env[v.uid] = name
-            return
-        self.consts.append(np.array(value, dtype=v.type.dtype.np, order="C"))
-        self.const_names.append(name)
-        self.env[v.uid] = name
-
-    def _op_read(self, e: Eqn) -> None:
-        self.define(e.outputs[0], self.slots[e.inputs[0].uid])
-
-    def _op_assign(self, e: Eqn) -> None:
-        ref, value = e.inputs
-        slot = self.slots[ref.uid]
-        mode = dict(e.attrs)["mode"]
-        var_t = ref.type
-        if mode in ("add", "sub"):
-            # old (+|-) value, through the elementwise machinery (typed, fused, broadcasting).
-            old = Value(var_t, "old")
-            self.env[old.uid] = slot
-            new = Value(var_t, "new")
-            op = "add" if mode == "add" else "subtract"
-            self.emit_fused([Eqn(op, (old, value), (new,), loc=e.loc)], range(1), {new.uid: {2}})
-            value = new
-        src = self.operand(value)
-        if _rank(value) == _rank(ref):
-            for k, d in enumerate(var_t.shape):
-                if d is not None and value.type.shape[k] != d:
-                    self.fail(f"{src}.shape[{k}] != {d}",
-                              f"assign: cannot assign a value of a different shape to a "
-                              f"variable of shape {list(var_t.shape)}\n  at {e.loc}")
-        elif _rank(value) == 0 and None not in var_t.shape:
-            src = f"np.full({tuple_text(var_t.shape)}, {src})"
-        else:
-            raise LoweringError(
-                f"assign: cannot assign a value of shape {list(value.type.shape)} to a "
-                f"variable of shape {list(var_t.shape)} (at {e.loc}).")
-        if value.type.dtype != var_t.dtype:
-            src = f"{np_type(var_t.dtype)}({src})" if _rank(ref) == 0 else \
-                f"{src}.astype({np_type(var_t.dtype)})"
-        self.w.line(f"{slot} = {src}")
-        self.assigned[slot] = None
-
-    def _op_cond(self, e: Eqn) -> None:
-        outs = [self.fresh(o.hint or "r") for o in e.outputs]
-        for branch, header in zip(e.regions, (f"if {self.operand(e.inputs[0])}:", "else:")):
-            with self.w.block(header):
-                results = self.emit_region(branch, e.inputs[1:])
-                for name, r in zip(outs, results):
-                    self.w.line(f"{name} = {r}")
-        for o, name in zip(e.outputs, outs):
-            self.env[o.uid] = name
-
-    def _op_while(self, e: Eqn) -> None:
-        n = dict(e.attrs)["carry"]
-        cond, body = e.regions
-        owned = rows_written_in_place(body, n, fusible)
-        self.inplace.update(id(u) for u in owned.values())
-        carry = []
-        for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
-            name = self.fresh(o.hint or "c")
-            # A buffer whose rows the body overwrites in place is copied once, here.
-            copy = ".copy()" if k in owned else ""
-            self.w.line(f"{name} = {self.operand(init)}{copy}")
-            carry.append(name)
-            self.env[o.uid] = name
-        with self.w.block("while True:"):
-            carried = [Value(o.type, None) for o in e.outputs]
-            for v, name in zip(carried, carry):
-                self.env[v.uid] = name
-            args = carried + list(e.inputs[n:])
-            (pred,) = self.emit_region(cond, args)
-            with self.w.block(f"if not {pred}:"):
-                self.w.line("break")
-            results = self.emit_region(body, args)
-            if carry:
-                self.w.line(f"{', '.join(carry)} = {', '.join(results)}")
-
-    def _op_call(self, e: Eqn) -> None:
-        results = self.emit_region(e.regions[0], e.inputs)
-        for o, r in zip(e.outputs, results):
-            self.env[o.uid] = r
-
-    def _op_print(self, e: Eqn) -> None:
-        a = dict(e.attrs)
-        values = [self.array(x) for x in e.inputs]
-        with self.w.block("with numba.objmode():"):
-            self.w.line(f"rt.host_print({a['template']!r}, {a['sep']!r}, {a['summarize']!r}, "
-                        f"{a['end']!r}, {a['stream']!r}, {tuple_text(values)})")
-
-    def _op_assert(self, e: Eqn) -> None:
-        c = e.inputs[0]
-        cond = self.operand(c) if _rank(c) == 0 else f"{self.operand(c)}.all()"
-        self.fail(f"not {cond}", f"{dict(e.attrs)['message']}\n  at {e.loc}")
-
-    def _op_py_function(self, e: Eqn) -> None:
-        types = [_numba_type(o.type) for o in e.outputs]
-        index = len(self.host_fns)
-        self.host_fns.append(dict(e.attrs)["fn"])
-        names = [self.fresh(o.hint or "py") for o in e.outputs]
-        decl = ", ".join(f"{n}={t!r}" for n, t in zip(names, types))
-        values = tuple_text(self.operand(x) for x in e.inputs)
-        with self.w.block(f"with numba.objmode({decl}):"):
-            call = f"rt.call_host(host_token, {index}, {values}, {_specs(e.outputs)!r})"
-            self.w.line(f"{tuple_text(names)} = {call}" if names else call)
-        for o, n in zip(e.outputs, names):
-            self.env[o.uid] = n
-
-
-# ---------------------------------------------------------------------- helpers
-
-def _rank(x: Value | Literal) -> int:
-    return len(x.type.shape)
-
-
-def _numba_type(t: TensorType) -> str:
-    base = "boolean" if t.dtype == dt.bool_ else t.dtype.np.name
-    if t.rank == 0:
-        return base
-    return f"{base}[{', '.join([':'] * (t.rank - 1) + ['::1'])}]"
-
-
-def _specs(values: Sequence[Value]) -> tuple:
-    return tuple((o.type.dtype.np.name, o.type.rank) for o in values)

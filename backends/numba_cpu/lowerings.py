@@ -3,33 +3,26 @@
 slice plans) baked into the source and dims written as literals when known, ``x.shape[k]``
 when not.
 
-``LOWER[op](cg, eqn)`` emits the statements for ``eqn`` and binds its outputs in ``cg``.
-Together with the elementwise ops of :mod:`.scalar_ops` and the structural ops of
-:mod:`.codegen` they cover the whole op table (a test checks this).
+``LOWER`` is the backend's one table of lowerings: ``LOWER[op](cg, eqn)`` emits the statements
+for ``eqn`` and binds its outputs in ``cg``. This module registers the kernel calls;
+:mod:`.structural` the elementwise ops (fused loops), constants, variables, control flow and
+host calls. Together they cover the whole op table and the structural ops (a test checks this).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
+from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.scalar_ops import convert
-from stagecraft.backends.codegen.source import np_type, tuple_text
+from stagecraft.backends.codegen.source import np_type, rank as _rank, tuple_text
 from stagecraft.backends.codegen.source_emitter import LoweringError
-from stagecraft.backends.numba_cpu.codegen import _rank
 from stagecraft.backends.numba_cpu.kernels.linalg import matmul_plan
 from stagecraft.backends.numba_cpu.kernels.slicing import slice_plan
 from stagecraft.ir.graph import Eqn
 from stagecraft.ir.ops import philox
 
-Lowering = Callable[[Any, Eqn], None]
-LOWER: dict[str, Lowering] = {}
-
-
-def lowers(*names: str) -> Callable[[Lowering], Lowering]:
-    def register(fn: Lowering) -> Lowering:
-        for n in names:
-            LOWER[n] = fn
-        return fn
-    return register
+LOWER = Lowerings("Numba", missing='compile this function with backend="reference"')
+lowers = LOWER.lowers
 
 
 def _product(dims: list) -> str:

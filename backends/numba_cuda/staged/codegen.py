@@ -5,7 +5,7 @@ other op with the eager CUDA library (``numba_cuda.eager.run``).
 Representation in the host function: every tensor (rank 0 included) is a device array; a
 variable is a local ("slot") holding its current device buffer, which ``assign`` rebinds
 (buffers are not written in place, so reads taken earlier keep their value; the one exception
-is a buffer a ``while`` loop owns: see :meth:`_Codegen._op_while`). ``cond`` and ``while`` run
+is a buffer a ``while`` loop owns: see ``.lowerings._while``). ``cond`` and ``while`` run
 on the host: their predicate is the one value copied to the host (one element per test).
 ``call`` regions are inlined. Above every statement a comment shows its IR line.
 
@@ -28,13 +28,11 @@ import numpy as np
 
 from stagecraft.backends.codegen.canonical import canonical
 from stagecraft.backends.codegen.fusion import fusible, fusion_group
-from stagecraft.backends.codegen.inplace_rows import rows_written_in_place
 from stagecraft.backends.codegen.source import Namer, Writer, tuple_text
-from stagecraft.backends.codegen.source_emitter import (LoweringError, SourceEmitter, comment_text,
-                                                       value_uses)
+from stagecraft.backends.codegen.source_emitter import SourceEmitter, comment_text, value_uses
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.staged.kernel_source import fused_kernel, has_check
-from stagecraft.ir import OPS
+from stagecraft.backends.numba_cuda.staged.lowerings import LOWER
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
 from stagecraft.ir.types import TensorType
 
@@ -156,6 +154,22 @@ class _Codegen(SourceEmitter):
         self.sites.append(entry)
         return f"S[{len(self.sites) - 1}]"
 
+    def fail(self, condition: str, message: str) -> None:
+        with self.w.block(f"if {condition}:"):
+            self.line(f"rt.fail({message!r})")
+
+    def elementwise(self, op: str, inputs: Sequence[Value | Literal], out: TensorType,
+                    loc: object) -> Value:
+        new = Value(out, "new")
+        self.emit_fused([Eqn(op, tuple(inputs), (new,), loc=loc)], {0}, {new.uid: {1}})
+        return new
+
+    def converted(self, value: Value | Literal, src: str, target: TensorType, fill: bool,
+                  loc: object) -> str:
+        # A dtype conversion or a fill is a fused cast.
+        return src if target == value.type else \
+            self.operand(self.elementwise("cast", (value,), target, loc))
+
     # ------------------------------------------------------------------ bodies
 
     def emit_body(self, graph: Graph) -> list[str]:
@@ -174,15 +188,7 @@ class _Codegen(SourceEmitter):
 
     def emit_eqn(self, e: Eqn) -> None:
         self.comment(e)
-        special = getattr(self, f"_op_{e.op}", None)
-        if special is not None:
-            special(e)
-        elif e.op in OPS:
-            self.emit_call(e, f'run("{e.op}", ')
-        else:
-            raise LoweringError(
-                f"The CUDA backend has no lowering for the op '{e.op}' (at {e.loc}); call "
-                f"this function under `with tf.device('/cpu:0'):` to run it on the CPU.")
+        LOWER.emit(self, e)
 
     def emit_call(self, e: Eqn, head: str) -> None:
         """``outputs = head[operands], site)``: ``head`` opens a call of ``run`` or of a runtime
@@ -196,8 +202,12 @@ class _Codegen(SourceEmitter):
 
     # ------------------------------------------------------------------ fused kernels
 
-    def emit_fused(self, group: Sequence[Eqn], inside: set, uses: dict) -> None:
-        for e in group:
+    def emit_fused(self, group: Sequence[Eqn], inside: set, uses: dict,
+                   commented: bool = False) -> None:
+        """One kernel launch computing ``group`` (see :func:`group_size`), its values used
+        outside the positions ``inside`` stored (``commented``: the caller wrote the IR
+        comments)."""
+        for e in group if not commented else ():
             self.comment(e)
         keep = [e.outputs[0] for e in group if uses.get(e.outputs[0].uid, set()) - inside]
         if not keep:
@@ -271,52 +281,7 @@ class _Codegen(SourceEmitter):
                 [_DECORATOR, f"def {name}({', '.join(params)}):", *lines]))
         return name
 
-    # ------------------------------------------------------------------ structural ops
-
-    def _op_const(self, e: Eqn) -> None:
-        self.env[e.outputs[0].uid] = self.const(dict(e.attrs)["value"],
-                                                e.outputs[0].type.dtype)
-
-    def _op_read(self, e: Eqn) -> None:
-        name = self.fresh(e.outputs[0].hint)
-        self.line(f"{name} = {self.slots[e.inputs[0].uid]}")
-        self.env[e.outputs[0].uid] = name
-
-    def _op_assign(self, e: Eqn) -> None:
-        ref, value = e.inputs
-        slot = self.slots[ref.uid]
-        mode = dict(e.attrs)["mode"]
-        var_t = ref.type
-        if mode in ("add", "sub"):
-            # old (+|-) value, through a fused kernel (typed, broadcasting).
-            old = Value(var_t, "old")
-            self.env[old.uid] = slot
-            new = Value(var_t, "new")
-            op = "add" if mode == "add" else "subtract"
-            self.emit_fused([Eqn(op, (old, value), (new,), loc=e.loc)], {0}, {new.uid: {1}})
-            value = new
-        src = self.operand(value)
-        v_shape = value.type.shape
-        if v_shape is not None and var_t.shape is not None and len(v_shape) == len(var_t.shape):
-            for k, d in enumerate(var_t.shape):
-                if d is not None and v_shape[k] != d:
-                    message = (f"assign: cannot assign a value of a different shape to a "
-                               f"variable of shape {list(var_t.shape)}\n  at {e.loc}")
-                    with self.w.block(f"if {src}.shape[{k}] != {d}:"):
-                        self.line(f"rt.fail({message!r})")
-            target = TensorType(var_t.dtype, v_shape)
-        elif v_shape == () and var_t.shape is not None and None not in var_t.shape:
-            target = var_t   # a scalar fills the variable
-        else:
-            raise LoweringError(
-                f"assign: cannot assign a value of shape {v_shape} to a variable of shape "
-                f"{var_t.shape} (at {e.loc}).")
-        if target != value.type:   # convert (dtype) or fill (shape) with a fused cast
-            new = Value(target, "new")
-            self.emit_fused([Eqn("cast", (value,), (new,), loc=e.loc)], {0}, {new.uid: {1}})
-            src = self.operand(new)
-        self.line(f"{slot} = {src}")
-        self.assigned[slot] = None
+    # ------------------------------------------------------------------ host control flow
 
     def predicate(self, x: Value | Literal) -> str:
         """Host code testing the boolean ``x`` (the one copy a cond or while test costs)."""
@@ -325,73 +290,6 @@ class _Codegen(SourceEmitter):
         if self.checks:   # values computed after a failed check must not steer control flow
             self.line("rt.raise_if_error(err, _MESSAGES)")
         return f"rt.predicate({self.operand(x)})"
-
-    def _op_cond(self, e: Eqn) -> None:
-        outs = [self.fresh(o.hint or "r") for o in e.outputs]
-        test = self.predicate(e.inputs[0])
-        for branch, header in zip(e.regions, (f"if {test}:", "else:")):
-            with self.w.block(header):
-                results = self.emit_region(branch, e.inputs[1:])
-                for name, r in zip(outs, results):
-                    self.line(f"{name} = {r}")
-        for o, name in zip(e.outputs, outs):
-            self.env[o.uid] = name
-
-    def _op_while(self, e: Eqn) -> None:
-        n = dict(e.attrs)["carry"]
-        cond, body = e.regions
-        # A carried buffer the body overwrites one row of (a TensorArray, a loop gradient's
-        # stack) and nothing else sees is copied once here, then written in place.
-        owned = rows_written_in_place(body, n, fusible)
-        self.inplace.update(id(u) for u in owned.values())
-        carry = []
-        for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
-            name = self.fresh(o.hint or "c")
-            value = self.operand(init)
-            self.line(f"{name} = rt.copy({value})" if k in owned else f"{name} = {value}")
-            carry.append(name)
-            self.env[o.uid] = name
-        with self.w.block("while True:"):
-            carried = [Value(o.type, None) for o in e.outputs]
-            for v, name in zip(carried, carry):
-                self.env[v.uid] = name
-            args = carried + list(e.inputs[n:])
-            self.emit_region(cond, args)
-            with self.w.block(f"if not {self.predicate(cond.results[0])}:"):
-                self.line("break")
-            results = self.emit_region(body, args)
-            if carry:
-                self.line(f"{', '.join(carry)} = {', '.join(results)}")
-
-    def _op_row_update(self, e: Eqn) -> None:
-        in_place = id(e) in self.inplace   # see _op_while
-        self.emit_call(e, "rt.row_update_in_place(" if in_place else 'run("row_update", ')
-
-    def _op_call(self, e: Eqn) -> None:
-        results = self.emit_region(e.regions[0], e.inputs)
-        for o, r in zip(e.outputs, results):
-            self.env[o.uid] = r
-
-    def _op_print(self, e: Eqn) -> None:
-        values = tuple_text(self.operand(x) for x in e.inputs)
-        self.line(f"rt.host_print({self.site(dict(e.attrs), e.loc)}, {values})")
-
-    def _op_assert(self, e: Eqn) -> None:
-        self.line(f"rt.host_assert({self.operand(e.inputs[0])}, "
-                  f"{self.site(dict(e.attrs), e.loc)})")
-
-    def _op_py_function(self, e: Eqn) -> None:
-        specs = tuple((o.type.dtype.np.name, None if o.type.shape is None else o.type.rank)
-                      for o in e.outputs)
-        names = [self.fresh(o.hint or "py") for o in e.outputs]
-        values = tuple_text(self.operand(x) for x in e.inputs)
-        if self.ref_slots:  # Python code may read the variables: give them their values now
-            pairs = tuple_text(f"({i}, {slot})" for i, slot in self.ref_slots)
-            self.line(f"rt.sync_variables({pairs})")
-        call = f"rt.call_host({self.site(dict(e.attrs), e.loc, specs)}, {values})"
-        self.line(f"{tuple_text(names)} = {call}" if names else call)
-        for o, n in zip(e.outputs, names):
-            self.env[o.uid] = n
 
 
 def group_size(eqns: Sequence[Eqn], i: int) -> int:
