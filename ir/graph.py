@@ -14,6 +14,7 @@ from typing import Any, Iterator, Sequence, Union
 import numpy as np
 
 from stagecraft.ir import dtypes as dt
+from stagecraft.ir.ops.structural import STRUCTURAL, names_where
 from stagecraft.ir.types import TensorType
 
 _ids = itertools.count()
@@ -50,11 +51,11 @@ class Literal:
 
 Operand = Union[Value, Literal]
 
-# Equations that are not primitives of the op table. Stateful ones are never pruned and keep
-# their relative order.
-CONTROL_OPS = frozenset({"cond", "while", "call"})
-STATEFUL_OPS = frozenset({"read", "assign", "print", "py_function", "assert"})
-STRUCTURAL_OPS = frozenset({"const", "capture"}) | CONTROL_OPS | STATEFUL_OPS
+# Equations that are not primitives of the op table, by property (their one table:
+# ir/ops/structural.py). Stateful ones are never pruned and keep their relative order.
+CONTROL_OPS = frozenset(n for n, r in STRUCTURAL.items() if r.regions)
+STATEFUL_OPS = names_where(stateful=True)
+STRUCTURAL_OPS = frozenset(STRUCTURAL)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -22,13 +22,14 @@ import numpy as np
 
 from stagecraft.ir.dtypes import DType
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
+from stagecraft.ir.ops.structural import STRUCTURAL
 from stagecraft.ir.placeholders import DigestArray
 from stagecraft.ir.shapes import format_dims
 from stagecraft.ir.types import TensorType
 
 INLINE_CONST_MAX = 16  # constants with more elements print as a digest
 
-REGION_LABELS = {"cond": ("then", "else"), "while": ("cond", "body"), "call": ("fn",)}
+REGION_LABELS = {n: r.regions for n, r in STRUCTURAL.items() if r.regions}
 
 
 def format_type(t: TensorType, ref: bool = False) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.ops import OPS
+from stagecraft.ir.ops.structural import STRUCTURAL
 from stagecraft.ir.placeholders import DigestArray
 from stagecraft.ir.types import TensorType
 
@@ -287,13 +288,10 @@ MAX_DIM = 2 ** 62  # larger dims cannot be the size of any real array
 _DTYPES = {d.short: d for d in dt.ALL}  # the spellings ``dumps`` writes, and only those
 _NP_SCALARS = frozenset(d.np.name for d in dt.ALL)
 _SPECIAL_FLOATS = frozenset(("nan", "inf", "-inf"))
-# Attributes of the non-primitive equations (the primitives' come from the op table).
-STRUCTURAL_ATTRS: dict[str, frozenset] = {
-    "const": frozenset({"value"}), "capture": frozenset(), "read": frozenset(),
-    "assign": frozenset({"mode"}), "cond": frozenset(), "while": frozenset({"carry"}),
-    "call": frozenset({"name"}), "assert": frozenset({"message"}),
-    "print": frozenset({"template", "sep", "end", "stream", "summarize"}),
-}
+# Attributes of the non-primitive equations that can be written (the primitives' come from the
+# op table, these from the structural ops' table).
+STRUCTURAL_ATTRS: dict[str, frozenset] = {n: frozenset(r.attrs) for n, r in STRUCTURAL.items()
+                                          if r.serializable}
 # The attributes whose values may hold strings (data only: never pasted into source).
 STRING_ATTRS = frozenset({"mode", "spec", "name", "message", "template", "sep", "end",
                           "stream"})

@@ -14,14 +14,14 @@ from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import VerificationError
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.ops import OPS
+from stagecraft.ir.ops.structural import STRUCTURAL, names_where
 from stagecraft.ir.printer import REGION_LABELS, Printout, print_lines
 from stagecraft.ir.types import TensorType
 
 CONTEXT_LINES = 5  # printed IR lines shown before and after the failing one
-_REF_OPERAND_OPS = frozenset({"read", "assign", "cond", "while", "call"})
+_REF_OPERAND_OPS = names_where(takes_refs=True)
 # The non-primitive equations tracing produces, each checked by ``_Verifier.check_<op>``.
-_STRUCTURAL = frozenset({"const", "capture", "read", "assign", "print", "assert", "py_function",
-                         "cond", "while", "call"})
+_STRUCTURAL = frozenset(STRUCTURAL)
 
 
 def verify(graph: Graph) -> None:
@@ -164,12 +164,12 @@ class _Verifier:
             if isinstance(x, Value) and x.ref and e.op not in _REF_OPERAND_OPS:
                 self.fail(e, f"operand {k} ({self.name(x)}) is a variable reference; only "
                              f"read, assign, cond, while and call take references")
-        if e.op != "capture":
+        if not (e.op in STRUCTURAL and STRUCTURAL[e.op].makes_refs):
             for o in e.outputs:
                 if o.ref:
                     self.fail(e, f"output {self.name(o)} is a variable reference; only capture "
                                  f"produces references")
-        if e.regions and e.op not in ("cond", "while", "call"):
+        if e.regions and not (e.op in STRUCTURAL and STRUCTURAL[e.op].regions):
             self.fail(e, f"has {len(e.regions)} region(s); only cond, while and call have regions")
         if e.op in OPS:
             self.check_primitive(e)

@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Callable
 
 from stagecraft.ir.graph import Eqn, Graph, Value
+from stagecraft.ir.ops import OPS
 
-# Ops whose generated code never returns a view of an input (their results are fresh arrays
-# or scalars) on either backend, so reading a buffer with them before overwriting it in place
-# is safe.
-COPYING = frozenset(("strided_slice", "gather", "matmul", "reduce_sum", "reduce_max",
-                     "reduce_min", "reduce_mean", "reduce_prod"))
+# Ops whose generated code never returns a view of an input on either backend (the op table's
+# ``copying`` property), so reading a buffer with them before overwriting it in place is safe.
+COPYING = frozenset(name for name, op in OPS.items() if op.copying)
 
 
 def rows_written_in_place(body: Graph, n: int,

@@ -52,7 +52,7 @@ def _matmul_examples(rng, d):
 matmul_op = OpDef(
     name="matmul", kind=Kind.LINALG, inputs=("a", "b"), attrs=("transpose_a", "transpose_b"),
     infer=_matmul_infer, kernel=_matmul_kernel, dtypes=dt.NUMERIC, unify=(0, 1),
-    examples=_matmul_examples,
+    examples=_matmul_examples, copying=True,
     doc="Matrix product of the last two dimensions; leading (batch) dimensions broadcast.")
 
 

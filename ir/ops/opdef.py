@@ -42,6 +42,12 @@ class OpDef:
     NumPy reference implementation and returns one array (or a tuple when ``num_outputs > 1``).
     ``dtypes`` are the dtypes accepted by the inputs listed in ``unify`` (which must all share
     one dtype; Python scalars passed there adopt it; ``"all"`` means every input).
+
+    Properties that passes and backends ask by op name (the structural ops keep theirs in
+    ``ir/ops/structural.py``): ``stateful`` ops are never pruned and keep their order;
+    ``copying`` ops compute a fresh result that never aliases an input on any backend, so a
+    loop that reads a buffer only through them (or elementwise code) may then overwrite that
+    buffer in place (``backends/codegen/inplace_rows.py``).
     """
 
     name: str
@@ -58,6 +64,7 @@ class OpDef:
     variadic: bool = False
     num_outputs: int = 1
     stateful: bool = False
+    copying: bool = False
     # Derived in __post_init__ for bind's hot path: unified input indices, allowed NumPy dtypes.
     unify_indices: tuple[int, ...] = field(init=False, default=())
     np_dtypes: frozenset = field(init=False, default=frozenset())

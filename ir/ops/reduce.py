@@ -26,7 +26,7 @@ def reduced_dims(shape: Dims, axes: tuple[int, ...] | None, keepdims: bool) -> D
 
 
 def reduction(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo: float = -2.0,
-              hi: float = 2.0) -> OpDef:
+              hi: float = 2.0, copying: bool = False) -> OpDef:
     """A reduction with attributes ``axes`` (tuple of ints or None = all) and ``keepdims``."""
     def infer(types, axes, keepdims, _op=name):
         d = check_unified(_op, ("input_tensor",), types, (0,), dtypes)
@@ -42,7 +42,7 @@ def reduction(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *,
 
     return OpDef(name=name, kind=Kind.REDUCE, inputs=("input_tensor",), attrs=("axes", "keepdims"),
                  infer=infer, kernel=run, dtypes=tuple(dtypes), unify=(0,), examples=examples,
-                 doc=doc)
+                 doc=doc, copying=copying)
 
 
 def _mean(x, axes, keepdims):
@@ -72,17 +72,19 @@ def _highest(d):
 N, B = dt.NUMERIC, (dt.bool_,)
 reduce_sum_op = reduction(
     "reduce_sum", lambda x, a, k: np.sum(x, axis=a, keepdims=k, dtype=x.dtype), N,
-    "Sum over `axis` (all axes when None).")
+    "Sum over `axis` (all axes when None).", copying=True)
 reduce_mean_op = reduction("reduce_mean", _mean, N,
-                           "Mean over `axis`; integer means truncate toward zero like TensorFlow.")
+                           "Mean over `axis`; integer means truncate toward zero like TensorFlow.",
+                           copying=True)
 reduce_max_op = reduction("reduce_max", _extreme(np.max, _lowest), N,
-                          "Maximum over `axis`; an empty reduction gives the dtype's lowest value.")
+                          "Maximum over `axis`; an empty reduction gives the dtype's lowest value.",
+                          copying=True)
 reduce_min_op = reduction("reduce_min", _extreme(np.min, _highest), N,
                           "Minimum over `axis`; an empty reduction gives the dtype's highest "
-                          "value.")
+                          "value.", copying=True)
 reduce_prod_op = reduction(
     "reduce_prod", lambda x, a, k: np.prod(x, axis=a, keepdims=k, dtype=x.dtype), N,
-    "Product over `axis`.", lo=0.5, hi=1.5)
+    "Product over `axis`.", lo=0.5, hi=1.5, copying=True)
 reduce_all_op = reduction("reduce_all", lambda x, a, k: np.all(x, axis=a, keepdims=k), B,
                           "Logical AND over `axis`.")
 reduce_any_op = reduction("reduce_any", lambda x, a, k: np.any(x, axis=a, keepdims=k), B,

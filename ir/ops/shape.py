@@ -379,7 +379,8 @@ def _gather_examples(rng, d):
 gather_op = shape_op_def(
     "gather", ("params", "indices"), ("axis", "batch_dims"), _gather_infer, _gather_kernel,
     _gather_examples,
-    "Picks slices of `params` along `axis` at `indices`; out-of-range indices raise.")
+    "Picks slices of `params` along `axis` at `indices`; out-of-range indices raise.",
+    copying=True)
 
 
 # -------------------------------------------------------------------------- row_update

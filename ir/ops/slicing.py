@@ -106,7 +106,7 @@ def _slice_examples(rng, d):
 strided_slice_op = OpDef(
     name="strided_slice", kind=Kind.SHAPE, inputs=("input", "indices"), attrs=("spec",),
     infer=_slice_infer, kernel=_slice_kernel, dtypes=dt.ALL, unify=(0,),
-    examples=_slice_examples, variadic=True,
+    examples=_slice_examples, variadic=True, copying=True,
     doc="NumPy basic indexing: ints, slices with steps, newaxis and ellipsis.")
 
 
