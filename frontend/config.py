@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import types
 
-from stagecraft.device import (LogicalDevice, PhysicalDevice, get_device_policy,
+from stagecraft.devices.device import (LogicalDevice, PhysicalDevice, get_device_policy,
                                get_soft_device_placement, list_logical_devices,
                                list_physical_devices, set_device_policy,
                                set_soft_device_placement)

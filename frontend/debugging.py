@@ -1,4 +1,4 @@
 """``stagecraft.debugging``: runtime assertions."""
-from stagecraft.logging_ops import Assert, assert_equal, assert_non_negative
+from stagecraft.ops.logging_ops import Assert, assert_equal, assert_non_negative
 
 __all__ = ["Assert", "assert_equal", "assert_non_negative"]

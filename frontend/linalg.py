@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagecraft.array_ops import eye
-from stagecraft.bind import bind
+from stagecraft.ops.array_ops import eye
+from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
-from stagecraft.math_ops import matmul
-from stagecraft.tensor import Tensor
+from stagecraft.ops.math_ops import matmul
+from stagecraft.eager.tensor import Tensor
 
 
 def diag(diagonal: Any, name: str = "diag") -> Tensor:
@@ -27,8 +27,8 @@ def diag_part(input: Any, name: str = "diag_part") -> Tensor:  # noqa: A002
 
 def matrix_transpose(a: Any, name: str = "matrix_transpose") -> Tensor:
     """Swaps the last two dimensions."""
-    from stagecraft.array_ops import transpose
-    from stagecraft.convert import convert_to_tensor
+    from stagecraft.ops.array_ops import transpose
+    from stagecraft.eager.conversion import convert_to_tensor
     a = convert_to_tensor(a)
     perm = list(range(a.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]

@@ -1,7 +1,7 @@
 """``stagecraft.random``: seeded, reproducible random tensors; stateless ops and
 ``Generator``."""
-from stagecraft.random_ops import normal, set_seed, truncated_normal, uniform
-from stagecraft.random_generator import (Generator, get_global_generator, set_global_generator,
+from stagecraft.ops.random_ops import normal, set_seed, truncated_normal, uniform
+from stagecraft.state.random_generator import (Generator, get_global_generator, set_global_generator,
                                          stateless_normal, stateless_truncated_normal,
                                          stateless_uniform)
 

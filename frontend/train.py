@@ -8,11 +8,11 @@ functions that inspect checkpoint files.
 >>> _ = v.assign(5.0); _ = ckpt.restore(path).assert_consumed(); float(v.numpy())
 1.0
 """
-from stagecraft.checkpoint.checkpoint import Checkpoint
-from stagecraft.checkpoint.manager import CheckpointManager
-from stagecraft.checkpoint.reader import CheckpointReader, list_variables, load_checkpoint
-from stagecraft.checkpoint.restore import CheckpointLoadStatus, InitializationOnlyStatus
-from stagecraft.checkpoint.state import latest_checkpoint
+from stagecraft.state.checkpoint.checkpoint import Checkpoint
+from stagecraft.state.checkpoint.manager import CheckpointManager
+from stagecraft.state.checkpoint.reader import CheckpointReader, list_variables, load_checkpoint
+from stagecraft.state.checkpoint.restore import CheckpointLoadStatus, InitializationOnlyStatus
+from stagecraft.state.checkpoint.state import latest_checkpoint
 
 __all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "CheckpointReader",
            "InitializationOnlyStatus", "latest_checkpoint", "list_variables", "load_checkpoint"]

@@ -12,7 +12,6 @@ if ctypes.util.find_library("cuda") is None:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import functools
-import importlib
 from typing import Callable, Iterator
 
 import pytest
@@ -24,9 +23,11 @@ os.environ.setdefault("STAGECRAFT_BACKEND", "reference")
 NUMBA_MODULES = ("test_numba_backend", "test_function", "test_control_flow", "test_py_function", "test_tensor_array",
                  "test_reference_behaviours", "test_module", "test_variables")
 
+from stagecraft.devices import device
 from stagecraft.ir.graph import Graph
 from stagecraft.ir.parser import parse
 from stagecraft.ir.verify import verify
+from stagecraft.staging import function, tracing
 
 
 def check_graph(graph: Graph) -> None:
@@ -43,16 +44,16 @@ def check_graph(graph: Graph) -> None:
 
 _WRAPPER = """
 def traced(*args, **kwargs):
-    concrete = trace(*args, **kwargs)
-    check_graph(concrete.graph)
-    return concrete
+    result = trace(*args, **kwargs)
+    check_graph(result.graph)
+    return result
 """
 
 
 def _checked(trace: Callable) -> Callable:
     # Defined with a stagecraft module name so that ``user_location`` (which blames the first
     # frame outside stagecraft) skips this wrapper, as it skips the real ``trace``.
-    namespace: dict = {"__name__": "stagecraft.function", "trace": trace,
+    namespace: dict = {"__name__": "stagecraft.staging.tracing", "trace": trace,
                        "check_graph": check_graph}
     exec(compile(_WRAPPER, __file__, "exec"), namespace)
     traced = functools.wraps(trace)(namespace["traced"])
@@ -62,9 +63,9 @@ def _checked(trace: Callable) -> Callable:
 
 @pytest.fixture(autouse=True)
 def _verify_every_trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    module = importlib.import_module("stagecraft.function")  # the module, not tf.function
-    if not getattr(module.trace, "__wrapped_for_checks__", False):
-        monkeypatch.setattr(module, "trace", _checked(module.trace))
+    # Every trace (of a Function, and of a staged call's backward pass) goes through it.
+    if not getattr(tracing.trace_graph, "__wrapped_for_checks__", False):
+        monkeypatch.setattr(tracing, "trace_graph", _checked(tracing.trace_graph))
     yield
 
 
@@ -76,7 +77,6 @@ GPU_MODULES = ("test_function", "test_control_flow", "test_py_function", "test_t
 
 
 def _gpu_available() -> bool:
-    device = importlib.import_module("stagecraft.device")  # tf.device is the context manager
     return device.gpu_kind() != "none"
 
 
@@ -97,7 +97,7 @@ def _placement(request: pytest.FixtureRequest) -> str:
 def _fresh_retrace_monitor() -> None:
     """Each test starts with no retracing history: the monitor counts calls per code object,
     and the two placements of one test share their code objects."""
-    monitor = importlib.import_module("stagecraft.function")._MONITOR
+    monitor = function._MONITOR
     monitor.history.clear()
     monitor.warnings.clear()
 

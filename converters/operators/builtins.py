@@ -7,8 +7,8 @@ import builtins
 import sys
 from typing import Any
 
-from stagecraft.context import STATE
-from stagecraft.graph_tensor import GraphTensor
+from stagecraft.eager.context import STATE
+from stagecraft.staging.graph_tensor import GraphTensor
 
 _NO_BASE = object()
 
@@ -16,7 +16,7 @@ _NO_BASE = object()
 def abs_(x: Any) -> Any:
     """``abs(x)``: ``tf.abs`` for a symbolic tensor (the magnitude of a complex one)."""
     if isinstance(x, GraphTensor):
-        from stagecraft.math_ops import abs as tf_abs
+        from stagecraft.ops.math_ops import abs as tf_abs
         return tf_abs(x)
     return builtins.abs(x)
 
@@ -26,7 +26,7 @@ def float_(x: Any = 0.0) -> Any:
     AutoGraph does; Python's ``float`` otherwise (an eager scalar tensor gives its value)."""
     if isinstance(x, GraphTensor):
         from stagecraft.ir import dtypes
-        from stagecraft.math_ops import cast
+        from stagecraft.ops.math_ops import cast
         return x if x.dtype == dtypes.float64 else cast(x, dtypes.float32)
     return builtins.float(x)
 
@@ -40,7 +40,7 @@ def int_(x: Any = 0, base: Any = _NO_BASE) -> Any:
             raise TypeError(f"int() can't convert non-string with explicit base: x is a "
                             f"tensor, so drop base={base!r} (int(x) casts it to int32).")
         from stagecraft.ir import dtypes
-        from stagecraft.math_ops import cast
+        from stagecraft.ops.math_ops import cast
         return x if x.dtype == dtypes.int64 else cast(x, dtypes.int32)
     return builtins.int(x) if base is _NO_BASE else builtins.int(x, base)
 
@@ -54,7 +54,7 @@ def len_(x: Any) -> Any:
                             "dimension.")
         if x.shape.rank is not None and x.shape[0] is not None:
             return builtins.int(x.shape[0])
-        from stagecraft.array_ops import shape
+        from stagecraft.ops.array_ops import shape
         return shape(x)[0]
     if hasattr(x, "size") and hasattr(x, "stack") and hasattr(x, "_nest_components"):
         return x.size()  # a TensorArray
@@ -67,7 +67,7 @@ def print_(*args: Any, **kwargs: Any) -> None:
     values: a Python side effect)."""
     tracing = STATE.get().graph is not None
     if tracing and any(isinstance(a, GraphTensor) or hasattr(a, "read_value") for a in args):
-        from stagecraft.logging_ops import print_ as tf_print
+        from stagecraft.ops.logging_ops import print_ as tf_print
         stream = kwargs.get("file") or sys.stdout
         tf_print(*args, output_stream=stream, sep=kwargs.get("sep") or " ",
                  end=kwargs.get("end") if kwargs.get("end") is not None else "\n")
@@ -78,8 +78,8 @@ def print_(*args: Any, **kwargs: Any) -> None:
 def range_(*args: Any) -> Any:
     """``range``: ``tf.range`` for symbolic bounds (a ``for`` over it is staged without
     materializing it), Python's ``range`` otherwise (eager tensors give their values)."""
-    from stagecraft.tensor import Tensor
+    from stagecraft.eager.tensor import Tensor
     if any(isinstance(a, GraphTensor) for a in args):
-        from stagecraft.array_ops import range as tf_range
+        from stagecraft.ops.array_ops import range as tf_range
         return tf_range(*args)
     return builtins.range(*[builtins.int(a) if isinstance(a, Tensor) else a for a in args])

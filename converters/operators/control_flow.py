@@ -11,20 +11,22 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stagecraft import control_flow as _cf
-from stagecraft.context import STATE
-from stagecraft.convert import convert_to_tensor
-from stagecraft import nest
+from stagecraft.staging.cond import emit_cond
+from stagecraft.staging.regions import Region
+from stagecraft.staging.while_loop import while_loop
+from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager import nest
 from stagecraft.converters.operators import trace_report as _report
 from stagecraft.converters.operators.variables import (RETURN_VALUE, Undefined,
                                                        UndefinedReturnValue, is_undefined)
-from stagecraft.func_graph import FuncGraph, building
-from stagecraft.graph_tensor import GraphTensor
+from stagecraft.staging.func_graph import FuncGraph, building
+from stagecraft.staging.graph_tensor import GraphTensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.graph import Value
 from stagecraft.ir.shapes import most_specific_common
 from stagecraft.ir.types import TensorType
-from stagecraft.tensor import Tensor
+from stagecraft.eager.tensor import Tensor
 
 
 def _tensorlike(v: Any) -> bool:
@@ -73,8 +75,8 @@ def if_stmt(cond: Any, body: Callable, orelse: Callable, get_state: Callable,
     merged = _Merge(then_g, else_g, loc)
     final = [merged.value(name, a, b) for name, a, b in zip(names, then_vals, else_vals)]
     if merged.types or then_g.builder.eqns or else_g.builder.eqns:
-        outs = _cf.emit_cond(fg, cond, _cf.Region(then_g, None, merged.then_results),
-                             _cf.Region(else_g, None, merged.else_results), merged.types)
+        outs = emit_cond(fg, cond, Region(then_g, None, merged.then_results),
+                         Region(else_g, None, merged.else_results), merged.types)
     else:
         outs = []
     set_state([nest.map_structure(lambda s: outs[s.index] if isinstance(s, _Out) else s, v)
@@ -315,13 +317,13 @@ def _staged_while(first: GraphTensor, test: Callable, body: Callable, get_state:
     invariants = ([[]] if counted else []) + [
         given.get(id(t), composite.get(id(t), t.shape))
         for t in flat]
-    result = _cf.while_loop(cond_fn, body_fn, loop_vars, shape_invariants=invariants,
-                            maximum_iterations=(opts or {}).get("maximum_iterations"),
-                            _names=(["iteration"] if counted else []) + tensor_names)
+    result = while_loop(cond_fn, body_fn, loop_vars, shape_invariants=invariants,
+                        maximum_iterations=(opts or {}).get("maximum_iterations"),
+                        _names=(["iteration"] if counted else []) + tensor_names)
     result = list(result) if isinstance(result, (list, tuple)) else [result]
     if counted:
-        from stagecraft.logging_ops import emit_assert
-        from stagecraft.math_ops import greater
+        from stagecraft.ops.logging_ops import emit_assert
+        from stagecraft.ops.math_ops import greater
         which = ", ".join(f"'{names[i]}'" for i in must_run)
         emit_assert(greater(result[0], 0),
                     f"The loop at {loc} must iterate at least once to initialize {which}, which "
@@ -379,13 +381,13 @@ def _first_assigned(fg: FuncGraph, body: Callable, set_state: Callable, get_stat
 
 def _unwritten_array(v: Any) -> bool:
     """A TensorArray being traced that has no buffer yet (nothing written, shape unknown)."""
-    from stagecraft.tensor_array import TensorArray
+    from stagecraft.ops.tensor_array import TensorArray
     return isinstance(v, TensorArray) and v._items is None and v._nest_components() is None
 
 
 def _placeholders(scratch: FuncGraph, v: Any) -> Any:
     """``v`` with each tensor-like leaf replaced by a symbolic input of ``scratch``."""
-    from stagecraft.graph_tensor import graph_tensor
+    from stagecraft.staging.graph_tensor import graph_tensor
     if v is None or is_undefined(v) or isinstance(v, UndefinedReturnValue):
         return v
     leaves = nest.flatten(v)
@@ -402,7 +404,7 @@ def _placeholders(scratch: FuncGraph, v: Any) -> Any:
 
 
 def _zeros(x: Any, name: str, loc: str) -> Tensor:
-    from stagecraft.array_ops import zeros
+    from stagecraft.ops.array_ops import zeros
     t = x if isinstance(x, Tensor) else convert_to_tensor(x)
     if not t.shape.is_fully_defined():
         raise ValueError(f"'{name}' is first assigned inside the loop at {loc} with shape "
@@ -423,7 +425,7 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, get_sta
         if spec is not None:
             _staged_range(*spec, None, extra_test, body, get_state, set_state, names, loc, opts)
             return
-        from stagecraft.array_ops import shape
+        from stagecraft.ops.array_ops import shape
         _staged_range(convert_to_tensor(0), shape(iterable)[0], convert_to_tensor(1), iterable,
                       extra_test, body, get_state, set_state, names, loc, opts)
         return
@@ -454,7 +456,7 @@ def _range_operands(t: GraphTensor) -> tuple | None:
         if any(o.uid == t._node.uid for o in eqn.outputs):
             if eqn.op != "range":
                 return None
-            from stagecraft.graph_tensor import graph_tensor
+            from stagecraft.staging.graph_tensor import graph_tensor
             return tuple(graph_tensor(x, fg) if isinstance(x, Value) else
                          convert_to_tensor(x.type.dtype.np.type(x.value)) for x in eqn.inputs)
     return None
@@ -463,7 +465,7 @@ def _range_operands(t: GraphTensor) -> tuple | None:
 def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: Callable | None,
                   body: Callable, get_state: Callable, set_state: Callable,
                   names: Sequence[str], loc: str, opts: dict | None = None) -> None:
-    from stagecraft.math_ops import add, cast, greater, less, logical_and, where
+    from stagecraft.ops.math_ops import add, cast, greater, less, logical_and, where
     start = start if isinstance(start, Tensor) else convert_to_tensor(start)
     dtype = start.dtype
     limit = cast(limit, dtype)

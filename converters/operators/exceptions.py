@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from stagecraft.converters.operators.variables import is_undefined
-from stagecraft.graph_tensor import GraphTensor
+from stagecraft.staging.graph_tensor import GraphTensor
 
 
 def assert_stmt(test: Any, msg: Callable[[], Any] | None = None, what: str | None = None) -> None:
@@ -41,8 +41,8 @@ def assert_stmt(test: Any, msg: Callable[[], Any] | None = None, what: str | Non
             raise AssertionError(msg())
         return
     from stagecraft.ir import dtypes
-    from stagecraft.logging_ops import emit_assert
-    from stagecraft.math_ops import not_equal, reduce_all
+    from stagecraft.ops.logging_ops import emit_assert
+    from stagecraft.ops.math_ops import not_equal, reduce_all
     if test.dtype != dtypes.bool_:
         test = not_equal(test, 0)  # Python truthiness of a number: nonzero
     if test.shape.rank not in (0, None):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from stagecraft import control_flow as _cf
+from stagecraft.staging.cond import cond as _cond
 from stagecraft.converters.operators.variables import is_undefined
-from stagecraft.graph_tensor import GraphTensor
+from stagecraft.staging.graph_tensor import GraphTensor
 
 
 def _value(x: Any) -> Any:
@@ -19,7 +19,7 @@ def and_(a: Callable[[], Any], b: Callable[[], Any]) -> Any:
     """``a() and b()``: ``b`` runs only if needed (a staged cond when ``a()`` is symbolic)."""
     x = _value(a())
     if isinstance(x, GraphTensor):
-        return _cf.cond(x, b, lambda: x)
+        return _cond(x, b, lambda: x)
     return x and _value(b())
 
 
@@ -27,7 +27,7 @@ def or_(a: Callable[[], Any], b: Callable[[], Any]) -> Any:
     """``a() or b()``, lazily."""
     x = _value(a())
     if isinstance(x, GraphTensor):
-        return _cf.cond(x, lambda: x, b)
+        return _cond(x, lambda: x, b)
     return x or _value(b())
 
 
@@ -35,7 +35,7 @@ def not_(x: Any) -> Any:
     """``not x`` (elementwise logical_not for symbolic tensors)."""
     x = _value(x)
     if isinstance(x, GraphTensor):
-        from stagecraft.math_ops import logical_not
+        from stagecraft.ops.math_ops import logical_not
         return logical_not(x)
     return not x
 
@@ -44,7 +44,7 @@ def if_exp(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], Any]) -
     """``if_true() if cond else if_false()`` (a staged cond when ``cond`` is symbolic)."""
     cond = _value(cond)
     if isinstance(cond, GraphTensor):
-        return _cf.cond(cond, if_true, if_false)
+        return _cond(cond, if_true, if_false)
     return if_true() if cond else if_false()
 
 
@@ -66,7 +66,7 @@ def compare_chain(left: Any, pairs: tuple) -> Any:
         if result is None:
             result = link
         elif isinstance(result, GraphTensor) or isinstance(link, GraphTensor):
-            from stagecraft.math_ops import logical_and
+            from stagecraft.ops.math_ops import logical_and
             result = logical_and(result, link)
         else:
             result = result and link

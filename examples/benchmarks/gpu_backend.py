@@ -47,7 +47,7 @@ from cpu_backend import (FULL, QUICK, WORKLOADS, Sizes, Workload, _arrays, _fmt,
 from timing import batches, benchmark_parser, time_ms
 import stagecraft as tf
 from stagecraft import backends
-from stagecraft.device import gpu_kind
+from stagecraft.devices.device import gpu_kind
 
 GPU_WORKLOADS = ("l2hmc", "rnn_forward", "rnn_backward")
 VARIANTS = ("eager_gpu", "staged_gpu", "staged_cpu")

@@ -26,7 +26,7 @@ os.environ.setdefault("STAGECRAFT_BACKEND", "reference")
 import numpy as np  # noqa: E402
 
 import stagecraft as tf  # noqa: E402
-from stagecraft.checkpoint import format as fmt  # noqa: E402
+from stagecraft.state.checkpoint import format as fmt  # noqa: E402
 
 SIZE = 1 << 18  # float32 elements: 1 MB per version
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from stagecraft import math_ops as _m
-from stagecraft import nn_ops as _nn
-from stagecraft.convert import convert_to_tensor
-from stagecraft.tensor import Tensor
+from stagecraft.ops import math_ops as _m
+from stagecraft.ops import nn_ops as _nn
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
 
 
 def relu(x: Any, alpha: float = 0.0, max_value: float | None = None,

@@ -18,17 +18,17 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from stagecraft import math_ops as _m
-from stagecraft import nest
-from stagecraft.context import STATE
-from stagecraft.convert import convert_to_tensor
+from stagecraft.ops import math_ops as _m
+from stagecraft.eager import nest
+from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import backend, initializers
-from stagecraft.module import Module, _camel_to_snake
-from stagecraft.scopes import init_scope, name_scope
-from stagecraft.tensor import Tensor
-from stagecraft.variables import Variable
+from stagecraft.state.module import Module, _camel_to_snake
+from stagecraft.eager.scopes import init_scope, name_scope
+from stagecraft.eager.tensor import Tensor
+from stagecraft.state.variables import Variable
 
 
 class _WeightList:

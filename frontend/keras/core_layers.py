@@ -4,12 +4,12 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from stagecraft import array_ops as _a
-from stagecraft import math_ops as _m
+from stagecraft.ops import array_ops as _a
+from stagecraft.ops import math_ops as _m
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import activations, initializers
 from stagecraft.keras.base_layer import Layer
-from stagecraft.tensor import Tensor
+from stagecraft.eager.tensor import Tensor
 
 
 class Dense(Layer):

@@ -12,14 +12,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from stagecraft import math_ops as _m
-from stagecraft import array_ops as _a
-from stagecraft.array_ops import _static_dims, fill
-from stagecraft.bind import bind
+from stagecraft.ops import math_ops as _m
+from stagecraft.ops import array_ops as _a
+from stagecraft.ops.array_ops import _static_dims, fill
+from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
-from stagecraft.random_ops import get_seed
-from stagecraft.tensor import Tensor, wrap
+from stagecraft.ops.random_ops import get_seed
+from stagecraft.eager.tensor import Tensor, wrap
 
 # The "global seed" half of the (global, op, counter) triple of a seeded initializer: fixed, so
 # the values depend on the initializer's seed alone (Keras's stateless seeded initializers).

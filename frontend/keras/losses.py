@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from stagecraft import array_ops as _a
-from stagecraft import math_ops as _m
-from stagecraft import nn_ops as _nn
-from stagecraft.convert import convert_to_tensor
+from stagecraft.ops import array_ops as _a
+from stagecraft.ops import math_ops as _m
+from stagecraft.ops import nn_ops as _nn
+from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
-from stagecraft.tensor import Tensor
+from stagecraft.eager.tensor import Tensor
 
 EPSILON = 1e-7  # keras.backend.epsilon()
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from stagecraft import array_ops as _a
-from stagecraft import math_ops as _m
-from stagecraft.convert import convert_to_tensor
+from stagecraft.ops import array_ops as _a
+from stagecraft.ops import math_ops as _m
+from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.keras.base_layer import Layer
-from stagecraft.tensor import Tensor
+from stagecraft.eager.tensor import Tensor
 
 
 def _tensor(x: Any) -> Tensor:

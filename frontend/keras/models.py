@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable
 
-from stagecraft import array_ops as _a
+from stagecraft.ops import array_ops as _a
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras.base_layer import Layer, _accepts
-from stagecraft.scopes import name_scope
-from stagecraft.tensor import Tensor
+from stagecraft.eager.scopes import name_scope
+from stagecraft.eager.tensor import Tensor
 
 
 class Model(Layer):

@@ -18,14 +18,14 @@ import inspect
 import logging
 from typing import Any, Callable, Iterable
 
-from stagecraft import math_ops as _m
-from stagecraft.convert import convert_to_tensor
+from stagecraft.ops import math_ops as _m
+from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.keras import initializers
-from stagecraft.module import Module
-from stagecraft.scopes import init_scope
-from stagecraft.tensor import Tensor
-from stagecraft.variables import Variable
+from stagecraft.state.module import Module
+from stagecraft.eager.scopes import init_scope
+from stagecraft.eager.tensor import Tensor
+from stagecraft.state.variables import Variable
 
 logger = logging.getLogger("stagecraft")
 
@@ -131,7 +131,7 @@ class Optimizer(Module):
     def add_slot(self, var: Variable, slot_name: str, initializer: Any = "zeros") -> Variable:
         """The slot ``slot_name`` of ``var`` (same shape and dtype, non-trainable), created on
         first use. A checkpoint restored before it existed fills it in at creation
-        (``stagecraft.checkpoint.slots.slot_created`` is called, eagerly, for each new slot).
+        (``stagecraft.state.checkpoint.slots.slot_created`` is called, eagerly, for each new slot).
 
         >>> import stagecraft as tf
         >>> v, opt = tf.Variable([1.0, 2.0]), tf.keras.optimizers.SGD()
@@ -154,7 +154,7 @@ class Optimizer(Module):
             slot = Variable(value, trainable=False, name=f"{base}/{slot_name}",
                             dtype=var.dtype)
         self._slots.add(var, slot_name, slot)
-        from stagecraft.checkpoint.slots import slot_created
+        from stagecraft.state.checkpoint.slots import slot_created
         with init_scope():  # a pending checkpoint value is assigned eagerly, not in a trace
             slot_created(self, var, slot_name, slot)
         return slot
@@ -241,7 +241,7 @@ class Optimizer(Module):
         >>> _ = tf.keras.optimizers.SGD(0.25).minimize(lambda: v * v, [v]); float(v)
         1.5
         """
-        from stagecraft.tape import GradientTape
+        from stagecraft.autodiff.tape import GradientTape
         if tape is None:
             if not callable(loss):
                 raise ValueError("minimize: `tape` is required when a `Tensor` loss is passed. "

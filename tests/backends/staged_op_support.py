@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 
 import stagecraft as tf
-from stagecraft.bind import bind
+from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 

@@ -21,8 +21,8 @@ pytest.importorskip("numba")
 import stagecraft as tf  # noqa: E402
 from stagecraft.backends.numba_cpu import LoweringError  # noqa: E402
 from stagecraft.backends.numba_cpu.lowerings import LOWER  # noqa: E402
-from stagecraft.bind import bind  # noqa: E402
-from stagecraft.gradients import VJPS  # noqa: E402
+from stagecraft.eager.bind import bind  # noqa: E402
+from stagecraft.autodiff.vjps import VJPS  # noqa: E402
 from stagecraft.ir import OPS  # noqa: E402
 from stagecraft.ir import dtypes as dt  # noqa: E402
 

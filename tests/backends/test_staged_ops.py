@@ -8,7 +8,7 @@ gives the same values), and the traced output type (shape inference) must agree 
 same holds for traces with unknown dimensions (``TensorSpec([None, ...])``) and unknown ranks
 (``TensorSpec(None)``).
 
-Gradients: for every op with a VJP rule (``stagecraft.gradients.VJPS``) and every float64
+Gradients: for every op with a VJP rule (``stagecraft.autodiff.vjps.VJPS``) and every float64
 example, the gradient of ``sum(out * w)`` through a staged function (tape outside the call, and
 tape inside the traced body) must equal the eager tape's; second order (Hessian-vector
 products with nested tapes around the call) on the first example of each op.
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.bind import bind
-from stagecraft.gradients import VJPS
+from stagecraft.eager.bind import bind
+from stagecraft.autodiff.vjps import VJPS
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 

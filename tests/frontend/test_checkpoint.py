@@ -1,6 +1,5 @@
 """tf.train.Checkpoint semantics (semantics.md §4.1-4.4, checklist 91-100)."""
 import gc
-import importlib
 import logging
 import os
 
@@ -8,7 +7,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.checkpoint import graph as graph_lib
+from stagecraft.state.checkpoint import graph as graph_lib
 from stagecraft.errors import NotFoundError
 
 
@@ -648,7 +647,7 @@ def test_manager_saves_only_every_checkpoint_interval_steps(tmp_path):
 
 
 def test_manager_keeps_one_checkpoint_every_n_hours(tmp_path, monkeypatch):
-    manager_module = importlib.import_module("stagecraft.checkpoint.manager")
+    from stagecraft.state.checkpoint import manager as manager_module
     clock = [1000.0]
     monkeypatch.setattr(manager_module.time, "time", lambda: clock[0])
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)),

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.checkpoint import format as fmt
+from stagecraft.state.checkpoint import format as fmt
 from stagecraft.ir.errors import DataLossError
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.checkpoint import format as fmt
-from stagecraft.checkpoint.format import DataLossError
+from stagecraft.state.checkpoint import format as fmt
+from stagecraft.state.checkpoint.format import DataLossError
 
 
 def first_line(excinfo) -> str:
@@ -263,7 +263,7 @@ def test_bundle_without_object_graph(tmp_path):
 _KILLED_MID_SAVE = """
 import os, sys
 import stagecraft as tf
-from stagecraft.checkpoint import format as fmt
+from stagecraft.state.checkpoint import format as fmt
 v = tf.Variable([1.0, 2.0])
 ckpt = tf.train.Checkpoint(v=v)
 ckpt.save(sys.argv[1])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.checkpoint import slots
+from stagecraft.state.checkpoint import slots
 
 SLOT_KEY = "model/kernel/.OPTIMIZER_SLOT/opt/m/.ATTRIBUTES/VARIABLE_VALUE"
 

@@ -17,7 +17,7 @@ import pytest
 
 import stagecraft as tf
 from stagecraft.ir import durable
-from stagecraft.checkpoint import format as fmt
+from stagecraft.state.checkpoint import format as fmt
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

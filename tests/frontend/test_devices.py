@@ -4,7 +4,6 @@ of semantics.md). Tests marked ``cuda`` need a GPU:0: a real GPU or Numba's CUDA
 (NUMBA_ENABLE_CUDASIM=1, tiny tensors)."""
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import subprocess
@@ -15,8 +14,8 @@ import pytest
 
 import stagecraft as tf
 
-device_module = importlib.import_module("stagecraft.device")  # tf.device is the class
-placement = importlib.import_module("stagecraft.placement")
+from stagecraft.devices import device as device_module  # tf.device is the scope
+from stagecraft.eager import placement
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.array_ops import ShapeArg, normalize_shape
+from stagecraft.ops.array_ops import ShapeArg, normalize_shape
 from stagecraft.errors import InvalidArgumentError
 
 BACKENDS = ["reference", "numba"]

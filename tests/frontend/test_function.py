@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft import trace_cache
+from stagecraft.staging import trace_cache
 from stagecraft.errors import InvalidArgumentError, OperatorNotAllowedInGraphError
 
 

@@ -1,6 +1,6 @@
 """Gradient checks generated from the op table.
 
-For every op with a VJP rule (``stagecraft.gradients.VJPS``) and every float64 example its
+For every op with a VJP rule (``stagecraft.autodiff.vjps.VJPS``) and every float64 example its
 ``OpDef.examples`` produces, the tape gradient of ``sum(out * w)`` (``w`` a fixed random weight,
 so symmetric errors do not cancel) is compared with central finite differences, and the
 Hessian-vector product ``d/dx (grad(x) . v)`` computed with nested tapes is compared with
@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.bind import bind
-from stagecraft.gradients import NOT_DIFFERENTIABLE, VJPS
+from stagecraft.eager.bind import bind
+from stagecraft.autodiff.vjps import NOT_DIFFERENTIABLE, VJPS
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.checkpoint import slots as checkpoint_slots
+from stagecraft.state.checkpoint import slots as checkpoint_slots
 
 keras = tf.keras
 

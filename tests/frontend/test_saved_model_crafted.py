@@ -25,8 +25,8 @@ from stagecraft import backends
 from stagecraft.backends.codegen.source import Namer
 from stagecraft.backends.codegen.source_emitter import comment_text
 from stagecraft.saved_model import CorruptSavedModelError
-from stagecraft.saved_model import format as fmt
-from stagecraft.saved_model.functions import RestoredFunction
+from stagecraft.state.saved_model import format as fmt
+from stagecraft.state.saved_model.functions import RestoredFunction
 
 X = [1.0, 2.0, 3.0]
 EXPECTED = [4.0, 8.0, 12.0]  # x * 3 + v with v = [1, 2, 3]

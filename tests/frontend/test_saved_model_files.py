@@ -15,8 +15,8 @@ import pytest
 import stagecraft as tf
 from stagecraft.ir.errors import NotFoundError
 from stagecraft.saved_model import CorruptSavedModelError
-from stagecraft.saved_model import format as fmt
-from stagecraft.saved_model import objects
+from stagecraft.state.saved_model import format as fmt
+from stagecraft.state.saved_model import objects
 
 
 class Net(tf.Module):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-import stagecraft.tape as tape_module
+import stagecraft.autodiff.tape as tape_module
 
 
 def first_line(excinfo) -> str:

@@ -3,13 +3,12 @@ not keep its key objects alive, a trace whose key object died is dropped, and th
 call is a dict hit, so fresh argument objects leave memory and per-call work flat. No timing
 assertions: work is counted in scanned entries, memory measured with tracemalloc."""
 import gc
-import importlib
 import tracemalloc
 import weakref
 
 import stagecraft as tf
 
-function_mod = importlib.import_module("stagecraft.function")  # the module, not tf.function
+from stagecraft.staging import function as function_mod  # the module; tf.function is the decorator
 
 
 class Config:

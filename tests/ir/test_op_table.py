@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import stagecraft as tf
-from stagecraft import gradients
-from stagecraft.bind import bind
-from stagecraft.convert import convert_to_tensor
+from stagecraft.autodiff import vjps as gradients
+from stagecraft.eager.bind import bind
+from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import OPS, Example, Kind, OpDef
 from stagecraft.ir import dtypes as dt

@@ -259,6 +259,5 @@ def test_message_shows_five_lines_around_the_failure() -> None:
 
 def test_every_trace_in_the_suite_is_checked() -> None:
     """tests/conftest.py wraps tracing so each traced graph is verified and round-tripped."""
-    import importlib
-    assert getattr(importlib.import_module("stagecraft.function").trace,
-                   "__wrapped_for_checks__", False)
+    from stagecraft.staging import tracing
+    assert getattr(tracing.trace_graph, "__wrapped_for_checks__", False)

@@ -36,7 +36,7 @@ def _applying(bind, op, attrs):
 def _graphs(quick: bool) -> list:
     """(label, graph, host arguments) to stage; traced on the CPU, never run there."""
     import stagecraft as tf
-    from stagecraft.bind import bind
+    from stagecraft.eager.bind import bind
     from stagecraft.ir import OPS
     from stagecraft.ir.ops import Kind
 

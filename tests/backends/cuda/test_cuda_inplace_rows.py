@@ -11,7 +11,7 @@ import pytest
 import stagecraft as tf
 from stagecraft.backends.numba_cuda import memory
 from stagecraft.backends.numba_cuda.staged import runtime as rt
-from stagecraft.bind import bind
+from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir.errors import InvalidArgumentError
 

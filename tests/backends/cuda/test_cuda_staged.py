@@ -23,7 +23,7 @@ from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cuda.staged.codegen import group_size
 from stagecraft.backends.numba_cuda import memory
 from stagecraft.backends.numba_cuda.staged import compile as compile_cuda
-from stagecraft.bind import bind
+from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops import Kind

@@ -1,0 +1,194 @@
+"""``bind``: the single entry point of every op, eager or staged.
+
+Eagerly it checks dtypes, runs the op table's NumPy kernel and tells the recording tapes; shape
+inference runs only when the kernel fails, to turn NumPy's error into the same message staged
+code gets (NumPy already checks shapes, so the hot path does not repeat that work).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import CONVERTERS, convert_to_tensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.ops.opdef import OpDef
+from stagecraft.ir.types import TensorType
+from stagecraft.eager.tensor import Tensor, wrap
+from stagecraft.eager.device_tensor import DeviceTensor
+from stagecraft.eager import placement as _placement
+
+_new = object.__new__
+
+def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
+    """Applies ``op`` to ``inputs``: runs it now (eager) or records it (while tracing).
+
+    Returns one tensor, or a tuple when the op has several outputs.
+
+    >>> import stagecraft as tf
+    >>> from stagecraft.ir import OPS
+    >>> bind(OPS["add"], tf.constant(1.), 2.)
+    <stagecraft.Tensor: shape=(), dtype=float32, numpy=3.0>
+    """
+    state = STATE.get()
+    if state.graph is not None:
+        return state.graph.bind(op, inputs, attrs)
+    if state.place is not None:  # inside `with device(...)` naming a device other than the CPU
+        return _placement.execute(op, inputs, attrs)
+    # GPU tensors are DeviceTensors, not Tensors: the type tests below send them (and every
+    # input that is not a CPU tensor) to the general path, which routes them to their device.
+    # Unrolled for the common arities: this is the hottest line of eager execution.
+    if len(inputs) == 2:
+        a, b = inputs
+        ta, tb = type(a), type(b)
+        if ta is Tensor and tb is Tensor:
+            values = (a._value, b._value)
+        elif ta is Tensor and (tb is float or tb is int) and op.unify_indices == (0, 1) and \
+                _exact_scalar(b, a._value.dtype):
+            values = (a._value, a._value.dtype.type(b))  # `x * 2.0`: the scalar adopts x's dtype
+            inputs = (a, wrap(values[1]))
+        elif tb is Tensor and (ta is float or ta is int) and op.unify_indices == (0, 1) and \
+                _exact_scalar(a, b._value.dtype):
+            values = (b._value.dtype.type(a), b._value)
+            inputs = (wrap(values[0]), b)
+        else:
+            values = [x._value for x in inputs if type(x) is Tensor]
+    elif len(inputs) == 1 and type(inputs[0]) is Tensor:
+        values = (inputs[0]._value,)
+    else:
+        values = [x._value for x in inputs if type(x) is Tensor]
+    if len(values) != len(inputs):
+        normalized = normalize(op, inputs)
+        for x in normalized:
+            if type(x) is not Tensor:
+                if type(x) is DeviceTensor:  # (the raw inputs: Python values are not copies)
+                    return _placement.execute(op, inputs, attrs)
+                if x._value is None:
+                    raise leaked(op, normalized)
+        inputs = normalized
+        values = [x._value for x in inputs]
+    unify = op.unify_indices
+    if unify:
+        d = values[unify[0]].dtype
+        if d not in op.np_dtypes:
+            raise diagnose(op, values, attrs, None)
+        for i in unify[1:]:
+            # Identity is the fast path; equality covers dtype objects that are equal but
+            # not numpy's singletons (Numba's disk cache unpickles the dtypes it boxes with).
+            if values[i].dtype is not d and values[i].dtype != d:
+                raise diagnose(op, values, attrs, None)
+    elif op.unify == "all" and (len({v.dtype for v in values}) > 1
+                                or values[0].dtype not in op.np_dtypes):
+        raise diagnose(op, values, attrs, None)
+    try:
+        out = op.kernel(*values, **attrs) if attrs else op.kernel(*values)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:  # AxisError is both
+        raise diagnose(op, values, attrs, e) from None
+    if op.num_outputs == 1:
+        result = _new(Tensor)
+        result._value = out
+        if state.tapes:
+            for tape in state.tapes:
+                tape.record(op, attrs, inputs, (result,))
+        return result
+    results = tuple(wrap(o) for o in out)
+    for tape in state.tapes:
+        tape.record(op, attrs, inputs, results)
+    return results
+
+
+def _exact_scalar(x: Any, dtype: np.dtype) -> bool:
+    """Whether Python number ``x`` converts to ``dtype`` exactly (else the general path raises
+    TensorFlow's error): floats into float dtypes, ints into float or fitting int dtypes."""
+    kind = dtype.kind
+    if kind == "f":
+        return True
+    return kind == "i" and type(x) is int and -2**31 <= x < 2**31
+
+
+def unify_target(op: OpDef, inputs: Sequence[Any]) -> _dt.DType | None:
+    """The dtype the dtype-sharing inputs take: the first tensor's (or variable's), else the
+    first NumPy array's. As in TensorFlow, NumPy arrays and Python values then adopt it
+    (``x_f32 + np.ones(3)`` is float32; lossy conversions, float to int, raise).
+
+    >>> import numpy as np, stagecraft as tf
+    >>> from stagecraft.ir import OPS
+    >>> unify_target(OPS["add"], (np.ones(2), tf.constant([1.0, 2.0]))).name
+    'float32'
+    """
+    unify = range(len(inputs)) if op.unify == "all" else op.unify_indices
+    array = None
+    for i in unify:
+        x = inputs[i] if i < len(inputs) else None
+        if isinstance(x, Tensor) or type(x) in CONVERTERS:
+            return x.dtype
+        if array is None and isinstance(x, np.ndarray):
+            array = x
+    return None if array is None else convert_to_tensor(array).dtype
+
+
+def normalize(op: OpDef, inputs: tuple) -> tuple:
+    """Converts every input to a tensor; NumPy arrays and Python values in the dtype-sharing
+    group adopt ``unify_target``'s dtype, as TensorFlow's ops do."""
+    unify = range(len(inputs)) if op.unify == "all" else op.unify_indices
+    target = unify_target(op, inputs)
+    out = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor):  # CPU, GPU and (leaked) symbolic tensors stay as they are
+            out.append(x)
+        elif target is not None and i in unify and type(x) not in CONVERTERS:
+            out.append(_adopt(op, x, target, i))
+        else:
+            out.append(convert_to_tensor(x))
+    return tuple(out)
+
+
+def _adopt(op: OpDef, x: Any, dtype: _dt.DType, i: int) -> Tensor:
+    """A Python value converted to ``dtype``; lossy conversions raise TypeError."""
+    kind = type(x)
+    if kind is float and dtype.is_floating or kind is int and not dtype.is_bool and \
+            -2**31 <= x < 2**31:
+        return wrap(dtype.np.type(x))  # the common `x * 2.0` case, without the general path
+    try:
+        return convert_to_tensor(x, dtype)
+    except (TypeError, ValueError) as e:
+        name = op.inputs[min(i, len(op.inputs) - 1)]
+        raise TypeError(f"{op.name}: cannot use {x!r} as '{name}' with a {dtype.name} tensor: "
+                        f"{e}") from None
+
+
+def leaked(op: OpDef, inputs: tuple) -> TypeError:
+    """The error for a symbolic tensor used after its trace ended (or inside init_scope)."""
+    t = next(x for x in inputs if x._value is None)
+    return TypeError(
+        f"{op.name}: An op outside of the function building code is being passed a Graph tensor "
+        f"({t!r}). Symbolic tensors exist only while their @function is being traced; return "
+        f"the value from the function (or pass it in as an argument) instead of storing it.\n"
+        f"  at {user_location()}")
+
+
+def diagnose(op: OpDef, values: list, attrs: dict, error: Exception | None) -> Exception:
+    """The error for a failed eager op: inference's message when it rejects the inputs (the
+    same one staged code gets), else the kernel's own, with the user's file:line."""
+    types = [TensorType(_dt.from_numpy(np.asarray(v).dtype), np.shape(v)) for v in values]
+    try:
+        op.infer(types, **attrs)
+    except InvalidArgumentError as e:
+        return type(e)(f"{e}\n  at {user_location()}")
+    text = str(error) if error is not None else "invalid inputs"
+    return InvalidArgumentError(f"{op.name}: {text}\n  at {user_location()}")
+
+
+def user_location() -> str:
+    """'file:line' of the innermost frame outside stagecraft (where the user called in)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "stagecraft" and not module.startswith("stagecraft."):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+

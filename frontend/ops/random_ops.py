@@ -1,0 +1,158 @@
+"""Random ops with TensorFlow's seeding rules (``stagecraft.random``).
+
+A (global seed, op seed) pair names a stream; each call advances that stream's counter, and
+``set_seed`` resets every counter, so a program that sets the global seed is reproducible.
+Eager calls pass the triple (global seed, op seed, counter) as a constant seed input; a traced
+op reads it from its site's state, which the compiled code advances on every call (see
+``random_state``).
+"""
+from __future__ import annotations
+
+import itertools
+import secrets
+from typing import Any
+
+import numpy as np
+
+from stagecraft.ops.array_ops import normalize_shape
+from stagecraft.eager.bind import bind
+from stagecraft.eager.context import STATE
+from stagecraft.ir import OPS
+from stagecraft.ir import dtypes as _dt
+from stagecraft.eager.tensor import Tensor, wrap
+
+DEFAULT_GLOBAL_SEED = 87654321  # used when only an op seed is given, as in TensorFlow
+
+
+class _Seeds:
+    def __init__(self) -> None:
+        self.global_seed: int | None = None
+        self.op_counter = itertools.count()
+        self.calls: dict[tuple[int, int], int] = {}
+
+
+_SEEDS = _Seeds()
+
+
+def set_seed(seed: int | None) -> None:
+    """Sets the global seed and restarts every random stream.
+
+    >>> import stagecraft as tf
+    >>> tf.random.set_seed(1); a = tf.random.uniform([2])
+    >>> tf.random.set_seed(1); b = tf.random.uniform([2])
+    >>> bool(tf.reduce_all(a == b))
+    True
+    """
+    _SEEDS.global_seed = None if seed is None else int(seed)
+    _SEEDS.op_counter = itertools.count()
+    _SEEDS.calls = {}
+    from stagecraft.state.random_state import restart_sites
+    restart_sites()
+
+
+def get_seed(op_seed: int | None) -> tuple[int, int, int]:
+    """The (global, op, counter) triple for the next eager call of an op with ``op_seed``."""
+    g = _SEEDS.global_seed
+    if g is None and op_seed is None:
+        return (secrets.randbits(63), secrets.randbits(63), 0)
+    if g is None:
+        g = DEFAULT_GLOBAL_SEED
+    if op_seed is None:
+        op_seed = next(_SEEDS.op_counter)
+    key = (g, int(op_seed))
+    n = _SEEDS.calls.get(key, 0)
+    _SEEDS.calls[key] = n + 1
+    return (g, int(op_seed), n)
+
+
+def seed_tensor(op_seed: int | None) -> Tensor:
+    """The seed input of the next random op: the eager triple as a constant, or, while
+    tracing, the value of this op site's state (a ``RandomState`` that the staged code
+    advances, so every call of the compiled function draws new numbers)."""
+    graph = STATE.get().graph
+    if graph is None:
+        return wrap(np.asarray(get_seed(op_seed), np.int64))
+    from stagecraft.state.random_state import site_state
+    return site_state(graph.root(), op_seed).next_seed()
+
+
+def draw(kind: str, seed: Tensor, shape: Any, dtype: _dt.DType, *bounds: Any) -> Tensor:
+    """The random op ``kind`` with the seed triple ``seed``; ``shape`` may mix ints and scalar
+    int tensors or be a 1-D int tensor (then the ``*_dynamic`` op draws it)."""
+    if kind != "random_uniform_int" and dtype not in _dt.FLOATS:
+        raise ValueError(f"tf.random: dtype must be a floating type (float32 or float64) or, "
+                         f"for uniform, an integer type; got {dtype.name}.")
+    s = normalize_shape(shape, "tf.random")
+    attrs = {} if kind == "random_uniform_int" else {"dtype": dtype}
+    if s.tensor is None:
+        return bind(OPS[kind], seed, *bounds, shape=s.dims, **attrs)
+    return bind(OPS[kind + "_dynamic"], seed, s.tensor, *bounds, static=s.dims, **attrs)
+
+
+def _float(kind: str, shape: Any, dtype: _dt.DType, seed: int | None) -> Tensor:
+    return draw(kind, seed_tensor(seed), shape, dtype)
+
+
+def normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
+           seed: int | None = None, name: str | None = None) -> Tensor:
+    """Samples from a normal distribution.
+
+    >>> import stagecraft as tf
+    >>> tf.random.normal([2, 3], seed=1).shape
+    TensorShape([2, 3])
+    """
+    d = _dt.as_dtype(dtype)
+    return scale(_float("random_normal", shape, d, seed), mean, stddev, d)
+
+
+def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = _dt.float32,
+                     seed: int | None = None, name: str | None = None) -> Tensor:
+    """Samples from a normal distribution truncated to two standard deviations (values
+    further from ``mean`` are drawn again).
+
+    >>> import stagecraft as tf
+    >>> bool(tf.reduce_all(tf.abs(tf.random.truncated_normal([1000], seed=1)) <= 2.0))
+    True
+    """
+    d = _dt.as_dtype(dtype)
+    return scale(_float("random_truncated_normal", shape, d, seed), mean, stddev, d)
+
+
+def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.float32,
+            seed: int | None = None, name: str | None = None) -> Tensor:
+    """Samples uniformly from [minval, maxval) (maxval defaults to 1 for floats; integer
+    dtypes need an explicit maxval).
+
+    >>> import stagecraft as tf
+    >>> x = tf.random.uniform([100], minval=-2, maxval=5, dtype=tf.int32, seed=3)
+    >>> bool(tf.reduce_all((x >= -2) & (x < 5)))
+    True
+    """
+    d = _dt.as_dtype(dtype)
+    if d.is_integer:
+        if maxval is None:
+            raise ValueError(f"random.uniform: maxval must be given for integer dtype {d.name}.")
+        return uniform_int(seed_tensor(seed), shape, minval, maxval, d)
+    return shift(_float("random_uniform", shape, d, seed), minval, maxval, d)
+
+
+def uniform_int(seed: Tensor, shape: Any, minval: Any, maxval: Any, d: _dt.DType) -> Tensor:
+    """``random_uniform_int`` of the seed triple ``seed``."""
+    from stagecraft.ops.math_ops import cast
+    return draw("random_uniform_int", seed, shape, d, cast(minval, d), cast(maxval, d))
+
+
+def scale(z: Tensor, mean: Any, stddev: Any, d: _dt.DType) -> Tensor:
+    """``z * stddev + mean`` in dtype ``d``."""
+    from stagecraft.ops.math_ops import add, cast, multiply
+    return add(multiply(z, cast(stddev, d)), cast(mean, d))
+
+
+def shift(u: Tensor, minval: Any, maxval: Any, d: _dt.DType) -> Tensor:
+    """Uniform ``u`` in [0, 1) moved to [minval, maxval) (maxval None: 1)."""
+    from stagecraft.ops.math_ops import add, cast, multiply, subtract
+    lo, hi = cast(minval, d), cast(1.0 if maxval is None else maxval, d)
+    return add(multiply(u, subtract(hi, lo)), lo)
+
+
+__all__ = ["set_seed", "normal", "uniform", "truncated_normal"]
