@@ -3,8 +3,8 @@
 ``fold_constants``, ``fold_constant_cond``, ``simplify_algebra``,
 ``eliminate_common_subexpressions``, ``eliminate_dead_code`` and
 ``eliminate_dead_loop_vars``; ``manager`` runs them to a
-fixpoint (``PassManager``, ``optimize``). ``prune`` is the shared reachability helper and
-``rewrite`` the shared renaming/region plumbing.
+fixpoint (``PassManager``, ``optimize``). ``prune`` holds the one backward liveness walk
+(``live``) and ``rewrite`` the shared renaming/region plumbing.
 """
 from stagecraft.ir.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from stagecraft.ir.passes.eliminate_dead_code import eliminate_dead_code

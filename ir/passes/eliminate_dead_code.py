@@ -10,7 +10,8 @@ an integer division by zero), as TensorFlow's graph pruning does.
 """
 from __future__ import annotations
 
-from stagecraft.ir.graph import Graph, Value, is_stateful
+from stagecraft.ir.graph import Graph
+from stagecraft.ir.passes.prune import live
 from stagecraft.ir.passes.rewrite import map_regions
 
 
@@ -44,14 +45,7 @@ def _eliminate(graph: Graph, memo: dict) -> tuple[bool, Graph]:
         c, eqn = map_regions(eqn, lambda r: _eliminate(r, memo), memo)
         changed |= c
         eqns.append(eqn)
-    needed = {r.uid for r in graph.results if isinstance(r, Value)}
-    kept = []
-    for eqn in reversed(eqns):
-        if any(o.uid in needed for o in eqn.outputs) or is_stateful(eqn):
-            kept.append(eqn)
-            needed.update(x.uid for x in eqn.inputs if isinstance(x, Value))
-        else:
-            changed = True
-    if not changed:
+    _, kept = live(eqns, graph.results)
+    if not changed and len(kept) == len(eqns):
         return False, graph
-    return True, Graph(graph.name, graph.params, tuple(reversed(kept)), graph.results)
+    return True, Graph(graph.name, graph.params, tuple(kept), graph.results)

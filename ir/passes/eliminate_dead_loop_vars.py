@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from stagecraft.ir.graph import Eqn, Graph, Value, is_stateful, make_attrs
+from stagecraft.ir.graph import Eqn, Graph, Value, make_attrs
+from stagecraft.ir.passes.prune import live
 from stagecraft.ir.passes.rewrite import map_regions
 
 
@@ -55,25 +56,13 @@ def _run(graph: Graph, memo: dict) -> tuple[bool, Graph]:
     return True, Graph(graph.name, graph.params, tuple(out), graph.results)
 
 
-def _live(graph: Graph, roots: list) -> tuple[set, list]:
-    """The values ``graph`` needs to compute ``roots`` and run its stateful equations, and the
-    equations that do it (in order)."""
-    needed = {r.uid for r in roots if isinstance(r, Value)}
-    kept = []
-    for e in reversed(graph.eqns):
-        if any(o.uid in needed for o in e.outputs) or is_stateful(e):
-            kept.append(e)
-            needed.update(x.uid for x in e.inputs if isinstance(x, Value))
-    return needed, kept[::-1]
-
-
 def _prune(eqn: Eqn, used: set) -> tuple[bool, Eqn]:
     n = eqn.params["carry"]
     cond, body = eqn.regions
     dead = {k for k in range(n) if eqn.outputs[k].uid not in used}
-    cond_needed, _ = _live(cond, list(cond.results))
+    cond_needed, _ = live(cond.eqns, cond.results)
     while dead:
-        needed, kept = _live(body, [body.results[j] for j in range(n) if j not in dead])
+        needed, kept = live(body.eqns, [body.results[j] for j in range(n) if j not in dead])
         alive = {k for k in dead if body.params[k].uid in needed
                  or cond.params[k].uid in cond_needed}
         if not alive:

@@ -1,7 +1,8 @@
 """Algebraic simplification: local rewrites that replace an equation's output by an operand.
 
-Each rewrite is a small function named for what it matches and produces, registered with
-tags in ``REWRITES``. A rewrite returns the operand that equals the equation's output bit for
+Each rewrite is a small function named for what it matches and produces, registered for the
+ops it rewrites (``@rewrite("multiply", tags=...)``, as PyTensor's ``@node_rewriter([Mul])``):
+the pass calls an equation's rules only, so a rule never re-checks its op. A rewrite returns the operand that equals the equation's output bit for
 bit (for every input, NaN, infinities and signed zeros included) or ``None``. The pass only
 accepts a ``Value`` of exactly the output's type, so a rewrite never changes a shape through
 broadcasting nor a dtype; the replaced equation is dropped (it is a stateless primitive).
@@ -68,19 +69,26 @@ Rewrite = Callable[[Eqn, Facts], "Value | Literal | None"]
 class Registered:
     fn: Rewrite
     tags: frozenset
+    ops: tuple[str, ...]
 
 
-REWRITES: list[Registered] = []
+REWRITES: list[Registered] = []                 # in registration order
+BY_OP: dict[str, list[Registered]] = {}        # op name -> its rules, in that order
 
 
-def rewrite(*tags: str) -> Callable[[Rewrite], Rewrite]:
-    """Registers a local rewrite under ``tags`` (all are also tagged ``"algebra"``).
+def rewrite(*ops: str, tags: tuple[str, ...] = ()) -> Callable[[Rewrite], Rewrite]:
+    """Registers a local rewrite of the equations of ``ops`` under ``tags`` (all are also
+    tagged ``"algebra"``).
 
-    >>> sorted(next(r.tags for r in REWRITES if r.fn is negate_twice_to_identity))
-    ['algebra', 'involution']
+    >>> r = next(r for r in REWRITES if r.fn is negate_twice_to_identity)
+    >>> r.ops, sorted(r.tags), [q.fn.__name__ for q in BY_OP["negative"]]
+    (('negative',), ['algebra', 'involution'], ['negate_twice_to_identity'])
     """
     def register(fn: Rewrite) -> Rewrite:
-        REWRITES.append(Registered(fn, frozenset(tags) | {"algebra"}))
+        entry = Registered(fn, frozenset(tags) | {"algebra"}, ops)
+        REWRITES.append(entry)
+        for op in ops:
+            BY_OP.setdefault(op, []).append(entry)
         return fn
     return register
 
@@ -133,105 +141,85 @@ def _zero_sign(eqn: Eqn, sign_for_floats: bool) -> bool | None:
 
 # --------------------------------------------------------------------------- rewrites
 
-@rewrite("identity")
+@rewrite("add", tags=("identity",))
 def add_zero_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``x + 0 -> x`` and ``0 + x -> x``; for floats only ``-0.0`` (``-0.0 + 0.0 = 0.0``)."""
-    if eqn.op != "add":
-        return None
     return _binary_identity(eqn, facts, 0, left=True, negative_zero=_zero_sign(eqn, True))
 
 
-@rewrite("identity")
+@rewrite("subtract", tags=("identity",))
 def subtract_zero_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``x - 0 -> x``; for floats only ``+0.0`` (``-0.0 - 0.0 = -0.0``)."""
-    if eqn.op != "subtract":
-        return None
     return _binary_identity(eqn, facts, 0, left=False, negative_zero=_zero_sign(eqn, False))
 
 
-@rewrite("identity")
+@rewrite("multiply", tags=("identity",))
 def multiply_by_one_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``x * 1 -> x`` and ``1 * x -> x``."""
-    if eqn.op != "multiply":
-        return None
     return _binary_identity(eqn, facts, 1, left=True)
 
 
-@rewrite("identity")
+@rewrite("divide", tags=("identity",))
 def divide_by_one_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``x / 1 -> x`` (integer true division changes the dtype and is not matched)."""
-    if eqn.op != "divide":
-        return None
     return _binary_identity(eqn, facts, 1, left=False)
 
 
-@rewrite("identity")
+@rewrite("floordiv", tags=("identity",))
 def integer_floordiv_by_one_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``x // 1 -> x`` for integers (floats would be floored)."""
-    if eqn.op != "floordiv" or not eqn.outputs[0].type.dtype.is_integer:
+    if not eqn.outputs[0].type.dtype.is_integer:
         return None
     return _binary_identity(eqn, facts, 1, left=False)
 
 
-@rewrite("identity")
+@rewrite("pow", tags=("identity",))
 def pow_of_one_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``x ** 1 -> x`` (IEEE ``pow(x, 1)`` is ``x``, NaN included)."""
-    if eqn.op != "pow":
-        return None
     return _binary_identity(eqn, facts, 1, left=False)
 
 
-@rewrite("involution")
+@rewrite("negative", tags=("involution",))
 def negate_twice_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``-(-x) -> x``."""
-    if eqn.op != "negative":
-        return None
     inner = facts.producer(eqn.inputs[0], "negative")
     return inner.inputs[0] if inner is not None else None
 
 
-@rewrite("involution")
+@rewrite("logical_not", tags=("involution",))
 def logical_not_twice_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``!!x -> x``."""
-    if eqn.op != "logical_not":
-        return None
     inner = facts.producer(eqn.inputs[0], "logical_not")
     return inner.inputs[0] if inner is not None else None
 
 
-@rewrite("cast")
+@rewrite("cast", tags=("cast",))
 def cast_to_same_dtype_to_identity(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``cast[dtype=d](x) -> x`` when ``x`` already has dtype ``d``."""
-    if eqn.op != "cast":
-        return None
     x = eqn.inputs[0]
     return x if x.type.dtype == eqn.params["dtype"] else None
 
 
-@rewrite("identity")
+@rewrite("identity", "stop_gradient", tags=("identity",))
 def identity_to_operand(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``identity(x) -> x`` and ``stop_gradient(x) -> x`` (gradients are taken before the
     graph is optimized; at run time both are the identity)."""
-    return eqn.inputs[0] if eqn.op in ("identity", "stop_gradient") else None
+    return eqn.inputs[0]
 
 
-@rewrite("shape")
+@rewrite("reshape", "broadcast_to", tags=("shape",))
 def reshape_to_same_shape_to_operand(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``reshape(x) -> x`` when ``x``'s shape is fully known and already the target."""
-    if eqn.op not in ("reshape", "broadcast_to"):
-        return None
     x, out = eqn.inputs[0], eqn.outputs[0]
     shape = x.type.shape
     known = shape is not None and all(d is not None for d in shape)
     return x if known and shape == out.type.shape else None
 
 
-@rewrite("shape")
+@rewrite("transpose", tags=("shape",))
 def transpose_by_identity_permutation_to_operand(eqn: Eqn, facts: Facts
                                                  ) -> Value | Literal | None:
     """``transpose[perm=(0, 1, ..., n-1)](x) -> x``."""
-    if eqn.op != "transpose":
-        return None
     perm = eqn.params.get("perm")
     if perm is None or tuple(perm) != tuple(range(len(perm))):
         return None
@@ -239,12 +227,10 @@ def transpose_by_identity_permutation_to_operand(eqn: Eqn, facts: Facts
     return x if x.type.rank == len(perm) else None
 
 
-@rewrite("select")
+@rewrite("select", tags=("select",))
 def select_of_constant_condition_to_branch(eqn: Eqn, facts: Facts) -> Value | Literal | None:
     """``select(True, x, y) -> x`` and ``select(False, x, y) -> y`` for an all-true or
     all-false constant condition that does not broadcast the chosen branch."""
-    if eqn.op != "select":
-        return None
     c, x, y = eqn.inputs
     cv = facts.const(c)
     if cv is None or cv.size == 0 or cv.dtype.kind != "b":
@@ -276,11 +262,12 @@ def simplify_algebra(graph: Graph, tags: frozenset | set | None = None) -> tuple
     The inner ``negative`` is now unused: ``eliminate_dead_code`` removes it. ``+ 0.0`` stays
     (``-0.0 + 0.0`` is ``0.0``).
     """
-    rules = tuple(r.fn for r in REWRITES if tags is None or r.tags & set(tags))
+    rules = {op: tuple(r.fn for r in entries if tags is None or r.tags & set(tags))
+             for op, entries in BY_OP.items()}
     return _simplify(graph, rules, {})
 
 
-def _simplify(graph: Graph, rules: tuple, memo: dict) -> tuple[bool, Graph]:
+def _simplify(graph: Graph, rules: dict, memo: dict) -> tuple[bool, Graph]:
     subst: dict = {}
     facts = Facts()
     changed = False
@@ -299,12 +286,12 @@ def _simplify(graph: Graph, rules: tuple, memo: dict) -> tuple[bool, Graph]:
     return rebuild(graph, changed, eqns, rename_results(graph, subst))
 
 
-def _apply(eqn: Eqn, facts: Facts, rules: tuple) -> Value | None:
+def _apply(eqn: Eqn, facts: Facts, rules: dict) -> Value | None:
     op = OPS.get(eqn.op)
     if op is None or op.stateful or eqn.regions or len(eqn.outputs) != 1:
         return None
     out = eqn.outputs[0]
-    for rule in rules:
+    for rule in rules.get(eqn.op, ()):
         r = rule(eqn, facts)
         if isinstance(r, Value) and same_type(r, out):
             return r

@@ -14,14 +14,14 @@ import pytest
 
 import stagecraft as tf
 from stagecraft.backends.reference import run_graph
-from stagecraft.ir import dtypes
+from stagecraft.ir import OPS, dtypes
 from stagecraft.ir.graph import Graph, GraphBuilder, Literal, const_value, walk_eqns
 from stagecraft.ir.passes import (DEFAULT_PIPELINE, PassManager, eliminate_common_subexpressions,
                                   eliminate_dead_code, eliminate_dead_loop_vars,
                                   fold_constant_cond, fold_constants,
                                   optimize, simplify_algebra)
 from stagecraft.ir.passes.fold_constants import MAX_FOLDED_ELEMENTS
-from stagecraft.ir.passes.simplify_algebra import REWRITES
+from stagecraft.ir.passes.simplify_algebra import BY_OP, REWRITES
 from stagecraft.ir.types import TensorType
 
 F32 = TensorType(dtypes.float32, ())
@@ -440,10 +440,12 @@ def test_simplify_cast_identity_and_select():
     assert_same_results(before, after)
 
 
-def test_rewrites_are_named_and_tagged():
+def test_rewrites_are_named_tagged_and_keyed_by_ops_of_the_table():
     names = [r.fn.__name__ for r in REWRITES]
     assert len(names) == len(set(names)) and "add_zero_to_identity" in names
     assert all("algebra" in r.tags and r.fn.__doc__ for r in REWRITES)
+    assert all(r.ops and set(r.ops) <= set(OPS) for r in REWRITES)
+    assert BY_OP["reshape"] == BY_OP["broadcast_to"] and len(BY_OP["add"]) == 1
     before = graph_of(lambda x: tf.cast(x, tf.float32) * 1.0, V3)
     after = simplify_algebra(before, tags={"cast"})[1]
     assert [e.op for e in after.eqns] == ["multiply"]

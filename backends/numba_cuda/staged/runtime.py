@@ -58,8 +58,8 @@ def _located(name: str, loc: str) -> Iterator[None]:
 def row_update_in_place(inputs: list, site: tuple) -> Any:
     """``run("row_update", inputs, site)`` writing the row into the buffer ``inputs[0]``
     itself: one scatter launch, no copy. Generated code calls it for a buffer that its while
-    loop copied on entry and that nothing else reads (``backends.codegen.inplace_rows``). Same errors
-    as ``run``.
+    loop copied on entry and that nothing else reads (``backends.codegen.inplace_rows``). Same
+    errors as ``run``.
 
     >>> b, i, v = (memory.to_device(a) for a in (np.zeros(3), np.int32(2), np.float64(5)))
     >>> out = row_update_in_place([b, i, v], ({}, "f.py:1"))
