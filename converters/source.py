@@ -29,6 +29,7 @@ def function_tree(fn: Callable) -> tuple[gast.FunctionDef, str, int]:
             f"@tf.autograph.experimental.do_not_convert / use tf.function(autograph=False).") \
             from None
     module = _whole_file(fn) if code.co_name == "<lambda>" else None
+    whole = module is not None  # columns are the file's own (a fragment may be dedented)
     if module is None:
         source = textwrap.dedent("".join(lines))
         try:
@@ -37,7 +38,7 @@ def function_tree(fn: Callable) -> tuple[gast.FunctionDef, str, int]:
             # A lambda inside a larger expression: parse its line on its own.
             module = _parse_fragment(source, fn)
         gast.increment_lineno(module, first - 1)
-    node = _find(module, fn)
+    node = _find(module, fn, columns_exact=whole)
     if node is None:
         raise ConversionError(f"Cannot convert '{fn.__qualname__}': its definition was not found "
                               f"in its source at {code.co_filename}:{first}.")
@@ -68,7 +69,7 @@ def _parse_fragment(source: str, fn: Callable) -> gast.Module:
     raise ConversionError(f"Cannot convert '{fn.__qualname__}': its source does not parse.")
 
 
-def _find(module: gast.Module, fn: Callable) -> Any:
+def _find(module: gast.Module, fn: Callable, columns_exact: bool = False) -> Any:
     name = fn.__code__.co_name
     if name == "<lambda>":
         line = fn.__code__.co_firstlineno
@@ -76,6 +77,8 @@ def _find(module: gast.Module, fn: Callable) -> Any:
                    and getattr(n, "lineno", line) == line]
         args = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
         matching = [n for n in lambdas if [a.id for a in n.args.args] == args]
+        if len(matching) > 1 and columns_exact:
+            matching = [n for n in matching if _spans_code(n, fn.__code__)]
         if len(matching) > 1:
             raise ConversionError(
                 f"Cannot convert the lambda at {fn.__code__.co_filename}:"
@@ -86,6 +89,19 @@ def _find(module: gast.Module, fn: Callable) -> Any:
         if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n.name == name:
             return n
     return None
+
+
+def _spans_code(node: gast.Lambda, code: Any) -> bool:
+    """Whether the source span of ``node`` holds the instructions of ``code`` (their column
+    positions, Python 3.11+), which tells apart lambdas with the same arguments on one line."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return True
+    start = (node.lineno, node.col_offset)
+    end = (getattr(node, "end_lineno", node.lineno), getattr(node, "end_col_offset", 1 << 30))
+    inside = [start <= (line, col) < end for line, _, col, _ in positions()
+              if line is not None and col is not None and (line, col) > start]
+    return bool(inside) and all(inside)
 
 
 def _lambda_to_def(node: gast.Lambda, fn: Callable) -> gast.FunctionDef:

@@ -45,10 +45,10 @@ def call_host(token: int, index: int, args: tuple, specs: tuple) -> Any:
     results = _registry[token][index](*args)
     out = []
     for r, (dtype, rank) in zip(results, specs):
-        a = np.ascontiguousarray(r, dtype=dtype)
+        a = np.asarray(r, dtype=dtype)  # (ascontiguousarray would make a 0-d result 1-d)
         if a.ndim != rank:
             raise InvalidArgumentError(
                 f"py_function: the function returned a value of rank {a.ndim} where the "
                 f"staged code expects rank {rank}.")
-        out.append(a[()] if rank == 0 else a)
+        out.append(a[()] if rank == 0 else np.ascontiguousarray(a))
     return tuple(out)

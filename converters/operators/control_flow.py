@@ -17,6 +17,7 @@ from stagecraft.staging.while_loop import while_loop
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager import nest
+from stagecraft.converters.operators import dataset_loops
 from stagecraft.converters.operators import trace_report as _report
 from stagecraft.converters.operators.variables import (RETURN_VALUE, Undefined,
                                                        UndefinedReturnValue, is_undefined)
@@ -420,6 +421,10 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, get_sta
     """``for x in iterable: body(x)`` (checking ``extra_test()``, from ``break``, before each
     iteration). Tensor ranges and symbolic tensors become staged loops; anything else iterates
     in Python."""
+    if STATE.get().graph is not None and dataset_loops.is_dataset_source(iterable):
+        dataset_loops.dataset_loop(iterable, extra_test, body, get_state, set_state, names,
+                                   loc, opts)
+        return
     if isinstance(iterable, GraphTensor):
         spec = _range_operands(iterable)
         if spec is not None:

@@ -65,6 +65,22 @@ def get_seed(op_seed: int | None) -> tuple[int, int, int]:
     return (g, int(op_seed), n)
 
 
+def get_seed_pair(op_seed: int | None) -> tuple[int, int]:
+    """TensorFlow's ``random_seed.get_seed``: the (global, op) pair of a new stateful object
+    (a dataset's ``shuffle``): equal seeds give equal pairs, an unseeded object under a global
+    seed takes the next op seed, and with no seed at all the pair is random.
+
+    >>> get_seed_pair(7) == get_seed_pair(7)
+    True
+    """
+    g = _SEEDS.global_seed
+    if g is None and op_seed is None:
+        return (secrets.randbits(63), secrets.randbits(63))
+    if op_seed is None:
+        op_seed = next(_SEEDS.op_counter)
+    return (DEFAULT_GLOBAL_SEED if g is None else g, int(op_seed))
+
+
 def seed_tensor(op_seed: int | None) -> Tensor:
     """The seed input of the next random op: the eager triple as a constant, or, while
     tracing, the value of this op site's state (a ``RandomState`` that the staged code

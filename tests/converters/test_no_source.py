@@ -68,3 +68,13 @@ def test_python_dash_c_function_warns_and_runs():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2"
     assert "AutoGraph could not convert 'f' (<string>:2) and runs it unconverted" in out.stderr
+
+
+SAME_LINE = (lambda x: x * 2.0 if x > 0 else x, lambda x: -x if x > 0 else x * 3.0)  # noqa: E731
+
+
+def test_lambdas_with_the_same_arguments_on_one_line_are_told_apart():
+    """Their code's column positions (Python 3.11+) say which lambda each one is."""
+    double, negate = (tf.function(fn, backend="reference") for fn in SAME_LINE)
+    assert float(double(tf.constant(2.0))) == 4.0 and float(double(tf.constant(-2.0))) == -2.0
+    assert float(negate(tf.constant(2.0))) == -2.0 and float(negate(tf.constant(-2.0))) == -6.0

@@ -60,6 +60,23 @@ def test_py_function_body_executes_eagerly_and_may_use_python_control_flow():
     assert float(f(tf.constant(4.0))) == 4.0
 
 
+def test_py_function_takes_and_returns_scalars_in_staged_code():
+    """Compiled code passes scalars to the host as Python/NumPy scalars and expects 0-d
+    results back: both become 0-d arrays on the way (they were an AttributeError and a
+    "rank 1 where rank 0" error on the Numba backend)."""
+    seen = []
+
+    def count(n):
+        seen.append(n.shape)
+        return n + 1
+
+    @tf.function
+    def f(n):
+        return tf.py_function(count, [n], tf.TensorSpec([], tf.int64)) * 2
+
+    assert int(f(tf.constant(3, tf.int64))) == 8 and seen == [tf.TensorShape([])]
+
+
 def test_py_function_tout_forms():
     f = tf.function(lambda x: tf.py_function(lambda a: (a, a + 1), [x], [tf.int32, tf.int32]))
     out = f(tf.constant(1))
