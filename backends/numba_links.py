@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from stagecraft.backends.numba_cache import discard
+from stagecraft.backends.sealed_files import discard
 from stagecraft.ir import durable
 
 __all__ = ["external", "Links", "encode_type", "decode_type"]

@@ -17,7 +17,6 @@ from stagecraft.staging.while_loop import while_loop
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager import nest
-from stagecraft.converters.operators import dataset_loops
 from stagecraft.converters.operators import trace_report as _report
 from stagecraft.converters.operators.variables import (RETURN_VALUE, Undefined,
                                                        UndefinedReturnValue, is_undefined)
@@ -419,11 +418,16 @@ def for_stmt(iterable: Any, extra_test: Callable | None, body: Callable, get_sta
              set_state: Callable, names: Sequence[str], loc: str,
              opts: dict | None = None) -> None:
     """``for x in iterable: body(x)`` (checking ``extra_test()``, from ``break``, before each
-    iteration). Tensor ranges and symbolic tensors become staged loops; anything else iterates
-    in Python."""
-    if STATE.get().graph is not None and dataset_loops.is_dataset_source(iterable):
-        dataset_loops.dataset_loop(iterable, extra_test, body, get_state, set_state, names,
-                                   loc, opts)
+    iteration). Tensor ranges, symbolic tensors and iterables with a ``_stage_for_loop``
+    method (datasets) become staged loops; anything else iterates in Python."""
+    stage = getattr(type(iterable), "_stage_for_loop", None)
+    if stage is not None and STATE.get().graph is not None:
+        # an iterable that stages its own loop (a tf.data dataset or iterator): it gives the
+        # pieces of a while loop over its elements
+        _report.record("for", loc, "staged", names)
+        test, body2, get_state2, set_state2, names2 = stage(iterable, extra_test, body,
+                                                             get_state, set_state, names)
+        _staged_while(test(), test, body2, get_state2, set_state2, names2, loc, opts)
         return
     if isinstance(iterable, GraphTensor):
         spec = _range_operands(iterable)

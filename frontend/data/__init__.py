@@ -12,6 +12,8 @@ from stagecraft.data import experimental
 from stagecraft.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY,
                                      Dataset)
 from stagecraft.data.iterator import Iterator, Optional
+# The modules defining the dataset and iterator kinds register them with Dataset's methods.
+from stagecraft.data import cache, prefetch, sources, staged, transformations  # noqa: F401
 
 __all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Iterator",
            "Optional", "experimental"]

@@ -14,16 +14,18 @@ from typing import Any, Iterator
 import numpy as np
 
 from stagecraft.data import structure
-from stagecraft.data.dataset import Context, Dataset
+from stagecraft.data.dataset import Context, Dataset, register
 from stagecraft.eager.tensor import wrap
 from stagecraft.ir import durable
 from stagecraft.ir.errors import DataLossError
+from stagecraft.ir.serialize import read_npz
 
 __all__ = ["Cache"]
 
 _COUNT = "count"  # the member holding the number of elements
 
 
+@register
 class Cache(Dataset):
     def __init__(self, source: Dataset, filename: str):
         self._path = os.fspath(filename) + ".npz" if filename else None
@@ -57,7 +59,6 @@ class Cache(Dataset):
         durable.write_atomic(self._path, buffer.getvalue())
 
     def _read(self) -> list:
-        from stagecraft.ir.serialize import read_npz
         specs = structure.flatten(self.element_spec)
         try:
             allowed = frozenset(np.dtype(s.dtype.np) for s in specs) | {np.dtype(np.int64)}

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from stagecraft.data import structure
+from stagecraft.data.functions import StagedFunction
 from stagecraft.eager.context import executing_eagerly
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.ir import dtypes as dt
@@ -20,6 +21,22 @@ AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
 #: ``Dataset.cardinality()`` when it cannot be known without iterating (``filter``).
 UNKNOWN_CARDINALITY = -2
+
+
+#: The dataset and iterator classes by name, filled by the modules defining them (``register``)
+#: when ``stagecraft.data`` is imported: the methods below create them through it, so this
+#: module imports none of them (they all import it).
+_KINDS: dict[str, Callable[..., Any]] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: makes ``cls`` what ``Dataset``'s methods create under its name."""
+    _KINDS[cls.__name__] = cls
+    return cls
+
+
+def _make(kind: str, *args: Any, **kwargs: Any) -> Any:
+    return _KINDS[kind](*args, **kwargs)
 
 
 class Context:
@@ -104,11 +121,12 @@ class Dataset:
     def __iter__(self) -> "Any":
         """An iterator: eagerly an ``OwnedIterator``; while tracing a ``tf.function``, a
         staged one (``data/staged.py``) that opens a fresh pass at every call."""
-        if not executing_eagerly():
-            from stagecraft.data.staged import GraphIterator
-            return GraphIterator(self)
-        from stagecraft.data.iterator import OwnedIterator
-        return OwnedIterator(self)
+        return _make("OwnedIterator" if executing_eagerly() else "GraphIterator", self)
+
+    def _stage_for_loop(self, *loop: Any) -> tuple:
+        """``for element in dataset:`` inside a ``tf.function``: a staged loop over a new
+        iterator (see ``GraphIterator._stage_for_loop``)."""
+        return _make("GraphIterator", self)._stage_for_loop(*loop)
 
     def _new_context(self) -> Context:
         ctx = Context(self._iterators_made)
@@ -133,7 +151,6 @@ class Dataset:
         >>> int(tf.data.Dataset.range(5).reduce(tf.constant(0, tf.int64), lambda s, x: s + x))
         10
         """
-        from stagecraft.data.functions import StagedFunction
         state = structure.normalize(initial_state, "Dataset.reduce")
         fn = StagedFunction(reduce_func, "reduce", unpack=False)
         for element in self:
@@ -150,8 +167,7 @@ class Dataset:
         >>> [x.numpy().tolist() for x in tf.data.Dataset.from_tensor_slices([[1, 2], [3, 4]])]
         [[1, 2], [3, 4]]
         """
-        from stagecraft.data.sources import TensorSlices
-        return TensorSlices(tensors)
+        return _make("TensorSlices", tensors)
 
     @staticmethod
     def from_tensors(tensors: Any, name: str | None = None) -> "Dataset":
@@ -161,8 +177,7 @@ class Dataset:
         >>> [x.shape for x in tf.data.Dataset.from_tensors([1, 2, 3])]
         [TensorShape([3])]
         """
-        from stagecraft.data.sources import Tensors
-        return Tensors(tensors)
+        return _make("Tensors", tensors)
 
     @staticmethod
     def range(*args: int, dtype: Any = dt.int64, name: str | None = None) -> "Dataset":
@@ -172,8 +187,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.range(1, 8, 3)]
         [1, 4, 7]
         """
-        from stagecraft.data.sources import Range
-        return Range(*args, dtype=dtype)
+        return _make("Range", *args, dtype=dtype)
 
     @staticmethod
     def from_generator(generator: Callable[..., Any], output_types: Any = None,
@@ -190,8 +204,8 @@ class Dataset:
         >>> [x.numpy().tolist() for x in ds]
         [[1.0], [2.0, 3.0]]
         """
-        from stagecraft.data.sources import Generator
-        return Generator(generator, output_types, output_shapes, args, output_signature)
+        return _make("Generator", generator, output_types, output_shapes, args,
+                     output_signature)
 
     @staticmethod
     def zip(*datasets: Any, name: str | None = None) -> "Dataset":
@@ -203,10 +217,9 @@ class Dataset:
         >>> [(int(x), int(y)) for x, y in tf.data.Dataset.zip(a, b)]
         [(0, 10), (1, 11)]
         """
-        from stagecraft.data.sources import Zip
         if len(datasets) == 1 and not isinstance(datasets[0], Dataset):
-            return Zip(datasets[0])
-        return Zip(tuple(datasets))
+            return _make("Zip", datasets[0])
+        return _make("Zip", tuple(datasets))
 
     # ------------------------------------------------------------------ transformations
 
@@ -223,8 +236,7 @@ class Dataset:
         >>> [int(x) for x in ds]
         [11, 22]
         """
-        from stagecraft.data.transformations import Map
-        return Map(self, map_func, num_parallel_calls, deterministic)
+        return _make("Map", self, map_func, num_parallel_calls, deterministic)
 
     def filter(self, predicate: Callable[..., Any], name: str | None = None) -> "Dataset":
         """Keeps the elements for which ``predicate`` (staged like ``map``'s function) is True.
@@ -233,8 +245,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.range(6).filter(lambda x: x > 3)]
         [4, 5]
         """
-        from stagecraft.data.transformations import Filter
-        return Filter(self, predicate)
+        return _make("Filter", self, predicate)
 
     def batch(self, batch_size: int, drop_remainder: bool = False,
               num_parallel_calls: int | None = None, deterministic: bool | None = None,
@@ -246,8 +257,7 @@ class Dataset:
         >>> [b.numpy().tolist() for b in tf.data.Dataset.range(5).batch(2)]
         [[0, 1], [2, 3], [4]]
         """
-        from stagecraft.data.transformations import Batch
-        return Batch(self, batch_size, drop_remainder)
+        return _make("Batch", self, batch_size, drop_remainder)
 
     def padded_batch(self, batch_size: int, padded_shapes: Any = None,
                      padding_values: Any = None, drop_remainder: bool = False,
@@ -261,8 +271,8 @@ class Dataset:
         >>> [b.numpy().tolist() for b in ds.padded_batch(2)]
         [[[1, 0], [2, 2]], [[3, 3, 3]]]
         """
-        from stagecraft.data.transformations import PaddedBatch
-        return PaddedBatch(self, batch_size, padded_shapes, padding_values, drop_remainder)
+        return _make("PaddedBatch", self, batch_size, padded_shapes, padding_values,
+                     drop_remainder)
 
     def unbatch(self, name: str | None = None) -> "Dataset":
         """Splits each element along its first dimension (the inverse of ``batch``).
@@ -271,8 +281,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.from_tensors([[1, 2], [3, 4]]).unbatch().unbatch()]
         [1, 2, 3, 4]
         """
-        from stagecraft.data.transformations import Unbatch
-        return Unbatch(self)
+        return _make("Unbatch", self)
 
     def shuffle(self, buffer_size: int, seed: int | None = None,
                 reshuffle_each_iteration: bool | None = None,
@@ -285,8 +294,7 @@ class Dataset:
         >>> sorted(int(x) for x in tf.data.Dataset.range(5).shuffle(5, seed=1))
         [0, 1, 2, 3, 4]
         """
-        from stagecraft.data.transformations import Shuffle
-        return Shuffle(self, buffer_size, seed, reshuffle_each_iteration)
+        return _make("Shuffle", self, buffer_size, seed, reshuffle_each_iteration)
 
     def repeat(self, count: int | None = None, name: str | None = None) -> "Dataset":
         """The elements ``count`` times over (forever when ``count`` is None or -1).
@@ -295,8 +303,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.range(2).repeat(2)]
         [0, 1, 0, 1]
         """
-        from stagecraft.data.transformations import Repeat
-        return Repeat(self, count)
+        return _make("Repeat", self, count)
 
     def take(self, count: int, name: str | None = None) -> "Dataset":
         """The first ``count`` elements (all of them for -1).
@@ -305,8 +312,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.range(10).take(3)]
         [0, 1, 2]
         """
-        from stagecraft.data.transformations import Take
-        return Take(self, count)
+        return _make("Take", self, count)
 
     def skip(self, count: int, name: str | None = None) -> "Dataset":
         """All but the first ``count`` elements (none for -1).
@@ -315,8 +321,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.range(5).skip(3)]
         [3, 4]
         """
-        from stagecraft.data.transformations import Skip
-        return Skip(self, count)
+        return _make("Skip", self, count)
 
     def prefetch(self, buffer_size: int, name: str | None = None) -> "Dataset":
         """Produces up to ``buffer_size`` elements ahead on a background thread, so the input
@@ -326,8 +331,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.range(3).prefetch(tf.data.AUTOTUNE)]
         [0, 1, 2]
         """
-        from stagecraft.data.prefetch import Prefetch
-        return Prefetch(self, buffer_size)
+        return _make("Prefetch", self, buffer_size)
 
     def cache(self, filename: str = "", name: str | None = None) -> "Dataset":
         """Keeps the elements of the first complete pass (in memory, or in the file
@@ -338,8 +342,7 @@ class Dataset:
         >>> [int(x) for x in ds], [int(x) for x in ds]
         ([0, 1, 4], [0, 1, 4])
         """
-        from stagecraft.data.cache import Cache
-        return Cache(self, filename)
+        return _make("Cache", self, filename)
 
     def concatenate(self, dataset: "Dataset", name: str | None = None) -> "Dataset":
         """The elements of this dataset, then those of ``dataset`` (same structure and
@@ -349,8 +352,7 @@ class Dataset:
         >>> [int(x) for x in tf.data.Dataset.range(2).concatenate(tf.data.Dataset.range(5, 6))]
         [0, 1, 5]
         """
-        from stagecraft.data.sources import Concatenate
-        return Concatenate(self, dataset)
+        return _make("Concatenate", self, dataset)
 
     def enumerate(self, start: int = 0, name: str | None = None) -> "Dataset":
         """Pairs each element with its int64 index: ``(index, element)``.
@@ -359,8 +361,7 @@ class Dataset:
         >>> [(int(i), int(x)) for i, x in tf.data.Dataset.range(5, 7).enumerate(1)]
         [(1, 5), (2, 6)]
         """
-        from stagecraft.data.transformations import Enumerate
-        return Enumerate(self, start)
+        return _make("Enumerate", self, start)
 
     def flat_map(self, map_func: Callable[..., "Dataset"], name: str | None = None) -> "Dataset":
         """Maps each element to a dataset and flattens the results in order.
@@ -370,8 +371,7 @@ class Dataset:
         >>> [int(x) for x in ds]
         [0, 0, 1]
         """
-        from stagecraft.data.transformations import FlatMap
-        return FlatMap(self, map_func)
+        return _make("FlatMap", self, map_func)
 
     def apply(self, transformation_func: Callable[["Dataset"], "Dataset"]) -> "Dataset":
         """``transformation_func(self)``, for chaining reusable transformations.

@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from stagecraft.data import structure
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.staging.function import Function, function
+from stagecraft.staging.tensor_spec import TensorSpec
 
 __all__ = ["StagedFunction"]
 
@@ -18,7 +21,6 @@ class StagedFunction:
     def __init__(self, fn: Callable[..., Any], what: str, unpack: bool = True):
         if not callable(fn):
             raise TypeError(f"Dataset.{what}: expected a function, got {type(fn).__name__}.")
-        from stagecraft.staging.function import Function, function
         self.what = what
         self.unpack = unpack
         self.python = fn
@@ -49,8 +51,6 @@ def _pack_lists(value: Any) -> Any:
 
 
 def _spec_of_output(value: Any) -> Any:
-    from stagecraft.eager.conversion import convert_to_tensor
-    from stagecraft.staging.tensor_spec import TensorSpec
     if value is None:
         raise TypeError("a tf.data function returned None; it must return tensors (or a "
                         "tuple/dict of them).")

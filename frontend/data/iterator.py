@@ -12,7 +12,9 @@ from typing import Any, Iterator as PyIterator
 
 import numpy as np
 
-from stagecraft.data.dataset import Dataset
+from stagecraft.data import structure
+from stagecraft.data.dataset import Context, Dataset, register
+from stagecraft.eager.tensor import wrap
 from stagecraft.ir.errors import InvalidArgumentError, OutOfRangeError
 
 __all__ = ["Iterator", "OwnedIterator", "Optional"]
@@ -24,6 +26,7 @@ class Iterator:
     """``tf.data.Iterator``: the type of ``iter(dataset)``."""
 
 
+@register
 class OwnedIterator(Iterator):
     """An iterator over a dataset: ``next(it)`` raises ``StopIteration`` at the end,
     ``it.get_next()`` raises ``tf.errors.OutOfRangeError`` (as TensorFlow's).
@@ -107,7 +110,6 @@ class OwnedIterator(Iterator):
         if state.shape != (2,) or int(state[1]) < 0:
             raise InvalidArgumentError(f"Restoring a tf.data iterator: its saved state must be "
                                        f"[seed base, position]; got {state.tolist()}.")
-        from stagecraft.data.dataset import Context
         self._start(Context(int(state[0])), int(state[1]))
         self._variable._value = self._buffer = np.array(state, np.int64)
 
@@ -130,7 +132,6 @@ class Optional:
 
     @staticmethod
     def from_value(value: Any) -> "Optional":
-        from stagecraft.data import structure
         value = structure.normalize(value, "Optional.from_value")
         return Optional(value, structure.spec_of(value))
 
@@ -143,7 +144,6 @@ class Optional:
         return self._spec
 
     def has_value(self) -> Any:
-        from stagecraft.eager.tensor import wrap
         return wrap(np.asarray(self._value is not None))
 
     def get_value(self) -> Any:

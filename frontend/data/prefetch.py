@@ -6,8 +6,7 @@ import queue
 import threading
 from typing import Any, Iterator
 
-from stagecraft.data.dataset import AUTOTUNE, Context, Dataset
-
+from stagecraft.data.dataset import AUTOTUNE, Context, Dataset, register
 __all__ = ["Prefetch"]
 
 _AUTOTUNE_BUFFER = 2  # what AUTOTUNE picks: enough to hide one slow element
@@ -19,6 +18,7 @@ class _Failure:
         self.error = error
 
 
+@register
 class Prefetch(Dataset):
     def __init__(self, source: Dataset, buffer_size: Any):
         size = int(buffer_size)

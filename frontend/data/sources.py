@@ -7,8 +7,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from stagecraft.data import structure
-from stagecraft.data.dataset import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Context,
-                                     Dataset)
+from stagecraft.data.dataset import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Context, Dataset,
+                                     register)
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.ir import dtypes as dt
@@ -17,6 +17,7 @@ from stagecraft.staging.tensor_spec import TensorSpec
 __all__ = ["TensorSlices", "Tensors", "Range", "Generator", "Zip", "Concatenate"]
 
 
+@register
 class TensorSlices(Dataset):
     def __init__(self, tensors: Any):
         element = structure.normalize(tensors, "Dataset.from_tensor_slices")
@@ -46,6 +47,7 @@ class TensorSlices(Dataset):
             yield structure.pack(self._structure, [wrap(v[i]) for v in self._values])
 
 
+@register
 class Tensors(Dataset):
     def __init__(self, tensors: Any):
         self._element = structure.normalize(tensors, "Dataset.from_tensors")
@@ -58,6 +60,7 @@ class Tensors(Dataset):
         yield self._element
 
 
+@register
 class Range(Dataset):
     def __init__(self, *args: int, dtype: Any = dt.int64):
         if not 1 <= len(args) <= 3:
@@ -77,6 +80,7 @@ class Range(Dataset):
             yield wrap(np.asarray(np_type(v)))
 
 
+@register
 class Generator(Dataset):
     def __init__(self, generator: Callable[..., Any], output_types: Any, output_shapes: Any,
                  args: Any, output_signature: Any):
@@ -126,6 +130,7 @@ class Generator(Dataset):
         return structure.map_structure(convert, spec, value)
 
 
+@register
 class Zip(Dataset):
     def __init__(self, datasets: Any):
         members = structure.flatten(datasets)
@@ -152,6 +157,7 @@ class Zip(Dataset):
             yield structure.pack(self._structure, list(parts))
 
 
+@register
 class Concatenate(Dataset):
     def __init__(self, first: Dataset, second: Dataset):
         if not isinstance(second, Dataset):

@@ -5,20 +5,26 @@ an int64 token, and one per element that returns ``(has_element, *components)``.
 
 ``iter(dataset)`` while tracing gives a ``GraphIterator``: ``next(it)`` is a staged fetch that
 raises ``tf.errors.OutOfRangeError`` when it runs past the end (as TensorFlow's), and
-``for x in it`` continues from where the iterator is (``converters/operators/
-dataset_loops.py`` stages the loop)."""
+``for x in it`` continues from where the iterator is. AutoGraph stages ``for`` loops over
+datasets and these iterators through their ``_stage_for_loop`` method, which gives it the
+pieces of a while loop (so the converters need not know about datasets)."""
 from __future__ import annotations
 
 import collections
 import itertools
 import threading
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from stagecraft.data import structure
+from stagecraft.data.dataset import register
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import OutOfRangeError
+from stagecraft.ops.math_ops import logical_and
+from stagecraft.ops.script_ops import py_function
 from stagecraft.staging.tensor_spec import TensorSpec
 
 __all__ = ["GraphIterator", "open_iterator", "fetch"]
@@ -75,7 +81,6 @@ def _known_ranks(dataset: Any, what: str) -> list:
 
 def open_iterator(dataset: Any) -> Any:
     """Stages opening a new iterator over ``dataset``: its int64 token."""
-    from stagecraft.ops.script_ops import py_function
     _known_ranks(dataset, "Iterating a tf.data.Dataset")
     return py_function(lambda: _ITERATORS.open(dataset), [], TensorSpec([], dt.int64))
 
@@ -83,13 +88,13 @@ def open_iterator(dataset: Any) -> Any:
 def fetch(dataset: Any, token: Any, required: bool = False) -> list:
     """Stages fetching the next element of the iterator ``token``: ``[has_element,
     *components]`` (or, ``required``, just the components, raising at the end)."""
-    from stagecraft.ops.script_ops import py_function
     specs = _known_ranks(dataset, "Iterating a tf.data.Dataset")
     touts = list(specs) if required else [TensorSpec([], dt.bool_)] + list(specs)
     return list(py_function(lambda t: _ITERATORS.next(int(t.numpy()), specs, required),
                             [token], touts))
 
 
+@register
 class GraphIterator:
     """``iter(dataset)`` inside a staged function.
 
@@ -119,6 +124,38 @@ class GraphIterator:
     def get_next(self) -> Any:
         """The next element (``tf.errors.OutOfRangeError`` at run time past the end)."""
         return structure.pack(self.element_spec, fetch(self.dataset, self.token, True))
+
+    def _stage_for_loop(self, extra_test: Callable | None, body: Callable,
+                        get_state: Callable, set_state: Callable,
+                        names: Sequence[str]) -> tuple:
+        """``for element in self: body(element)`` (``extra_test()`` checked before each
+        iteration, for ``break``) as the pieces of a staged while loop: ``(test, body,
+        get_state, set_state, names)``; the loop carries ``has_element`` and the element's
+        components before the user's variables."""
+        current = fetch(self.dataset, self.token)
+        n = len(current)
+
+        def get_state2() -> tuple:
+            return tuple(current) + tuple(get_state())
+
+        def set_state2(values: Sequence[Any]) -> None:
+            current[:] = values[:n]
+            set_state(list(values[n:]))
+
+        def test() -> Any:
+            going = current[0]
+            if extra_test is not None:
+                extra = extra_test()
+                extra = extra if isinstance(extra, Tensor) else convert_to_tensor(bool(extra))
+                going = logical_and(going, extra)
+            return going
+
+        def body2() -> None:
+            body(structure.pack(self.element_spec, current[1:]))
+            current[:] = fetch(self.dataset, self.token)
+
+        element_names = ("has_element",) + tuple(f"element_{i}" for i in range(n - 1))
+        return test, body2, get_state2, set_state2, element_names + tuple(names)
 
     def get_next_as_optional(self) -> Any:
         has, *components = fetch(self.dataset, self.token)

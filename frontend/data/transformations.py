@@ -11,11 +11,12 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from stagecraft.data import structure
-from stagecraft.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY,
-                                     Context, Dataset)
+from stagecraft.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Context,
+                                     Dataset, register)
 from stagecraft.data.functions import StagedFunction
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.ir import dtypes as dt
+from stagecraft.ops.random_ops import get_seed_pair
 from stagecraft.staging.tensor_spec import TensorSpec
 
 __all__ = ["Map", "Filter", "Batch", "PaddedBatch", "Unbatch", "Shuffle", "Repeat", "Take",
@@ -34,6 +35,7 @@ def _spec_with_first(spec: TensorSpec, n: int | None) -> TensorSpec:
                       spec.dtype)
 
 
+@register
 class Map(Dataset):
     def __init__(self, source: Dataset, fn: Callable[..., Any], num_parallel_calls: Any,
                  deterministic: bool | None):
@@ -84,6 +86,7 @@ def _drain(pending: collections.deque, ordered: bool, keep: int) -> Iterator[Any
             yield done.result()
 
 
+@register
 class Filter(Dataset):
     def __init__(self, source: Dataset, predicate: Callable[..., Any]):
         self._fn = StagedFunction(predicate, "filter")
@@ -99,6 +102,7 @@ class Filter(Dataset):
                 yield element
 
 
+@register
 class Batch(Dataset):
     def __init__(self, source: Dataset, batch_size: Any, drop_remainder: bool):
         self._size = _count(batch_size, "batch(batch_size)", 1)
@@ -138,6 +142,7 @@ class Batch(Dataset):
         return structure.pack(elements[0], stacked)
 
 
+@register
 class PaddedBatch(Batch):
     def __init__(self, source: Dataset, batch_size: Any, padded_shapes: Any,
                  padding_values: Any, drop_remainder: bool):
@@ -183,6 +188,7 @@ def _padded_shape(spec: TensorSpec, shape: Any) -> list:
     return dims
 
 
+@register
 class Unbatch(Dataset):
     def __init__(self, source: Dataset):
         for s in structure.flatten(source.element_spec):
@@ -203,10 +209,10 @@ class Unbatch(Dataset):
                 yield structure.pack(element, [wrap(v[i]) for v in values])
 
 
+@register
 class Shuffle(Dataset):
     def __init__(self, source: Dataset, buffer_size: Any, seed: int | None,
                  reshuffle_each_iteration: bool | None):
-        from stagecraft.ops.random_ops import get_seed_pair
         self._buffer = _count(buffer_size, "shuffle(buffer_size)", 1)
         self._seed = get_seed_pair(seed)  # TF's rules: equal seeds, equal orders
         self._reshuffle = reshuffle_each_iteration is not False
@@ -234,6 +240,7 @@ class Shuffle(Dataset):
             yield buffer.pop()
 
 
+@register
 class Repeat(Dataset):
     def __init__(self, source: Dataset, count: Any):
         self._count = -1 if count is None else _count(count, "repeat(count)", -1)
@@ -259,6 +266,7 @@ class Repeat(Dataset):
             epoch += 1
 
 
+@register
 class Take(Dataset):
     def __init__(self, source: Dataset, count: Any):
         self._count = _count(count, "take(count)", -1)
@@ -281,6 +289,7 @@ class Take(Dataset):
                 return
 
 
+@register
 class Skip(Dataset):
     def __init__(self, source: Dataset, count: Any):
         self._count = _count(count, "skip(count)", -1)
@@ -300,6 +309,7 @@ class Skip(Dataset):
                 yield element
 
 
+@register
 class FlatMap(Dataset):
     def __init__(self, source: Dataset, fn: Callable[..., Dataset]):
         if not callable(fn):
@@ -328,6 +338,7 @@ def _zeros_like(spec: Any) -> Iterator[Any]:
                                 s.dtype.np)), spec)
 
 
+@register
 class Enumerate(Dataset):
     def __init__(self, source: Dataset, start: Any):
         self._start = int(start.numpy()) if isinstance(start, Tensor) else int(start)
