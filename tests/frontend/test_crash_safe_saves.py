@@ -229,6 +229,53 @@ def test_saved_model_overwrite_killed_anywhere(tmp_path):
     assert _every_kill(make_old, save_new, check, next_save, tmp_path) >= 6
 
 
+@pytest.mark.parametrize("when", ["read_json", "read_arrays", "read_variables"])
+def test_a_load_during_an_overwrite_gives_one_whole_version(tmp_path, monkeypatch, when):
+    """A save over the directory in the middle of a load (after its fingerprint check, before
+    the rest is read) makes the load start again on the new version: never a fingerprint
+    error, never old functions with new values."""
+    from stagecraft.state.saved_model import format as sm_format, loading
+    model = _Scaled()
+    model(tf.constant([1.0, 1.0]))
+    path = str(tmp_path / "m")
+    model.w.assign(OLD)
+    tf.saved_model.save(model, path)
+    target = loading if when == "read_variables" else sm_format
+    original = getattr(target, when)
+    overwrites = []
+
+    def overwriting(*args, **kwargs):
+        if not overwrites:
+            overwrites.append(1)
+            model.w.assign(NEW)
+            tf.saved_model.save(model, path)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, when, overwriting)
+    loaded = tf.saved_model.load(path)
+    assert overwrites and loaded.w.numpy().tolist() == NEW
+    assert loaded(tf.constant([1.0, 1.0])).numpy().tolist() == NEW
+
+
+def test_a_load_that_keeps_being_overwritten_says_so(tmp_path, monkeypatch):
+    from stagecraft.state.saved_model import format as sm_format
+    model = _Scaled()
+    model(tf.constant([1.0, 1.0]))
+    path = str(tmp_path / "m")
+    tf.saved_model.save(model, path)
+    original = sm_format.read_json
+
+    def always_overwriting(*args, **kwargs):
+        tf.saved_model.save(model, path)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sm_format, "read_json", always_overwriting)
+    with pytest.raises(sm_format.CorruptSavedModelError) as e:
+        tf.saved_model.load(path)
+    assert str(e.value) == (f"{path}: the SavedModel was replaced 5 times while it was being "
+                            f"loaded; load it when no process is saving to it.")
+
+
 def test_concurrent_writers_of_one_prefix_never_mix(tmp_path):
     """Two processes overwrite one prefix 30 times each with different values: every read in
     between sees one writer's whole checkpoint."""

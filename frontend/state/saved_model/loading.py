@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from stagecraft.ir import dtypes as dt
-from stagecraft.ir.errors import NotFoundError
+from stagecraft.ir.errors import DataLossError, NotFoundError
 from stagecraft.ir.serialize import DocumentError
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.state.saved_model import format as fmt
@@ -38,8 +38,41 @@ def load(export_dir: str | os.PathLike, tags: Any = None, options: Any = None) -
     >>> loaded = tf.saved_model.load(d)
     >>> _ = loaded.v.assign([5.0, 5.0]); float(loaded.total())
     10.0
+
+    A save over ``export_dir`` while it loads (``save`` swaps the whole directory in one
+    rename) is noticed by the directory's identity changing: the load starts again on the new
+    version, so it never returns or rejects a mix of two versions.
     """
     export_dir = os.fspath(export_dir)
+    for _ in range(_ATTEMPTS):
+        before = _identity(export_dir)
+        try:
+            root = _load_once(export_dir)
+        except (fmt.CorruptSavedModelError, NotFoundError, DataLossError, OSError):
+            if _identity(export_dir) == before:
+                raise
+            continue  # overwritten while it was read: load the new version
+        if _identity(export_dir) == before:
+            return root
+    raise fmt.CorruptSavedModelError(
+        f"{export_dir}: the SavedModel was replaced {_ATTEMPTS} times while it was being "
+        f"loaded; load it when no process is saving to it.")
+
+
+_ATTEMPTS = 5
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """What tells the directory at ``path`` from the one a save swaps in: its inode, and its
+    change time (a deleted directory's inode number may be reused by the next one)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns
+
+
+def _load_once(export_dir: str) -> Any:
     document = os.path.join(export_dir, fmt.DOCUMENT)
     if not os.path.isdir(export_dir) or not os.path.isfile(document):
         raise NotFoundError(f"SavedModel file does not exist at: {document}. Pass the directory "
