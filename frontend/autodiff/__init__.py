@@ -3,5 +3,5 @@
 gradients of staged calls, ``cond`` branches and loops).
 
 Gradients of staged constructs live beside them in ``stagecraft.staging``: ``function_grad``
-(calls of concrete functions), ``cond`` and ``while_grad`` (loops).
+(calls of concrete functions), ``cond`` and ``while_loop``.
 """

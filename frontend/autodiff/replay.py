@@ -4,13 +4,33 @@ replaying its graph under a tape (rematerializing the forward values it needs); 
 skips the side effects (assign, print, assert) the forward call already performed."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from stagecraft.eager.bind import bind
-from stagecraft.ir import OPS
-from stagecraft.ir.graph import Graph, Literal
-from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.ir import OPS
+from stagecraft.ir.graph import Eqn, Graph, Literal
+from stagecraft.ops import logging_ops
+from stagecraft.ops.script_ops import py_function
+from stagecraft.state.random_state import is_replay_copy
+
+# How to re-run the equations that own regions (``cond``, ``while``): ``replayer(eqn, inputs,
+# effects) -> outputs``, registered by the modules that define them (staging/cond.py,
+# staging/while_loop.py). Their gradients replay graphs, so this module cannot import them.
+REPLAYERS: dict[str, Callable[[Eqn, list, bool], list]] = {}
+
+
+def replays(op: str) -> Callable[[Callable], Callable]:
+    """Registers the decorated function as the way to re-run ``op`` equations.
+
+    >>> "cond" in REPLAYERS and "while" in REPLAYERS   # (registered by stagecraft.staging)
+    True
+    """
+    def register(fn: Callable[[Eqn, list, bool], list]) -> Callable:
+        REPLAYERS[op] = fn
+        return fn
+    return register
 
 
 def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True,
@@ -24,10 +44,6 @@ def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True,
     equations, by uid. A primitive equation whose outputs are all in ``memo`` (uid -> value)
     is not computed again: the tapes record it with those values as its outputs, so a
     gradient uses them (a loop's gradient passes the values its forward run kept)."""
-    from stagecraft.staging.cond import cond
-    from stagecraft.staging.while_loop import while_loop
-    from stagecraft.ops import logging_ops
-    from stagecraft.state.random_state import is_replay_copy
     env: dict[int, Any] = {p.uid: a for p, a in zip(graph.params, args)}
 
     def get(x: Any) -> Any:
@@ -50,22 +66,8 @@ def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True,
             getattr(ins[0], {"assign": "assign", "add": "assign_add",
                              "sub": "assign_sub"}[attrs["mode"]])(ins[1], read_value=False)
             outs = []
-        elif op == "cond":
-            then_g, else_g = eqn.regions
-            rest = ins[1:]
-            outs = cond(ins[0], lambda: inline_graph(then_g, rest, effects),
-                                     lambda: inline_graph(else_g, rest, effects))
-            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        elif op == "while":
-            n = attrs["carry"]
-            carried, inv = list(ins[:n]), list(ins[n:])
-            cond_g, body_g = eqn.regions
-            # The equation's output types are the loop's (possibly relaxed) shape invariants.
-            outs = while_loop(
-                lambda *v: inline_graph(cond_g, list(v) + inv, effects)[0],
-                lambda *v: tuple(inline_graph(body_g, list(v) + inv, effects)), tuple(carried),
-                shape_invariants=[o.type.shape for o in eqn.outputs])
-            outs = list(outs)
+        elif op in REPLAYERS:
+            outs = REPLAYERS[op](eqn, ins, effects)
         elif op == "call":
             outs = inline_graph(eqn.regions[0], ins, effects)
         elif op == "print":
@@ -73,12 +75,10 @@ def inline_graph(graph: Graph, args: Sequence[Any], effects: bool = True,
                                    attrs["stream"], attrs["summarize"])
             outs = []
         elif op == "py_function":
-            from stagecraft.ops.script_ops import py_function
             res = py_function(attrs["fn"].func, ins, list(attrs["Tout"]))
             outs = list(res)
         elif op == "assert":
-            from stagecraft.ops.logging_ops import emit_assert
-            emit_assert(ins[0], attrs["message"])
+            logging_ops.emit_assert(ins[0], attrs["message"])
             outs = []
         elif memo is not None and eqn.outputs and all(v.uid in memo for v in eqn.outputs):
             outs = [memo[v.uid] for v in eqn.outputs]

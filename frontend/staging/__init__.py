@@ -7,7 +7,7 @@ function, laid out as TensorFlow's ``polymorphic_function/``:
 - ``function_grad``: gradients of staged calls;
 - ``signature``: ``input_signature`` checks and binding;
 - ``func_graph``, ``graph_tensor``, ``tensor_spec``, ``trace_cache`` (cache keys);
-- ``cond``, ``while_loop`` and ``while_grad``: staged control flow and its gradients;
+- ``cond`` and ``while_loop`` (with ``regions``): staged control flow and its gradients;
 - ``compiled``: the code a backend generated.
 
 Nothing is imported here: ``stagecraft.staging.function`` is the module, ``stagecraft.function``

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from stagecraft.autodiff.replay import inline_graph, replays
 from stagecraft.eager import nest
 from stagecraft.state import random_state
 from stagecraft.eager.bind import user_location
@@ -11,7 +12,7 @@ from stagecraft.eager.context import STATE
 from stagecraft.staging.func_graph import FuncGraph
 from stagecraft.staging.graph_tensor import GraphTensor
 from stagecraft.ir import dtypes as _dt
-from stagecraft.ir.graph import Graph
+from stagecraft.ir.graph import Eqn, Graph
 from stagecraft.ir.shapes import most_specific_common
 from stagecraft.ir.types import TensorType
 from stagecraft.staging.regions import (Region, record_on_tapes, region_vjp, shared_operands,
@@ -110,3 +111,11 @@ def _cond_grad(pred: Any, regions: list[Graph], inputs: list, outs: list, gouts:
     return list(grads)
 
 
+@replays("cond")
+def _replay(eqn: Eqn, ins: list, effects: bool) -> list:
+    """Re-runs a ``cond`` equation through ``cond`` (see ``autodiff.replay``)."""
+    then_g, else_g = eqn.regions
+    rest = ins[1:]
+    outs = cond(ins[0], lambda: inline_graph(then_g, rest, effects),
+                lambda: inline_graph(else_g, rest, effects))
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 import zlib
 from typing import Any, Iterator
 
@@ -30,17 +29,16 @@ import numpy as np
 
 from stagecraft.ir import durable
 from stagecraft.ir.errors import DataLossError, NotFoundError
+from stagecraft.state.checkpoint.schema import DTYPES as _DTYPES
+from stagecraft.state.checkpoint.schema import HEADER as _HEADER
+from stagecraft.state.checkpoint.schema import check_index
 
 FORMAT_NAME = "stagecraft-checkpoint"
 FORMAT_VERSION = 1
 INDEX_SUFFIX = ".index"
 DATA_SUFFIX = ".data-00000-of-00001"
 _MAGIC = b"SCKPDATA"
-_HEADER = struct.Struct("<8sI4x16s")  # magic, version, padding, write id: 32 bytes
 _ALIGN = 8
-# dtypes a checkpoint can hold (numbers and bools; no object or string arrays)
-_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128")
 
 
 def index_path(prefix: str) -> str:
@@ -268,7 +266,6 @@ def read_index(prefix: str) -> dict:
     if not isinstance(content, dict) or zlib.crc32(_canonical(content)) != body.get("checksum"):
         raise DataLossError(f"Checkpoint index {path!r} is corrupted (checksum mismatch): its "
                             f"contents were changed after it was written.")
-    from stagecraft.state.checkpoint.schema import check_index  # it imports this module
     return check_index(content, path)  # every field, before any is used
 
 

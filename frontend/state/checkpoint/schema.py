@@ -20,18 +20,22 @@ Checkpoint index 'p.index' field tensors['x'].shape[0]: expected an integer betw
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
 
 import numpy as np
 
-from stagecraft.state.checkpoint import format as fmt
 from stagecraft.ir.errors import DataLossError
 from stagecraft.ir.serialize import (DocumentError, check_int, check_list, check_object,
                                      check_text)
 
-HEADER_SIZE = fmt._HEADER.size  # the data file's header: magic, version, padding, write id
+# The data file's header (magic, version, padding, write id: 32 bytes); format.py writes it.
+HEADER = struct.Struct("<8sI4x16s")
+HEADER_SIZE = HEADER.size
 MAX_SIZE = 2 ** 62
-DTYPES = fmt._DTYPES
+# dtypes a checkpoint can hold (numbers and bools; no object or string arrays)
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128")
 _ADVICE = "The index is damaged or was crafted; restore an older checkpoint or write it again."
 
 
