@@ -14,6 +14,7 @@ import gast
 
 from stagecraft.converters import loader, operators
 from stagecraft.converters.context import RUNTIME, Context, Namer
+from stagecraft.converters.operators.calls import set_converter
 from stagecraft.converters.passes import (asserts, break_statements, call_trees, checks,
                                           continue_statements, control_flow, directives,
                                           expressions, return_statements, variables)
@@ -65,6 +66,9 @@ def convert(fn: Callable) -> Callable:
             converted.__sc_source__ = entry[1]
         _by_function[fn] = converted
         return converted
+
+
+set_converter(convert)  # converted_call converts the user functions it calls with it
 
 
 def _warn_unconverted(fn: Callable, why: Exception) -> None:

@@ -23,6 +23,20 @@ _LIBRARY_PREFIXES = ("stagecraft", "numpy", "scipy", "numba", "builtins", "funct
                      "logging", "inspect", "re", "os", "sys", "json", "random", "gast",
                      "astunparse", "torch")
 
+# The converter (``converters.api.convert``), registered by ``api`` when it is imported: the
+# runtime converts user functions it is asked to call, but the converter imports the runtime
+# (generated code runs against it), so the runtime does not import the converter.
+_CONVERTER: list[Callable[[Callable], Callable]] = []
+
+
+def set_converter(convert: Callable[[Callable], Callable]) -> None:
+    """Makes ``convert`` the function ``converted_call`` converts user functions with.
+
+    >>> _CONVERTER[0].__module__   # registered by stagecraft.converters.api
+    'stagecraft.converters.api'
+    """
+    _CONVERTER[:] = [convert]
+
 
 def converted_call(f: Any, args: tuple, kwargs: dict) -> Any:
     """Calls ``f(*args, **kwargs)``, converting ``f`` first when it is user code."""
@@ -37,9 +51,8 @@ def converted_call(f: Any, args: tuple, kwargs: dict) -> Any:
     if fn is None:
         result = f(*args, **kwargs)
     else:
-        from stagecraft.converters.api import convert
         try:
-            converted = convert(fn)
+            converted = _CONVERTER[0](fn)
         except ConversionError as e:
             logger.warning("AutoGraph could not convert %s and calls it unconverted: %s",
                            getattr(fn, "__qualname__", fn), str(e).splitlines()[0])
