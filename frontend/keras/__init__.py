@@ -17,9 +17,9 @@ accuracies), initializers and activations, built from stagecraft ops: they run e
 >>> [round(float(v.numpy().ravel()[0]), 4) for v in model.trainable_variables]
 [1.0, 0.6]
 """
-from stagecraft.keras import (activations, backend, initializers, layers, losses, metrics,
-                              models, optimizers)
+from stagecraft.keras import (activations, backend, callbacks, initializers, layers, losses,
+                              metrics, models, optimizers)
 from stagecraft.keras.models import Model, Sequential
 
-__all__ = ["Model", "Sequential", "activations", "backend", "initializers", "layers", "losses",
-           "metrics", "models", "optimizers"]
+__all__ = ["Model", "Sequential", "activations", "backend", "callbacks", "initializers",
+           "layers", "losses", "metrics", "models", "optimizers"]

@@ -31,6 +31,10 @@ from stagecraft.eager.tensor import Tensor
 from stagecraft.state.variables import Variable
 
 
+#: Attributes whose variables are not the layer's weights (they stay in its checkpoints).
+_NOT_WEIGHT_SOURCES = frozenset(("optimizer",))
+
+
 class _WeightList:
     """The weights ``add_weight`` made, in creation order. Deliberately not a list: module
     reflection and checkpoints treat it as an opaque value, so a weight is found once, under
@@ -215,10 +219,11 @@ class Layer(Module):
         return out
 
     def _children(self) -> Iterator[Module]:
-        """Direct sub-modules (layers included) in attribute assignment order."""
+        """Direct sub-modules (layers included) in attribute assignment order; a compiled
+        model's optimizer is checkpointed with it but its variables are not the model's."""
         seen: set[int] = set()
         for key, value in vars(self).items():
-            if key in self._TF_MODULE_IGNORED_PROPERTIES:
+            if key in self._TF_MODULE_IGNORED_PROPERTIES or key in _NOT_WEIGHT_SOURCES:
                 continue
             for leaf in nest.flatten(value):
                 if isinstance(leaf, Module) and leaf is not self and id(leaf) not in seen:

@@ -1,4 +1,5 @@
-"""``keras.losses``: mean squared error and (sparse) categorical cross-entropy.
+"""``keras.losses``: mean squared and absolute errors, binary and (sparse) categorical
+cross-entropy.
 
 The functions (``mean_squared_error``, ...) return one loss per example; the classes
 (``MeanSquaredError()``, ...) are callables ``loss(y_true, y_pred, sample_weight=None)`` that
@@ -178,6 +179,43 @@ class Loss:
         return {"reduction": self.reduction, "name": self.name}
 
 
+def mean_absolute_error(y_true: Any, y_pred: Any) -> Tensor:
+    """``mean(abs(y_true - y_pred), axis=-1)``: one loss per example.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.losses.mean_absolute_error([[0., 2.]], [[1., 1.]]).numpy().tolist()
+    [1.0]
+    """
+    y_true, y_pred = _prepare(y_true, y_pred)
+    return _m.reduce_mean(_m.abs(_m.subtract(y_pred, y_true)), axis=-1)
+
+
+def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
+                        label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
+    """Binary cross-entropy averaged over ``axis``, per example. Probabilities
+    (``from_logits=False``) are clipped to ``[1e-7, 1 - 1e-7]`` and ``1e-7`` is added inside
+    the logs, as Keras's backend does; logits use the stable
+    ``max(x, 0) - x * z + log(1 + exp(-|x|))``.
+
+    >>> import stagecraft as tf
+    >>> round(float(tf.keras.losses.binary_crossentropy([[1.0]], [[0.0]], from_logits=True)[0]), 4)
+    0.6931
+    """
+    y_true, y_pred = _prepare(y_true, y_pred)
+    if label_smoothing:
+        y_true = _m.add(_m.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    if from_logits:
+        per = _m.add(_m.subtract(_m.maximum(y_pred, 0.0), _m.multiply(y_pred, y_true)),
+                     _m.log(_m.add(1.0, _m.exp(_m.negative(_m.abs(y_pred))))))
+    else:
+        p = _m.clip_by_value(y_pred, EPSILON, 1.0 - EPSILON)
+        per = _m.negative(_m.add(
+            _m.multiply(y_true, _m.log(_m.add(p, EPSILON))),
+            _m.multiply(_m.subtract(1.0, y_true), _m.log(_m.add(_m.subtract(1.0, p),
+                                                                EPSILON)))))
+    return _m.reduce_mean(per, axis=axis)
+
+
 class LossFunctionWrapper(Loss):
     """A loss object around a per-example loss function ``fn(y_true, y_pred, **kwargs)``.
 
@@ -210,6 +248,33 @@ class MeanSquaredError(LossFunctionWrapper):
 
     def __init__(self, reduction: str = Reduction.AUTO, name: str = "mean_squared_error"):
         super().__init__(mean_squared_error, reduction, name)
+
+
+class MeanAbsoluteError(LossFunctionWrapper):
+    """Mean of ``abs(y_true - y_pred)`` (over the last axis, then the batch).
+
+    >>> import stagecraft as tf
+    >>> float(tf.keras.losses.MeanAbsoluteError()([[0., 2.]], [[1., 1.]]))
+    1.0
+    """
+
+    def __init__(self, reduction: str = Reduction.AUTO, name: str = "mean_absolute_error"):
+        super().__init__(mean_absolute_error, reduction, name)
+
+
+class BinaryCrossentropy(LossFunctionWrapper):
+    """Binary cross-entropy (see ``binary_crossentropy``).
+
+    >>> import stagecraft as tf
+    >>> round(float(tf.keras.losses.BinaryCrossentropy()([[1.0], [0.0]], [[0.9], [0.2]])), 4)
+    0.1643
+    """
+
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0,
+                 axis: int = -1, reduction: str = Reduction.AUTO,
+                 name: str = "binary_crossentropy"):
+        super().__init__(binary_crossentropy, reduction, name, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
 
 
 class CategoricalCrossentropy(LossFunctionWrapper):
@@ -249,6 +314,9 @@ _BY_NAME: dict[str, Callable[..., Any]] = {
     "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
     "MeanSquaredError": MeanSquaredError, "CategoricalCrossentropy": CategoricalCrossentropy,
     "SparseCategoricalCrossentropy": SparseCategoricalCrossentropy,
+    "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
+    "MAE": mean_absolute_error, "MeanAbsoluteError": MeanAbsoluteError,
+    "binary_crossentropy": binary_crossentropy, "BinaryCrossentropy": BinaryCrossentropy,
 }
 
 
@@ -272,7 +340,10 @@ def get(identifier: str | Callable[..., Any]) -> Callable[..., Any]:
                     f"{type(identifier).__name__}).")
 
 
-__all__ = ["CategoricalCrossentropy", "Loss", "LossFunctionWrapper", "MSE",
-           "MeanSquaredError", "Reduction", "SparseCategoricalCrossentropy",
-           "categorical_crossentropy", "get", "mean_squared_error", "mse",
+MAE = mae = mean_absolute_error
+
+__all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "Loss", "LossFunctionWrapper",
+           "MAE", "MSE", "MeanAbsoluteError", "MeanSquaredError", "Reduction",
+           "SparseCategoricalCrossentropy", "binary_crossentropy", "categorical_crossentropy",
+           "get", "mae", "mean_absolute_error", "mean_squared_error", "mse",
            "sparse_categorical_crossentropy"]

@@ -18,6 +18,7 @@ from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
+from stagecraft.keras import losses
 from stagecraft.keras.base_layer import Layer
 from stagecraft.eager.tensor import Tensor
 
@@ -190,5 +191,72 @@ class CategoricalAccuracy(MeanMetricWrapper):
         super().__init__(categorical_accuracy, name=name, dtype=dtype)
 
 
-__all__ = ["CategoricalAccuracy", "Mean", "MeanMetricWrapper", "Metric",
-           "SparseCategoricalAccuracy", "categorical_accuracy", "sparse_categorical_accuracy"]
+def binary_accuracy(y_true: Any, y_pred: Any, threshold: float = 0.5) -> Tensor:
+    """The mean over the last axis of 1.0 where ``(y_pred > threshold) == y_true``.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.metrics.binary_accuracy([[1.0], [0.0]], [[0.7], [0.6]]).numpy().tolist()
+    [1.0, 0.0]
+    """
+    y_pred = _tensor(y_pred)
+    y_true = _m.cast(_tensor(y_true), y_pred.dtype)
+    predicted = _m.cast(_m.greater(y_pred, threshold), y_pred.dtype)
+    return _m.reduce_mean(_m.cast(_m.equal(y_true, predicted), _dt.float32), axis=-1)
+
+
+class BinaryAccuracy(MeanMetricWrapper):
+    """How often ``y_pred > threshold`` matches the binary label.
+
+    >>> import stagecraft as tf
+    >>> float(tf.keras.metrics.BinaryAccuracy()([[1.0], [0.0]], [[0.7], [0.6]]))
+    0.5
+    """
+
+    def __init__(self, name: str = "binary_accuracy", dtype: Any = None, threshold: float = 0.5):
+        super().__init__(binary_accuracy, name=name, dtype=dtype, threshold=threshold)
+
+
+def _wrapper(fn: Callable[..., Tensor], name: str) -> Callable[[], Metric]:
+    return lambda: MeanMetricWrapper(fn, name=name)
+
+
+def get(identifier: Any) -> Metric:
+    """A metric object for ``identifier``: a metric, a metric class or function name
+    (``"sparse_categorical_accuracy"``, ``"mse"``), or a function ``fn(y_true, y_pred)``
+    (averaged over examples). ``"accuracy"`` depends on the targets' shape and is resolved by
+    ``Model.compile``.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.metrics.get("mae").name
+    'mae'
+    """
+    if isinstance(identifier, Metric):
+        return identifier
+    if isinstance(identifier, str):
+        named = {
+            "sparse_categorical_accuracy": SparseCategoricalAccuracy,
+            "SparseCategoricalAccuracy": SparseCategoricalAccuracy,
+            "categorical_accuracy": CategoricalAccuracy,
+            "CategoricalAccuracy": CategoricalAccuracy,
+            "binary_accuracy": BinaryAccuracy, "BinaryAccuracy": BinaryAccuracy,
+            "mse": _wrapper(losses.mean_squared_error, "mse"),
+            "mean_squared_error": _wrapper(losses.mean_squared_error, "mean_squared_error"),
+            "mae": _wrapper(losses.mean_absolute_error, "mae"),
+            "mean_absolute_error": _wrapper(losses.mean_absolute_error, "mean_absolute_error"),
+            "Mean": Mean,
+        }
+        found = named.get(identifier)
+        if found is None:
+            raise ValueError(f"Unknown metric: {identifier!r}. Valid names are "
+                             f"{', '.join(repr(n) for n in sorted(named))} and 'accuracy'.")
+        return found()
+    if isinstance(identifier, type) and issubclass(identifier, Metric):
+        return identifier()
+    if callable(identifier):
+        return MeanMetricWrapper(identifier, name=getattr(identifier, "__name__", None))
+    raise TypeError(f"Could not interpret metric identifier: {identifier!r}.")
+
+
+__all__ = ["BinaryAccuracy", "CategoricalAccuracy", "Mean", "MeanMetricWrapper", "Metric",
+           "SparseCategoricalAccuracy", "binary_accuracy", "categorical_accuracy", "get",
+           "sparse_categorical_accuracy"]

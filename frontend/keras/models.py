@@ -7,11 +7,12 @@ from typing import Any, Callable, Iterable
 from stagecraft.ops import array_ops as _a
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras.base_layer import Layer, _accepts
+from stagecraft.keras.training import Trainer
 from stagecraft.eager.scopes import name_scope
 from stagecraft.eager.tensor import Tensor
 
 
-class Model(Layer):
+class Model(Trainer, Layer):
     """A layer made of layers: subclass it, create the layers in ``__init__`` (as attributes)
     and write the forward pass in ``call(self, inputs, training=None)`` — the TF Eager paper's
     Listing 3. Weights are created on the first call; ``variables``/``trainable_variables``
