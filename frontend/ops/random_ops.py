@@ -20,18 +20,8 @@ from stagecraft.eager.context import STATE
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.eager.tensor import Tensor, wrap
-
-DEFAULT_GLOBAL_SEED = 87654321  # used when only an op seed is given, as in TensorFlow
-
-
-class _Seeds:
-    def __init__(self) -> None:
-        self.global_seed: int | None = None
-        self.op_counter = itertools.count()
-        self.calls: dict[tuple[int, int], int] = {}
-
-
-_SEEDS = _Seeds()
+from stagecraft.ops.math_ops import add, cast, multiply, subtract
+from stagecraft.state.random_state import DEFAULT_GLOBAL_SEED, SEEDS, restart_sites, site_state
 
 
 def set_seed(seed: int | None) -> None:
@@ -43,25 +33,24 @@ def set_seed(seed: int | None) -> None:
     >>> bool(tf.reduce_all(a == b))
     True
     """
-    _SEEDS.global_seed = None if seed is None else int(seed)
-    _SEEDS.op_counter = itertools.count()
-    _SEEDS.calls = {}
-    from stagecraft.state.random_state import restart_sites
+    SEEDS.global_seed = None if seed is None else int(seed)
+    SEEDS.op_counter = itertools.count()
+    SEEDS.calls = {}
     restart_sites()
 
 
 def get_seed(op_seed: int | None) -> tuple[int, int, int]:
     """The (global, op, counter) triple for the next eager call of an op with ``op_seed``."""
-    g = _SEEDS.global_seed
+    g = SEEDS.global_seed
     if g is None and op_seed is None:
         return (secrets.randbits(63), secrets.randbits(63), 0)
     if g is None:
         g = DEFAULT_GLOBAL_SEED
     if op_seed is None:
-        op_seed = next(_SEEDS.op_counter)
+        op_seed = next(SEEDS.op_counter)
     key = (g, int(op_seed))
-    n = _SEEDS.calls.get(key, 0)
-    _SEEDS.calls[key] = n + 1
+    n = SEEDS.calls.get(key, 0)
+    SEEDS.calls[key] = n + 1
     return (g, int(op_seed), n)
 
 
@@ -73,11 +62,11 @@ def get_seed_pair(op_seed: int | None) -> tuple[int, int]:
     >>> get_seed_pair(7) == get_seed_pair(7)
     True
     """
-    g = _SEEDS.global_seed
+    g = SEEDS.global_seed
     if g is None and op_seed is None:
         return (secrets.randbits(63), secrets.randbits(63))
     if op_seed is None:
-        op_seed = next(_SEEDS.op_counter)
+        op_seed = next(SEEDS.op_counter)
     return (DEFAULT_GLOBAL_SEED if g is None else g, int(op_seed))
 
 
@@ -88,7 +77,6 @@ def seed_tensor(op_seed: int | None) -> Tensor:
     graph = STATE.get().graph
     if graph is None:
         return wrap(np.asarray(get_seed(op_seed), np.int64))
-    from stagecraft.state.random_state import site_state
     return site_state(graph.root(), op_seed).next_seed()
 
 
@@ -154,19 +142,16 @@ def uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = _dt.fl
 
 def uniform_int(seed: Tensor, shape: Any, minval: Any, maxval: Any, d: _dt.DType) -> Tensor:
     """``random_uniform_int`` of the seed triple ``seed``."""
-    from stagecraft.ops.math_ops import cast
     return draw("random_uniform_int", seed, shape, d, cast(minval, d), cast(maxval, d))
 
 
 def scale(z: Tensor, mean: Any, stddev: Any, d: _dt.DType) -> Tensor:
     """``z * stddev + mean`` in dtype ``d``."""
-    from stagecraft.ops.math_ops import add, cast, multiply
     return add(multiply(z, cast(stddev, d)), cast(mean, d))
 
 
 def shift(u: Tensor, minval: Any, maxval: Any, d: _dt.DType) -> Tensor:
     """Uniform ``u`` in [0, 1) moved to [minval, maxval) (maxval None: 1)."""
-    from stagecraft.ops.math_ops import add, cast, multiply, subtract
     lo, hi = cast(minval, d), cast(1.0 if maxval is None else maxval, d)
     return add(multiply(u, subtract(hi, lo)), lo)
 

@@ -19,6 +19,7 @@ forward run and ``replay_inputs`` gives the replay a scratch copy of the site re
 """
 from __future__ import annotations
 
+import itertools
 import secrets
 import weakref
 from typing import Any, Sequence
@@ -26,11 +27,25 @@ from typing import Any, Sequence
 import numpy as np
 
 from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.scopes import init_scope
 from stagecraft.eager.tensor import Tensor
 from stagecraft.state.variables import Variable
 
 TRACE_SEED_BASE = 1 << 40  # op seeds of unseeded traced sites: apart from small user seeds
+DEFAULT_GLOBAL_SEED = 87654321  # used when only an op seed is given, as in TensorFlow
+
+
+class Seeds:
+    """The global seed (``tf.random.set_seed``) and the eager streams' counters."""
+
+    def __init__(self) -> None:
+        self.global_seed: int | None = None
+        self.op_counter = itertools.count()  # op seeds of unseeded ops under a global seed
+        self.calls: dict[tuple[int, int], int] = {}  # (global, op) seed -> calls so far
+
+
+SEEDS = Seeds()  # read by stagecraft.ops.random_ops and by the sites below
 
 _SITES: "weakref.WeakValueDictionary[int, RandomState]" = weakref.WeakValueDictionary()
 _SITE_COUNTS: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
@@ -46,8 +61,7 @@ class RandomState(Variable):
         self._scratch: RandomState | None = None
 
     def _key(self) -> tuple[int, int]:
-        from stagecraft.ops.random_ops import _SEEDS, DEFAULT_GLOBAL_SEED
-        g, op = _SEEDS.global_seed, self._op_seed
+        g, op = SEEDS.global_seed, self._op_seed
         if g is None and op is None:
             return (secrets.randbits(63), secrets.randbits(63))
         if op is None:
@@ -103,7 +117,6 @@ def snapshot(inputs: Sequence[Any]) -> list[tuple[RandomState, Any]]:
     if not sites:
         return []
     tracing = STATE.get().graph is not None
-    from stagecraft.eager.conversion import convert_to_tensor
     return [(s, s.read_value() if tracing else convert_to_tensor(s.numpy())) for s in sites]
 
 
