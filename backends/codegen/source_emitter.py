@@ -6,6 +6,8 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Sequence
 
+from stagecraft.backends.codegen.fusion import fusible
+from stagecraft.backends.codegen.inplace_rows import rows_written_in_place
 from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.printer import print_lines
@@ -31,6 +33,7 @@ class SourceEmitter(abc.ABC):
         self.env: dict[int, str] = {}          # value uid -> source expression
         self.slots: dict[int, str] = {}        # ref uid -> slot name
         self.assigned: dict[str, None] = {}    # slot names assigned anywhere (ordered)
+        self.inplace: set[int] = set()  # ids of row_update equations writing their buffer
         printout = print_lines(graph)
         self.ir_lines = {k: printout.lines[i].strip() for k, i in printout.eqn_lines.items()}
 
@@ -85,6 +88,46 @@ class SourceEmitter(abc.ABC):
         for o, r in zip(e.outputs, results):
             self.env[o.uid] = r
 
+    def lower_cond(self, e: Eqn) -> None:
+        """``cond``: an ``if``/``else`` with both branches inlined, on :meth:`predicate`."""
+        outs = [self.fresh(o.hint or "r") for o in e.outputs]
+        test = self.predicate(e.inputs[0])
+        for branch, header in zip(e.regions, (f"if {test}:", "else:")):
+            with self.w.block(header):
+                results = self.emit_region(branch, e.inputs[1:])
+                for name, r in zip(outs, results):
+                    self.line(f"{name} = {r}")
+        for o, name in zip(e.outputs, outs):
+            self.env[o.uid] = name
+
+    def lower_while(self, e: Eqn) -> None:
+        """``while``: a ``while True`` loop running the cond region, ``break`` on its
+        :meth:`predicate`, then the body region. A carried buffer the body overwrites one row
+        of (a TensorArray, a loop gradient's stack) and nothing else sees is copied once here
+        (:meth:`copy_of`), then written in place (see .inplace_rows)."""
+        n = e.params["carry"]
+        cond, body = e.regions
+        owned = rows_written_in_place(body, n, fusible)
+        self.inplace.update(id(u) for u in owned.values())
+        carry = []
+        for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
+            name = self.fresh(o.hint or "c")
+            value = self.operand(init)
+            self.line(f"{name} = {self.copy_of(value) if k in owned else value}")
+            carry.append(name)
+            self.env[o.uid] = name
+        with self.w.block("while True:"):
+            carried = [Value(o.type, None) for o in e.outputs]
+            for v, name in zip(carried, carry):
+                self.env[v.uid] = name
+            args = carried + list(e.inputs[n:])
+            self.emit_region(cond, args)
+            with self.w.block(f"if not {self.predicate(cond.results[0])}:"):
+                self.line("break")
+            results = self.emit_region(body, args)
+            if carry:
+                self.line(f"{', '.join(carry)} = {', '.join(results)}")
+
     def lower_assign(self, e: Eqn) -> None:
         """``assign``: rebinds the variable's slot to the new value (``add``/``sub``: the old
         value plus or minus it, through the elementwise machinery), after the run-time check
@@ -117,6 +160,14 @@ class SourceEmitter(abc.ABC):
         self.assigned[slot] = None
 
     # Hooks of the shared lowerings, one per backend.
+
+    @abc.abstractmethod
+    def predicate(self, x: Value | Literal) -> str:
+        """Source text testing the boolean scalar ``x`` in an ``if``."""
+
+    @abc.abstractmethod
+    def copy_of(self, src: str) -> str:
+        """Source text of a fresh copy of the buffer ``src``."""
 
     @abc.abstractmethod
     def fail(self, condition: str, message: str) -> None:

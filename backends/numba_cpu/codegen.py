@@ -89,7 +89,6 @@ class _Codegen(SourceEmitter):
         self.inline = inline  # canonical texts of the loop nests to emit inline
         # find_repeats of each body, by id of its equation list (shared by both passes).
         self.repeats: dict[int, dict] = {} if repeats is None else repeats
-        self.inplace: set[int] = set()  # ids of row_update equations that may mutate their buffer
         self.kernels = Kernels()
         self.ids: dict = {}        # value uid -> operand identity (see .repeats.identities)
         self.functions: dict[Group, str] = {}   # repeated runs' functions, by group
@@ -151,6 +150,12 @@ class _Codegen(SourceEmitter):
         """Raises ``message`` (a ValueError; the executable reports InvalidArgumentError)."""
         with self.w.block(f"if {condition}:"):
             self.w.line(f"raise ValueError({message!r})")
+
+    def predicate(self, x: Value | Literal) -> str:
+        return self.operand(x)
+
+    def copy_of(self, src: str) -> str:
+        return f"{src}.copy()"
 
     def elementwise(self, op: str, inputs: Sequence[Value | Literal], out: TensorType,
                     loc: object) -> Value:

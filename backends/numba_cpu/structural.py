@@ -10,8 +10,6 @@ from typing import Sequence
 
 import numpy as np
 
-from stagecraft.backends.codegen.fusion import fusible
-from stagecraft.backends.codegen.inplace_rows import rows_written_in_place
 from stagecraft.backends.codegen.scalar_ops import SCALAR
 from stagecraft.backends.codegen.source import literal, rank as _rank, tuple_text
 from stagecraft.backends.codegen.source_emitter import SourceEmitter
@@ -57,49 +55,11 @@ def _read(cg, e: Eqn) -> None:
     cg.define(e.outputs[0], cg.slots[e.inputs[0].uid])
 
 
+# Written once, for both backends, in SourceEmitter (with per-backend hooks).
 lowers("assign")(SourceEmitter.lower_assign)
 lowers("call")(SourceEmitter.lower_call)
-
-
-@lowers("cond")
-def _cond(cg, e: Eqn) -> None:
-    """A native ``if``/``else`` with both branches inlined."""
-    outs = [cg.fresh(o.hint or "r") for o in e.outputs]
-    for branch, header in zip(e.regions, (f"if {cg.operand(e.inputs[0])}:", "else:")):
-        with cg.w.block(header):
-            results = cg.emit_region(branch, e.inputs[1:])
-            for name, r in zip(outs, results):
-                cg.w.line(f"{name} = {r}")
-    for o, name in zip(e.outputs, outs):
-        cg.env[o.uid] = name
-
-
-@lowers("while")
-def _while(cg, e: Eqn) -> None:
-    """A native ``while True`` loop: the cond region, ``break``, the body region."""
-    n = dict(e.attrs)["carry"]
-    cond, body = e.regions
-    owned = rows_written_in_place(body, n, fusible)
-    cg.inplace.update(id(u) for u in owned.values())
-    carry = []
-    for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
-        name = cg.fresh(o.hint or "c")
-        # A buffer whose rows the body overwrites in place is copied once, here.
-        copy = ".copy()" if k in owned else ""
-        cg.w.line(f"{name} = {cg.operand(init)}{copy}")
-        carry.append(name)
-        cg.env[o.uid] = name
-    with cg.w.block("while True:"):
-        carried = [Value(o.type, None) for o in e.outputs]
-        for v, name in zip(carried, carry):
-            cg.env[v.uid] = name
-        args = carried + list(e.inputs[n:])
-        (pred,) = cg.emit_region(cond, args)
-        with cg.w.block(f"if not {pred}:"):
-            cg.w.line("break")
-        results = cg.emit_region(body, args)
-        if carry:
-            cg.w.line(f"{', '.join(carry)} = {', '.join(results)}")
+lowers("cond")(SourceEmitter.lower_cond)
+lowers("while")(SourceEmitter.lower_while)
 
 
 @lowers("print")

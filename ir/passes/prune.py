@@ -13,17 +13,20 @@ def live(eqns: Sequence[Eqn], roots: Iterable, keep_stateful: bool = True
     the values needed to compute them, and to run the stateful equations when
     ``keep_stateful``, and the equations that do it, in program order.
 
-    >>> import stagecraft as tf
-    >>> @tf.function
-    ... def f(x):
-    ...     unused = tf.exp(x)
-    ...     tf.print(x)
-    ...     return x + 1.0
-    >>> g = f.get_concrete_function(tf.TensorSpec([], tf.float32)).graph
+    >>> from stagecraft.ir import dtypes
+    >>> from stagecraft.ir.graph import GraphBuilder
+    >>> from stagecraft.ir.types import TensorType
+    >>> b = GraphBuilder("f")
+    >>> x = b.param(TensorType(dtypes.float32, ()), "x")
+    >>> (unused,) = b.add("exp", [x], [x.type])
+    >>> _ = b.add("print", [x], [], {"template": (("t",),), "sep": " ", "end": "\\n",
+    ...                              "stream": "stderr", "summarize": 3})
+    >>> (y,) = b.add("negative", [x], [x.type])
+    >>> g = b.build([y])
     >>> [e.op for e in live(g.eqns, g.results)[1]]
-    ['print', 'add']
+    ['print', 'negative']
     >>> [e.op for e in live(g.eqns, g.results, keep_stateful=False)[1]]
-    ['add']
+    ['negative']
     """
     needed = {r.uid for r in roots if isinstance(r, Value)}
     kept = []

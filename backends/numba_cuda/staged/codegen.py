@@ -95,7 +95,6 @@ class _Codegen(SourceEmitter):
         self.kernel_sources: list[str] = []
         self.groups = 0
         self.messages: list[str] = []
-        self.inplace: set[int] = set()  # ids of row_update equations writing their buffer
         self.checks = any(fusible(e) and has_check(e) for e in walk_eqns(graph))
 
     # ------------------------------------------------------------------ entry point
@@ -153,6 +152,9 @@ class _Codegen(SourceEmitter):
     def site(self, *entry: Any) -> str:
         self.sites.append(entry)
         return f"S[{len(self.sites) - 1}]"
+
+    def copy_of(self, src: str) -> str:
+        return f"rt.copy({src})"
 
     def fail(self, condition: str, message: str) -> None:
         with self.w.block(f"if {condition}:"):

@@ -6,14 +6,12 @@ eager CUDA library (``numba_cuda.eager.run``), registered last.
 """
 from __future__ import annotations
 
-from stagecraft.backends.codegen.fusion import fusible
-from stagecraft.backends.codegen.inplace_rows import rows_written_in_place
 from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.scalar_ops import SCALAR
 from stagecraft.backends.codegen.source import tuple_text
 from stagecraft.backends.codegen.source_emitter import SourceEmitter
 from stagecraft.ir import OPS
-from stagecraft.ir.graph import Eqn, Value
+from stagecraft.ir.graph import Eqn
 
 LOWER = Lowerings("CUDA", missing="call this function under `with tf.device('/cpu:0'):` to run "
                                   "it on the CPU")
@@ -41,51 +39,11 @@ def _read(cg, e: Eqn) -> None:
     cg.env[e.outputs[0].uid] = name
 
 
+# Written once, for both backends, in SourceEmitter (with per-backend hooks).
 lowers("assign")(SourceEmitter.lower_assign)
 lowers("call")(SourceEmitter.lower_call)
-
-
-@lowers("cond")
-def _cond(cg, e: Eqn) -> None:
-    """A host ``if``/``else`` on the predicate copied to the host."""
-    outs = [cg.fresh(o.hint or "r") for o in e.outputs]
-    test = cg.predicate(e.inputs[0])
-    for branch, header in zip(e.regions, (f"if {test}:", "else:")):
-        with cg.w.block(header):
-            results = cg.emit_region(branch, e.inputs[1:])
-            for name, r in zip(outs, results):
-                cg.line(f"{name} = {r}")
-    for o, name in zip(e.outputs, outs):
-        cg.env[o.uid] = name
-
-
-@lowers("while")
-def _while(cg, e: Eqn) -> None:
-    """A host ``while True`` loop: the cond region, its predicate, ``break``, the body."""
-    n = dict(e.attrs)["carry"]
-    cond, body = e.regions
-    # A carried buffer the body overwrites one row of (a TensorArray, a loop gradient's
-    # stack) and nothing else sees is copied once here, then written in place.
-    owned = rows_written_in_place(body, n, fusible)
-    cg.inplace.update(id(u) for u in owned.values())
-    carry = []
-    for k, (o, init) in enumerate(zip(e.outputs, e.inputs[:n])):
-        name = cg.fresh(o.hint or "c")
-        value = cg.operand(init)
-        cg.line(f"{name} = rt.copy({value})" if k in owned else f"{name} = {value}")
-        carry.append(name)
-        cg.env[o.uid] = name
-    with cg.w.block("while True:"):
-        carried = [Value(o.type, None) for o in e.outputs]
-        for v, name in zip(carried, carry):
-            cg.env[v.uid] = name
-        args = carried + list(e.inputs[n:])
-        cg.emit_region(cond, args)
-        with cg.w.block(f"if not {cg.predicate(cond.results[0])}:"):
-            cg.line("break")
-        results = cg.emit_region(body, args)
-        if carry:
-            cg.line(f"{', '.join(carry)} = {', '.join(results)}")
+lowers("cond")(SourceEmitter.lower_cond)
+lowers("while")(SourceEmitter.lower_while)
 
 
 @lowers("row_update")
