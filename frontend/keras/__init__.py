@@ -19,7 +19,8 @@ accuracies), initializers and activations, built from stagecraft ops: they run e
 """
 from stagecraft.keras import (activations, backend, callbacks, initializers, layers, losses,
                               metrics, models, optimizers)
+from stagecraft.keras.functional import Input
 from stagecraft.keras.models import Model, Sequential
 
-__all__ = ["Model", "Sequential", "activations", "backend", "callbacks", "initializers",
+__all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "initializers",
            "layers", "losses", "metrics", "models", "optimizers"]

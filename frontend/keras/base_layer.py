@@ -110,8 +110,16 @@ class Layer(Module):
 
     # --------------------------------------------------------------------- calling
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        """Builds the layer on the first call, then returns ``self.call(inputs, ...)``."""
+        """Builds the layer on the first call, then returns ``self.call(inputs, ...)``. On
+        the Functional API's symbolic inputs, the call is recorded instead."""
         self._check_initialized()
+        symbolic = next((x for x in nest.flatten(inputs)
+                         if hasattr(type(x), "_record_layer_call")), None)
+        if symbolic is not None:
+            if args:
+                raise TypeError(f"{self.name}: on Functional API inputs, pass a layer's extra "
+                                f"arguments by keyword (e.g. training=True).")
+            return type(symbolic)._record_layer_call(self, inputs, kwargs)
         if isinstance(inputs, (list, tuple)) and inputs and \
                 all(_is_python_number(x) for x in nest.flatten(inputs)):
             inputs = convert_to_tensor(inputs)  # `model([[1., 2.]])`: one tensor, not many

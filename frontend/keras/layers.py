@@ -6,5 +6,9 @@ TensorShape([2, 3])
 """
 from stagecraft.keras.base_layer import Layer
 from stagecraft.keras.core_layers import Activation, Dense, Flatten
+from stagecraft.keras.functional import Input, InputLayer
+from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,
+                                             Multiply, Subtract)
 
-__all__ = ["Activation", "Dense", "Flatten", "Layer"]
+__all__ = ["Activation", "Add", "Average", "Concatenate", "Dense", "Flatten", "Input",
+           "InputLayer", "Lambda", "Layer", "Maximum", "Minimum", "Multiply", "Subtract"]

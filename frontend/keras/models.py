@@ -7,6 +7,8 @@ from typing import Any, Callable, Iterable
 from stagecraft.ops import array_ops as _a
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras.base_layer import Layer, _accepts
+from stagecraft.data import structure
+from stagecraft.keras.functional import Functional, _tuples
 from stagecraft.keras.training import Trainer
 from stagecraft.eager.scopes import name_scope
 from stagecraft.eager.tensor import Tensor
@@ -35,16 +37,20 @@ class Model(Trainer, Layer):
     >>> [tuple(v.shape.as_list()) for v in model.trainable_variables]
     [(784, 10), (10,), (10, 10), (10,)]
 
-    The Functional API (``Model(inputs, outputs)``) is not supported: subclass ``Model`` or
-    use ``Sequential``.
+    ``Model(inputs, outputs)``, with ``inputs`` from ``keras.Input``, builds a Functional
+    model instead (``FunctionalModel``).
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Model":
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            return super().__new__(FunctionalModel)  # Keras's Model(inputs, outputs)
+        return super().__new__(cls)
 
     def __init__(self, *args: Any, **kwargs: Any):
         if args or "inputs" in kwargs or "outputs" in kwargs:
-            raise NotImplementedError(
-                f"{type(self).__name__}: the Functional API (Model(inputs, outputs)) is not "
-                f"supported by stagecraft.keras. Subclass tf.keras.Model and write `call`, or "
-                f"use tf.keras.Sequential([...]).")
+            raise TypeError(
+                f"{type(self).__name__}: a subclass of Model takes no inputs/outputs; call "
+                f"tf.keras.Model(inputs, outputs) itself for a Functional model.")
         super().__init__(**kwargs)
 
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
@@ -164,6 +170,11 @@ class Sequential(Model):
         >>> model(tf.ones([4, 3])).shape, len(model.layers)
         (TensorShape([4, 1]), 2)
         """
+        if hasattr(type(layer), "_record_layer_call"):  # keras.Input(...) first, as Keras allows
+            if self.layers:
+                raise TypeError("Sequential.add: a keras.Input may only come first.")
+            self._batch_input_shape = tuple(layer.shape.as_list())
+            return
         if not isinstance(layer, Layer):
             raise TypeError(f"Sequential.add: the added layer must be an instance of class "
                             f"Layer. Received: layer={layer!r} of type "
@@ -213,4 +224,52 @@ class Sequential(Model):
         return outputs
 
 
-__all__ = ["Model", "Sequential"]
+class FunctionalModel(Model):
+    """A model built by the Functional API: ``keras.Model(inputs, outputs)``. Its layers are
+    tracked as TensorFlow's Functional models track them (``layer_with_weights-k`` and
+    ``layer-i``), so checkpoint keys match.
+
+    >>> import stagecraft as tf
+    >>> a, b = tf.keras.Input(shape=(2,)), tf.keras.Input(shape=(3,))
+    >>> dense = tf.keras.layers.Dense(4)
+    >>> merged = tf.keras.layers.Concatenate()([dense(a), tf.keras.layers.Dense(4)(b)])
+    >>> model = tf.keras.Model([a, b], [merged, dense(a)])
+    >>> [o.shape for o in model([tf.ones([5, 2]), tf.ones([5, 3])])]
+    [TensorShape([5, 8]), TensorShape([5, 4])]
+    """
+
+    _TF_MODULE_IGNORED_PROPERTIES = Model._TF_MODULE_IGNORED_PROPERTIES | frozenset(
+        ("_graph",))
+
+    def __init__(self, inputs: Any, outputs: Any, name: str | None = None,
+                 trainable: bool = True):
+        Layer.__init__(self, name=name, trainable=trainable)
+        self._graph = Functional(inputs, outputs)
+        with_weights = 0
+        for i, layer in enumerate(self._graph.layers()):
+            if layer.weights:
+                setattr(self, f"layer_with_weights-{with_weights}", layer)
+                with_weights += 1
+            setattr(self, f"layer-{i}", layer)
+        self.built = True
+
+    @property
+    def layers(self) -> list[Layer]:
+        """The input layers, then each layer once, in call order."""
+        return self._graph.layers()
+
+    @property
+    def inputs(self) -> list:
+        return structure.flatten(_tuples(self._graph.inputs))
+
+    @property
+    def outputs(self) -> list:
+        return structure.flatten(_tuples(self._graph.outputs))
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        """Replays the recorded layer calls on ``inputs``."""
+        with name_scope(""):
+            return self._graph.run(inputs, training)
+
+
+__all__ = ["FunctionalModel", "Model", "Sequential"]
