@@ -24,7 +24,7 @@ from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import backend, initializers
+from stagecraft.keras import backend, serialization, initializers
 from stagecraft.state.module import Module, _camel_to_snake
 from stagecraft.eager.scopes import init_scope, name_scope
 from stagecraft.eager.tensor import Tensor
@@ -72,7 +72,8 @@ class Layer(Module):
 
     # Bookkeeping attributes that module reflection must not walk.
     _TF_MODULE_IGNORED_PROPERTIES = Module._TF_MODULE_IGNORED_PROPERTIES | frozenset(
-        ("_layer_weights", "_batch_input_shape", "_building_from_call", "_summary_output_shape"))
+        ("_layer_weights", "_batch_input_shape", "_building_from_call", "_summary_output_shape",
+         "_build_shapes"))
 
     _building_from_call = False
 
@@ -153,6 +154,7 @@ class Layer(Module):
     def _maybe_build(self, inputs: Any) -> None:
         shapes = nest.map_structure(
             lambda t: t.shape if isinstance(t, Tensor) else None, inputs)
+        self._build_shapes = shapes  # a saved model's config records them
         self._building_from_call = True
         try:
             self.build(shapes)  # in the call's name scope
@@ -203,6 +205,7 @@ class Layer(Module):
         if None in dims:
             raise ValueError(f"add_weight: weight {name!r} of layer {self.name!r} needs a fully "
                              f"known shape, got {list(dims)}.")
+        serialization.charge(f"{self.name}/{name}", dims)
         with init_scope():
             value = convert_to_tensor(init(dims, dtype=d), d)
         # Built from a call, the call's scope holds; made elsewhere, the layer's own.
@@ -211,6 +214,26 @@ class Layer(Module):
                            name=name, dtype=d)
         self._layer_weights.items.append(var)
         return var
+
+    # --------------------------------------------------------------------- configs
+    def get_config(self) -> dict:
+        """The constructor arguments that recreate this layer (without its weights):
+        ``type(layer).from_config(layer.get_config())``.
+
+        >>> import stagecraft as tf
+        >>> tf.keras.layers.Dense(3, name="d").get_config()["units"]
+        3
+        """
+        config: dict[str, Any] = {"name": self.name, "trainable": self._trainable,
+                                  "dtype": self._dtype.name}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = list(self._batch_input_shape)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Layer":
+        """A new layer from ``get_config``'s output."""
+        return cls(**config)
 
     def _own_weights(self) -> list[Variable]:
         """This layer's variables (not its sub-layers'): ``add_weight``'s in creation order,

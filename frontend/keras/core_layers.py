@@ -8,10 +8,12 @@ from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import activations, initializers
+from stagecraft.keras import serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.eager.tensor import Tensor
 
 
+@serialization.register
 class Dense(Layer):
     """A densely connected layer: ``activation(inputs @ kernel + bias)``.
 
@@ -75,6 +77,12 @@ class Dense(Layer):
             self.bias = None
         self.built = True
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "units": self.units,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer)}
+
     def call(self, inputs: Tensor) -> Tensor:
         """``activation(inputs @ kernel + bias)``."""
         self._check_input(inputs.shape)
@@ -86,6 +94,7 @@ class Dense(Layer):
         return self.activation(outputs)
 
 
+@serialization.register
 class Flatten(Layer):
     """Flattens each example: ``(batch, d1, d2, ...)`` becomes ``(batch, d1 * d2 * ...)``;
     a rank-1 input becomes ``(batch, 1)``.
@@ -101,6 +110,9 @@ class Flatten(Layer):
             raise ValueError(f"Flatten: only data_format='channels_last' (or None) is "
                              f"supported, got {data_format!r}.")
         self.data_format = data_format
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "data_format": self.data_format}
 
     def call(self, inputs: Tensor) -> Tensor:
         """Reshapes to ``(batch, -1)``."""
@@ -120,6 +132,7 @@ class Flatten(Layer):
                          f'unknown. Fix one of them in the input_signature.')
 
 
+@serialization.register
 class Activation(Layer):
     """Applies an activation function (a name such as ``'relu'`` or a callable).
 
@@ -131,6 +144,9 @@ class Activation(Layer):
     def __init__(self, activation: str | Callable[..., Any], **kwargs: Any):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "activation": activations.serialize(self.activation)}
 
     def call(self, inputs: Tensor) -> Tensor:
         """``activation(inputs)``."""

@@ -18,7 +18,7 @@ from stagecraft.eager.scopes import init_scope
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import backend
+from stagecraft.keras import backend, serialization
 from stagecraft.keras.base_layer import Layer, _accepts
 
 __all__ = ["KerasTensor", "Input", "InputLayer", "Functional", "is_symbolic", "call_symbolic"]
@@ -131,6 +131,7 @@ def _relist(template: Any, value: Any) -> Any:
     return value
 
 
+@serialization.register
 class InputLayer(Layer):
     """The layer of a Functional model's input (listed first in ``model.layers``)."""
 
@@ -140,6 +141,18 @@ class InputLayer(Layer):
         shape = [] if input_shape is None else list(input_shape)
         self._batch_input_shape = (batch_size, *shape)
         self.built = True
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "dtype": self._dtype.name,
+                "batch_input_shape": list(self._batch_input_shape)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "InputLayer":
+        shape = config.get("batch_input_shape")
+        if not isinstance(shape, list) or not shape:
+            raise ValueError(f"InputLayer config: batch_input_shape must be a non-empty list; "
+                             f"got {shape!r}.")
+        return cls(tuple(shape[1:]), shape[0], config.get("dtype"), config.get("name"))
 
     def call(self, inputs: Any) -> Any:
         return inputs
@@ -209,6 +222,66 @@ class Functional:
                 visit(t.node)
         return order
 
+    # ------------------------------------------------------------------ configs
+
+    def config(self) -> dict:
+        """The graph as JSON-able data: every layer's config (by unique name), each recorded
+        call (layer name, inputs as references to earlier calls' outputs or to the model's
+        inputs, keyword arguments), and the model's inputs and outputs as references. A
+        reference is ``{"node": i, "index": k}`` (output ``k`` of call ``i``) or
+        ``{"input": j}``; a dict of references is ``{"dict": {...}}``."""
+        layers = self.layers()
+        names = [layer.name for layer in layers]
+        if len(set(names)) != len(names):
+            raise ValueError(f"A Functional model's layers need unique names to be saved; got "
+                             f"{sorted(n for n in set(names) if names.count(n) > 1)}.")
+        symbols = structure.flatten(_tuples(self.inputs))
+        where: dict[int, dict] = {id(t): {"input": j} for j, t in enumerate(symbols)}
+        nodes = []
+        for i, node in enumerate(self.nodes):
+            kwargs = dict(node.kwargs)
+            for k, v in kwargs.items():
+                if not isinstance(v, (bool, int, float, str, type(None))):
+                    raise ValueError(f"Layer {node.layer.name!r} was called with {k}={v!r}, "
+                                     f"which a saved config cannot hold (numbers, strings and "
+                                     f"booleans only).")
+            nodes.append({"layer": node.layer.name, "inputs": _encode(node.inputs, where),
+                          "kwargs": kwargs})
+            for k, t in enumerate(structure.flatten(_tuples(node.outputs))):
+                where[id(t)] = {"node": i, "index": k}
+        return {"layers": [serialization.serialize(layer) for layer in layers],
+                "inputs": _encode(self.inputs, where), "nodes": nodes,
+                "outputs": _encode(self.outputs, where)}
+
+    @staticmethod
+    def rebuild(config: dict, custom_objects: dict | None = None) -> tuple[Any, Any]:
+        """The ``(inputs, outputs)`` KerasTensors of a graph ``config``: the layers created
+        from their configs, the calls replayed in order."""
+        layers: dict[str, Layer] = {}
+        for spec in _list(config, "layers"):
+            layer = serialization.deserialize(spec, custom_objects)
+            if layer.name in layers:
+                raise ValueError(f"the config names layer {layer.name!r} twice")
+            layers[layer.name] = layer
+        inputs = [layer for layer in layers.values() if isinstance(layer, InputLayer)]
+        symbols = []
+        for layer in inputs:
+            t = KerasTensor(layer._batch_input_shape, layer._dtype, name=layer.name)
+            t.input_layer = layer
+            symbols.append(t)
+        made: list[list] = []
+        for i, node in enumerate(_list(config, "nodes")):
+            if not isinstance(node, dict) or node.get("layer") not in layers:
+                raise ValueError(f"call {i} names no layer of the config: {str(node)[:200]}")
+            kwargs = node.get("kwargs", {})
+            if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+                raise ValueError(f"call {i}: kwargs must be a dict of named values")
+            args = _decode(node.get("inputs"), symbols, made)
+            out = layers[node["layer"]](args, **kwargs)
+            made.append(structure.flatten(_tuples(out)))
+        return _decode(config.get("inputs"), symbols, made), \
+            _decode(config.get("outputs"), symbols, made)
+
     def layers(self) -> list[Layer]:
         """The input layers, then every called layer once, in call order."""
         out = [t.input_layer for t in structure.flatten(_tuples(self.inputs))]
@@ -243,3 +316,40 @@ class Functional:
                 values[id(t)] = v
         return _relist(self.outputs, structure.map_structure(lambda t: values[id(t)],
                                                              _tuples(self.outputs)))
+
+
+def _list(config: dict, key: str) -> list:
+    value = config.get(key)
+    if not isinstance(value, list):
+        raise ValueError(f"the config's {key!r} must be a list; got {type(value).__name__}")
+    return value
+
+
+def _encode(value: Any, where: dict[int, dict]) -> Any:
+    if isinstance(value, KerasTensor):
+        return where[id(value)]
+    if isinstance(value, (list, tuple)):
+        return [_encode(v, where) for v in value]
+    if isinstance(value, dict):
+        return {"dict": {k: _encode(v, where) for k, v in value.items()}}
+    raise ValueError(f"a Functional model's structure holds {value!r}, which a saved config "
+                     f"cannot hold")
+
+
+def _decode(value: Any, symbols: list, made: list[list]) -> Any:
+    """The KerasTensors a reference structure names (checked: indices must exist)."""
+    if isinstance(value, list):
+        return [_decode(v, symbols, made) for v in value]
+    if isinstance(value, dict) and set(value) == {"dict"} and isinstance(value["dict"], dict):
+        return {str(k): _decode(v, symbols, made) for k, v in value["dict"].items()}
+    if isinstance(value, dict) and set(value) == {"input"}:
+        j = value["input"]
+        if isinstance(j, int) and not isinstance(j, bool) and 0 <= j < len(symbols):
+            return symbols[j]
+    if isinstance(value, dict) and set(value) == {"node", "index"}:
+        i, k = value["node"], value["index"]
+        if all(isinstance(n, int) and not isinstance(n, bool) for n in (i, k)) and \
+                0 <= i < len(made) and 0 <= k < len(made[i]):
+            return made[i][k]
+    raise ValueError(f"invalid reference in the config: {str(value)[:200]} (it must name an "
+                     f"input or an output of an earlier call)")

@@ -378,6 +378,13 @@ def get(identifier: str | Callable[..., Any] | None) -> Callable[..., Any] | Non
     """
     if identifier is None:
         return None
+    if isinstance(identifier, dict):  # serialize()'s form, as configs hold it
+        cls = _BY_CLASS_NAME.get(identifier.get("class_name"))
+        config = identifier.get("config", {})
+        if cls is None or not isinstance(config, dict):
+            raise ValueError(f"Unknown initializer config: {str(identifier)[:200]}. Valid "
+                             f"class names are {', '.join(sorted(_BY_CLASS_NAME))}.")
+        return cls(**config)
     if isinstance(identifier, str):
         cls = _BY_NAME.get(identifier) or _BY_CLASS_NAME.get(identifier)
         if cls is None:
@@ -393,6 +400,20 @@ def get(identifier: str | Callable[..., Any] | None) -> Callable[..., Any] | Non
                     f"initializer object, or a callable(shape, dtype=None).")
 
 
+def serialize(initializer: Any) -> dict:
+    """``{"class_name": ..., "config": ...}`` of a built-in initializer (``get`` reads it).
+
+    >>> import stagecraft as tf
+    >>> tf.keras.initializers.serialize(tf.keras.initializers.Constant(2.0))
+    {'class_name': 'Constant', 'config': {'value': 2.0}}
+    """
+    name = type(initializer).__name__
+    if _BY_CLASS_NAME.get(name) is not type(initializer):
+        raise ValueError(f"keras.initializers.serialize: {initializer!r} is not a built-in "
+                         f"initializer, so a saved config cannot name it.")
+    return {"class_name": name, "config": initializer.get_config()}
+
+
 # Keras's lower-case aliases.
 zeros, ones, constant = Zeros, Ones, Constant
 random_uniform, random_normal, truncated_normal = RandomUniform, RandomNormal, TruncatedNormal
@@ -401,4 +422,4 @@ he_normal, he_uniform, lecun_normal = HeNormal, HeUniform, LecunNormal
 
 __all__ = ["Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Initializer",
            "LecunNormal", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",
-           "VarianceScaling", "Zeros", "get"]
+           "VarianceScaling", "Zeros", "get", "serialize"]

@@ -7,6 +7,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from stagecraft.eager.tensor import Tensor
+from stagecraft.keras import serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
@@ -31,6 +32,7 @@ class _Merge(Layer):
         return functools.reduce(type(self)._combine, inputs)
 
 
+@serialization.register
 class Add(_Merge):
     """The elementwise sum of its inputs.
 
@@ -41,27 +43,32 @@ class Add(_Merge):
     _combine = staticmethod(_m.add)
 
 
+@serialization.register
 class Subtract(_Merge):
     """The difference of its two inputs."""
     _combine = staticmethod(_m.subtract)
     _arity = 2
 
 
+@serialization.register
 class Multiply(_Merge):
     """The elementwise product of its inputs."""
     _combine = staticmethod(_m.multiply)
 
 
+@serialization.register
 class Maximum(_Merge):
     """The elementwise maximum of its inputs."""
     _combine = staticmethod(_m.maximum)
 
 
+@serialization.register
 class Minimum(_Merge):
     """The elementwise minimum of its inputs."""
     _combine = staticmethod(_m.minimum)
 
 
+@serialization.register
 class Average(_Merge):
     """The elementwise mean of its inputs.
 
@@ -76,6 +83,7 @@ class Average(_Merge):
         return _m.truediv(super().call(inputs), float(len(inputs)))
 
 
+@serialization.register
 class Concatenate(Layer):
     """Concatenates its list of inputs along ``axis`` (default the last).
 
@@ -88,12 +96,16 @@ class Concatenate(Layer):
         super().__init__(**kwargs)
         self.axis = int(axis)
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis}
+
     def call(self, inputs: Sequence[Tensor]) -> Tensor:
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 1:
             raise ValueError("A `Concatenate` layer should be called on a list of inputs.")
         return _a.concat(list(inputs), axis=self.axis)
 
 
+@serialization.register
 class Lambda(Layer):
     """Wraps ``function(inputs, **arguments)`` as a layer (no weights).
 
@@ -110,6 +122,12 @@ class Lambda(Layer):
                             f"{type(function).__name__}.")
         self.function = function
         self.arguments = dict(arguments or {})
+
+    def get_config(self) -> dict:
+        raise ValueError(f"Layer {self.name!r} (Lambda) wraps a Python function, which a saved "
+                         f"model cannot hold without storing code (a .keras file stores none). "
+                         f"Write it as a Layer subclass and pass it to load_model as "
+                         f"custom_objects, or save the weights only (save_weights).")
 
     def call(self, inputs: Any) -> Any:
         return self.function(inputs, **self.arguments)

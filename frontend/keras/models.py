@@ -8,6 +8,7 @@ from stagecraft.ops import array_ops as _a
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras.base_layer import Layer, _accepts
 from stagecraft.data import structure
+from stagecraft.keras import saving, serialization
 from stagecraft.keras.functional import Functional, _tuples
 from stagecraft.keras.training import Trainer
 from stagecraft.eager.scopes import name_scope
@@ -137,10 +138,33 @@ class Model(Trainer, Layer):
         from stagecraft.train import Checkpoint
         return Checkpoint(root=self).read(filepath)
 
+    def save(self, filepath: str, overwrite: bool = True, **kwargs: Any) -> None:
+        """Saves the model to a ``.keras`` file: its config (the layers and how they connect),
+        its weights and its compile settings, in a zip of JSON and NumPy arrays (no pickle);
+        ``keras.models.load_model`` rebuilds it. Sequential and Functional models of built-in
+        layers can be saved; other paths are SavedModel directories (``tf.saved_model.save``).
+
+        >>> import os, tempfile, numpy as np, stagecraft as tf
+        >>> model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(3,))])
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.keras"); model.save(path)
+        >>> again = tf.keras.models.load_model(path)
+        >>> bool(np.all(again.predict(np.ones((1, 3)), verbose=0) ==
+        ...             model.predict(np.ones((1, 3)), verbose=0)))
+        True
+        """
+        if kwargs:
+            raise TypeError(f"save: unexpected keyword argument(s) {', '.join(kwargs)}.")
+        if not str(filepath).endswith(".keras"):
+            raise ValueError(f"Model.save: {filepath!r} must end in .keras (the Keras file "
+                             f"format); for a SavedModel directory use "
+                             f"tf.saved_model.save(model, path).")
+        saving.save_model(self, filepath, overwrite=overwrite)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} built={self.built}>"
 
 
+@serialization.register
 class Sequential(Model):
     """A linear stack of layers: each layer's output is the next one's input.
 
@@ -209,6 +233,27 @@ class Sequential(Model):
                 found.append((int(key[6:]), value))
         return [layer for _, layer in sorted(found, key=lambda p: p[0])]
 
+    def get_config(self) -> dict:
+        """The layers' configs and the input shape the model was built for."""
+        shapes = getattr(self, "_build_shapes", None)
+        build = None
+        if self._batch_input_shape is not None:
+            build = list(self._batch_input_shape)
+        elif shapes is not None and hasattr(shapes, "as_list"):
+            build = [None, *shapes.as_list()[1:]]
+        return {"name": self.name,
+                "layers": [serialization.serialize(layer) for layer in self.layers],
+                "build_input_shape": build}
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Sequential":
+        model = cls(name=config.get("name"))
+        for spec in config.get("layers", []):
+            model.add(serialization.deserialize(spec, custom_objects))
+        if config.get("build_input_shape") is not None and not model.built:
+            model.build(tuple(config["build_input_shape"]))
+        return model
+
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
         """Feeds ``inputs`` through every layer in order (``training`` goes to the layers
         whose ``call`` accepts it)."""
@@ -224,6 +269,7 @@ class Sequential(Model):
         return outputs
 
 
+@serialization.register
 class FunctionalModel(Model):
     """A model built by the Functional API: ``keras.Model(inputs, outputs)``. Its layers are
     tracked as TensorFlow's Functional models track them (``layer_with_weights-k`` and
@@ -266,10 +312,23 @@ class FunctionalModel(Model):
     def outputs(self) -> list:
         return structure.flatten(_tuples(self._graph.outputs))
 
+    def get_config(self) -> dict:
+        """The layers' configs and the recorded calls that connect them
+        (``functional.graph_config``)."""
+        return {"name": self.name, **self._graph.config()}
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "FunctionalModel":
+        inputs, outputs = Functional.rebuild(config, custom_objects)
+        return cls(inputs, outputs, name=config.get("name"))
+
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
         """Replays the recorded layer calls on ``inputs``."""
         with name_scope(""):
             return self._graph.run(inputs, training)
 
 
-__all__ = ["FunctionalModel", "Model", "Sequential"]
+load_model = saving.load_model
+save_model = saving.save_model
+
+__all__ = ["FunctionalModel", "Model", "Sequential", "load_model", "save_model"]
