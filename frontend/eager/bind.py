@@ -1,4 +1,4 @@
-"""``bind``: the single entry point of every op, eager or staged.
+"""``bind``: the single entry point of every op, eager or staged, on every device.
 
 Eagerly it checks dtypes, runs the op table's NumPy kernel and tells the recording tapes; shape
 inference runs only when the kernel fails, to turn NumPy's error into the same message staged
@@ -6,7 +6,6 @@ code gets (NumPy already checks shapes, so the hot path does not repeat that wor
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -18,7 +17,9 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.ir.types import TensorType
 from stagecraft.eager.tensor import Tensor, wrap
-from stagecraft.eager.device_tensor import DeviceTensor
+from stagecraft.devices import device as _device
+from stagecraft.eager.device_tensor import DeviceTensor, wrap_device
+from stagecraft.eager.locations import leaked, user_location
 from stagecraft.eager import placement as _placement
 
 _new = object.__new__
@@ -37,7 +38,7 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     if state.graph is not None:
         return state.graph.bind(op, inputs, attrs)
     if state.place is not None:  # inside `with device(...)` naming a device other than the CPU
-        return _placement.execute(op, inputs, attrs)
+        return execute(op, inputs, attrs)
     # GPU tensors are DeviceTensors, not Tensors: the type tests below send them (and every
     # input that is not a CPU tensor) to the general path, which routes them to their device.
     # Unrolled for the common arities: this is the hottest line of eager execution.
@@ -65,7 +66,7 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
         for x in normalized:
             if type(x) is not Tensor:
                 if type(x) is DeviceTensor:  # (the raw inputs: Python values are not copies)
-                    return _placement.execute(op, inputs, attrs)
+                    return execute(op, inputs, attrs)
                 if x._value is None:
                     raise leaked(op, normalized)
         inputs = normalized
@@ -160,16 +161,6 @@ def _adopt(op: OpDef, x: Any, dtype: _dt.DType, i: int) -> Tensor:
                         f"{e}") from None
 
 
-def leaked(op: OpDef, inputs: tuple) -> TypeError:
-    """The error for a symbolic tensor used after its trace ended (or inside init_scope)."""
-    t = next(x for x in inputs if x._value is None)
-    return TypeError(
-        f"{op.name}: An op outside of the function building code is being passed a Graph tensor "
-        f"({t!r}). Symbolic tensors exist only while their @function is being traced; return "
-        f"the value from the function (or pass it in as an argument) instead of storing it.\n"
-        f"  at {user_location()}")
-
-
 def diagnose(op: OpDef, values: list, attrs: dict, error: Exception | None) -> Exception:
     """The error for a failed eager op: inference's message when it rejects the inputs (the
     same one staged code gets), else the kernel's own, with the user's file:line."""
@@ -182,13 +173,91 @@ def diagnose(op: OpDef, values: list, attrs: dict, error: Exception | None) -> E
     return InvalidArgumentError(f"{op.name}: {text}\n  at {user_location()}")
 
 
-def user_location() -> str:
-    """'file:line' of the innermost frame outside stagecraft (where the user called in)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module != "stagecraft" and not module.startswith("stagecraft."):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "<unknown>"
+# ------------------------------------------------ ops on other devices (eager/placement.py)
 
+def execute(op: OpDef, inputs: tuple, attrs: dict) -> Any:
+    """Runs ``op`` eagerly on its device: the ``device`` scope's if it names one, else the
+    device of its (GPU) inputs. Inputs elsewhere are copied there first."""
+    state = STATE.get()
+    given = [isinstance(x, Tensor) or hasattr(x, "read_value") for x in inputs]
+    inputs = normalize(op, inputs)
+    if any(x._value is None for x in inputs):
+        raise leaked(op, inputs)
+    if state.place is not None or state.device is not None and \
+            state.device.device_type is not None:
+        target = _placement.resolve(state.device, f"op '{op.name}'")
+    else:
+        target = _placement.GPU_DEVICE if any(type(x) is DeviceTensor for x in inputs) else _placement.CPU_DEVICE
+    moved = []
+    for i, x in enumerate(inputs):
+        if _placement.device_of(x) != target:
+            if given[i]:
+                _policy_check(x, target, op, i)
+            x = _placement.copy(x, target)
+        moved.append(x)
+    if target == _placement.GPU_DEVICE:
+        return _run_gpu(op, moved, attrs, state)
+    if state.place is None:
+        return bind(op, *moved, **attrs)
+    token = STATE.set(state.replace(place=None))  # CPU inputs only: bind's own eager path
+    try:
+        return bind(op, *moved, **attrs)
+    finally:
+        STATE.reset(token)
+
+
+def _run_gpu(op: OpDef, inputs: list, attrs: dict, state: Any) -> Any:
+    values = [x._value for x in inputs]
+    unify = range(len(values)) if op.unify == "all" else op.unify_indices
+    dtypes = {values[i].dtype for i in unify if i < len(values)}
+    if len(dtypes) > 1 or any(d not in op.np_dtypes for d in dtypes):
+        raise diagnose(op, [_placement.to_host_array(v) for v in values], attrs, None)
+    try:
+        out = _placement.kernels().run(op.name, values, attrs)
+    except NotImplementedError as e:
+        return _no_gpu_kernel(op, inputs, attrs, state, e)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
+        # The kernels run the op's inference (InvalidArgumentError is a ValueError):
+        # diagnose gives the same message as on the CPU and in staged code, with file:line.
+        raise diagnose(op, [_placement.to_host_array(v) for v in values], attrs, e) from None
+    if op.num_outputs == 1:
+        results: tuple = (wrap_device(out),)
+    else:
+        results = tuple(wrap_device(o) for o in out)
+    for tape in state.tapes:
+        tape.record(op, attrs, inputs, results)
+    return results[0] if op.num_outputs == 1 else results
+
+
+def _no_gpu_kernel(op: OpDef, inputs: list, attrs: dict, state: Any, error: Exception) -> Any:
+    """An op without a GPU kernel: soft placement runs it on the CPU (TensorFlow's rule)."""
+    if not _device.get_soft_device_placement():
+        raise InvalidArgumentError(
+            f"Could not satisfy device specification '{_placement.GPU_DEVICE}' for op '{op.name}': it has "
+            f"no GPU kernel ({error}). Turn soft placement on "
+            f"(tf.config.set_soft_device_placement(True)) to run it on the CPU, or run it "
+            f"under `with tf.device('/cpu:0'):`.\n  at {user_location()}") from None
+    host = [_placement.copy(x, _placement.CPU_DEVICE) for x in inputs]
+    token = STATE.set(state.replace(place=None, device=None))
+    try:
+        return bind(op, *host, **attrs)
+    finally:
+        STATE.reset(token)
+
+
+# ------------------------------------------------------- graph functions on the GPU
+
+
+def _policy_check(x: Tensor, target: str, op: OpDef, i: int) -> None:
+    policy = _device.get_device_policy()
+    if policy == "silent" or policy == "silent_for_int32" and x.dtype == _dt.int32:
+        return
+    text = (f"{op.name}: input #{i} was expected to be on {target} but is actually on "
+            f"{_placement.device_of(x)} (operation running on {target}).")
+    if policy == "warn":
+        _placement.logger.warning("%s It is copied; copy it yourself to silence this warning.", text)
+        return
+    raise InvalidArgumentError(
+        f"Tensors on conflicting devices: {text} The device policy is '{policy}'. Copy it "
+        f"explicitly (`with tf.device(name): x = tf.identity(x)`, or x.gpu() / x.cpu()), or "
+        f"call tf.config.experimental.set_device_policy('silent').\n  at {user_location()}")

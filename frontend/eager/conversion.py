@@ -8,7 +8,8 @@ import numpy as np
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.dtypes import DType
 from stagecraft.eager.context import STATE
-from stagecraft.eager.tensor import Tensor, wrap
+from stagecraft.eager import placement
+from stagecraft.eager.tensor import LATE_BOUND, Tensor, wrap
 
 # Objects that convert themselves (Variables): type -> fn(obj, dtype) -> Tensor.
 CONVERTERS: dict[type, Any] = {}
@@ -185,8 +186,7 @@ def to_eager(value: Any, dtype: Any = None, dtype_hint: Any = None) -> Tensor:
         return to_eager(np.asarray(value), dtype)
     arr = _natural_array(value, to_float=target is not None and target.is_floating)
     if arr is None:  # a list holding tensors: pack them like tf.stack
-        from stagecraft.ops.array_ops import stack
-        return stack([convert_to_tensor(v, target) for v in value])
+        return LATE_BOUND["stack"]([convert_to_tensor(v, target) for v in value])
     if target is not None:
         arr = _cast_python(np.array(value) if arr.dtype.kind != "b" else arr, value, target)
     return wrap(arr)
@@ -226,7 +226,6 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
     if state.place is not None and t is not value:
         # Like TensorFlow's eager constants: created on the scope's device (soft placement
         # rules included), so later ops on it need no copy.
-        from stagecraft.eager import placement
         t = placement.copy(t, placement.resolve(state.device, "tf.constant"))
     return t
 

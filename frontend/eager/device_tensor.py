@@ -13,7 +13,7 @@ import numpy as np
 from stagecraft.devices.device import GPU_DEVICE
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.eager.tensor import Tensor, _numpy_text
+from stagecraft.eager.tensor import Tensor, _constant_from_numpy, _numpy_text
 
 _memory: Any = None  # stagecraft.backends.numba_cuda.memory, imported on first use
 
@@ -81,7 +81,6 @@ class DeviceTensor(Tensor):
         return format(str(self), spec)
 
     def __reduce__(self):
-        from stagecraft.eager.tensor import _constant_from_numpy
         return (_constant_from_numpy, (self._host(),))
 
     def __str__(self) -> str:

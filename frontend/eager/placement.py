@@ -20,19 +20,22 @@ from stagecraft.eager.context import STATE
 from stagecraft.devices.device import CPU_DEVICE, GPU_DEVICE, full_name
 from stagecraft.devices.device_spec import DeviceSpec
 from stagecraft.eager.device_tensor import DeviceTensor, memory, wrap_device
-from stagecraft.ir import dtypes as _dt
+from stagecraft.ir import OPS
 from stagecraft.ir.errors import InvalidArgumentError
-from stagecraft.ir.ops.opdef import OpDef
-from stagecraft.eager.tensor import Tensor, wrap
+from stagecraft.eager.locations import leaked, user_location
+from stagecraft.eager.tensor import LATE_BOUND, Tensor, wrap
 
 logger = logging.getLogger("stagecraft")
+_IDENTITY = OPS["identity"]
 
 _cuda_eager: Any = None  # stagecraft.backends.numba_cuda.eager, imported on first GPU op
 
 
-def _kernels() -> Any:
+def kernels() -> Any:
+    """The GPU op library (``stagecraft.backends.numba_cuda.eager``), imported on first use."""
     global _cuda_eager
     if _cuda_eager is None:
+        # lazy import: numba-cuda is optional and slow to import; CPU-only programs never need it
         from stagecraft.backends.numba_cuda import eager
         _cuda_eager = eager
     return _cuda_eager
@@ -41,7 +44,6 @@ def _kernels() -> Any:
 # ------------------------------------------------------------------ resolving names
 
 def _unsatisfiable(spec: DeviceSpec, why: str, what: str) -> InvalidArgumentError:
-    from stagecraft.eager.bind import user_location
     available = ", ".join(_device.list_devices())
     hint = ("Turn soft placement on (tf.config.set_soft_device_placement(True)) to run such "
             "ops on the CPU, or place them on an available device (e.g. "
@@ -124,9 +126,12 @@ def copy(x: Tensor, target: str) -> Tensor:
             "NUMBA_ENABLE_CUDASIM=1 before importing stagecraft to use Numba's CUDA "
             "simulator.")
     if x._value is None:
-        # Inside a trace: a graph function runs on one device for now (see host_call).
-        from stagecraft.ops.array_ops import identity
-        return identity(x)
+        # Inside a trace: a graph function runs on one device for now (see host_call), so the
+        # copy is the identity equation ``tf.identity`` would add.
+        graph = STATE.get().graph
+        if graph is None:
+            raise leaked(_IDENTITY, (x,))
+        return graph.bind(_IDENTITY, (x,), {})
     if target == GPU_DEVICE:
         out: Tensor = wrap_device(to_device_array(x._value))
     else:
@@ -137,104 +142,13 @@ def copy(x: Tensor, target: str) -> Tensor:
     return out
 
 
+LATE_BOUND["copy"] = copy  # Tensor.gpu() / cpu()
+
+
 def _copy_back(source: str, gouts: list) -> tuple:
     g = gouts[0]
     return (None if g is None else copy(g, source),)
 
-
-def _policy_check(x: Tensor, target: str, op: OpDef, i: int) -> None:
-    policy = _device.get_device_policy()
-    if policy == "silent" or policy == "silent_for_int32" and x.dtype == _dt.int32:
-        return
-    text = (f"{op.name}: input #{i} was expected to be on {target} but is actually on "
-            f"{device_of(x)} (operation running on {target}).")
-    if policy == "warn":
-        logger.warning("%s It is copied; copy it yourself to silence this warning.", text)
-        return
-    from stagecraft.eager.bind import user_location
-    raise InvalidArgumentError(
-        f"Tensors on conflicting devices: {text} The device policy is '{policy}'. Copy it "
-        f"explicitly (`with tf.device(name): x = tf.identity(x)`, or x.gpu() / x.cpu()), or "
-        f"call tf.config.experimental.set_device_policy('silent').\n  at {user_location()}")
-
-
-# ---------------------------------------------------------------------- execution
-
-def execute(op: OpDef, inputs: tuple, attrs: dict) -> Any:
-    """Runs ``op`` eagerly on its device: the ``device`` scope's if it names one, else the
-    device of its (GPU) inputs. Inputs elsewhere are copied there first."""
-    from stagecraft.eager.bind import bind, leaked, normalize
-    state = STATE.get()
-    given = [isinstance(x, Tensor) or hasattr(x, "read_value") for x in inputs]
-    inputs = normalize(op, inputs)
-    if any(x._value is None for x in inputs):
-        raise leaked(op, inputs)
-    if state.place is not None or state.device is not None and \
-            state.device.device_type is not None:
-        target = resolve(state.device, f"op '{op.name}'")
-    else:
-        target = GPU_DEVICE if any(type(x) is DeviceTensor for x in inputs) else CPU_DEVICE
-    moved = []
-    for i, x in enumerate(inputs):
-        if device_of(x) != target:
-            if given[i]:
-                _policy_check(x, target, op, i)
-            x = copy(x, target)
-        moved.append(x)
-    if target == GPU_DEVICE:
-        return _run_gpu(op, moved, attrs, state)
-    if state.place is None:
-        return bind(op, *moved, **attrs)
-    token = STATE.set(state.replace(place=None))  # CPU inputs only: bind's own eager path
-    try:
-        return bind(op, *moved, **attrs)
-    finally:
-        STATE.reset(token)
-
-
-def _run_gpu(op: OpDef, inputs: list, attrs: dict, state: Any) -> Any:
-    from stagecraft.eager.bind import diagnose
-    values = [x._value for x in inputs]
-    unify = range(len(values)) if op.unify == "all" else op.unify_indices
-    dtypes = {values[i].dtype for i in unify if i < len(values)}
-    if len(dtypes) > 1 or any(d not in op.np_dtypes for d in dtypes):
-        raise diagnose(op, [to_host_array(v) for v in values], attrs, None)
-    try:
-        out = _kernels().run(op.name, values, attrs)
-    except NotImplementedError as e:
-        return _no_gpu_kernel(op, inputs, attrs, state, e)
-    except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
-        # The kernels run the op's inference (InvalidArgumentError is a ValueError):
-        # diagnose gives the same message as on the CPU and in staged code, with file:line.
-        raise diagnose(op, [to_host_array(v) for v in values], attrs, e) from None
-    if op.num_outputs == 1:
-        results: tuple = (wrap_device(out),)
-    else:
-        results = tuple(wrap_device(o) for o in out)
-    for tape in state.tapes:
-        tape.record(op, attrs, inputs, results)
-    return results[0] if op.num_outputs == 1 else results
-
-
-def _no_gpu_kernel(op: OpDef, inputs: list, attrs: dict, state: Any, error: Exception) -> Any:
-    """An op without a GPU kernel: soft placement runs it on the CPU (TensorFlow's rule)."""
-    if not _device.get_soft_device_placement():
-        from stagecraft.eager.bind import user_location
-        raise InvalidArgumentError(
-            f"Could not satisfy device specification '{GPU_DEVICE}' for op '{op.name}': it has "
-            f"no GPU kernel ({error}). Turn soft placement on "
-            f"(tf.config.set_soft_device_placement(True)) to run it on the CPU, or run it "
-            f"under `with tf.device('/cpu:0'):`.\n  at {user_location()}") from None
-    from stagecraft.eager.bind import bind
-    host = [copy(x, CPU_DEVICE) for x in inputs]
-    token = STATE.set(state.replace(place=None, device=None))
-    try:
-        return bind(op, *host, **attrs)
-    finally:
-        STATE.reset(token)
-
-
-# ------------------------------------------------------- graph functions on the GPU
 
 def host_call(executable: Any, values: list, device: str | None) -> list[Tensor]:
     """Runs a CPU executable on arguments that may be device arrays or GPU variables (copied

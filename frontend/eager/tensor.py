@@ -1,14 +1,22 @@
 """``Tensor``: an immutable n-dimensional array with TensorFlow's API and operators."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from stagecraft.devices.device import GPU_DEVICE, list_devices
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
 
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+# What tensors do through the modules built on this one, which register it when they are
+# imported (this module imports none of them; ``import stagecraft`` imports them all):
+#   "copy"          eager/placement.py       copy(tensor, device), for Tensor.gpu() / cpu()
+#   "stack"         ops/array_ops.py         stack(tensors), for converting lists of tensors
+#   "slice_method"  state/variable_slices.py slice_method(tensor, name), for v[k].assign(x)
+LATE_BOUND: dict[str, Callable[..., Any]] = {}
 
 
 class TensorOperators:
@@ -71,9 +79,8 @@ class Tensor(TensorOperators):
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: `variable[key].assign(x)` finds the variable
         # the slice was read from (see state/variable_slices.py).
-        if name in ("assign", "assign_add", "assign_sub"):
-            from stagecraft.state.variable_slices import slice_method
-            method = slice_method(self, name)
+        if name in ("assign", "assign_add", "assign_sub") and "slice_method" in LATE_BOUND:
+            method = LATE_BOUND["slice_method"](self, name)
             if method is not None:
                 return method
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
@@ -119,12 +126,10 @@ class Tensor(TensorOperators):
         >>> (y * 2.0).numpy().tolist()  # on the GPU when there is one
         [2.0]
         """
-        from stagecraft.eager import placement
-        from stagecraft.devices.device import list_devices
         if gpu_index != 0:
             raise ValueError(f"Tensor.gpu({gpu_index!r}): stagecraft uses one GPU, GPU:0 "
                              f"(devices: {list_devices()}). Call .gpu().")
-        return placement.copy(self, placement.GPU_DEVICE)
+        return LATE_BOUND["copy"](self, GPU_DEVICE)
 
     def cpu(self) -> "Tensor":
         """★ A copy of this tensor on the CPU (this tensor itself if it is there already);
@@ -134,8 +139,7 @@ class Tensor(TensorOperators):
         >>> tf.constant([1.0]).cpu().device
         '/job:localhost/replica:0/task:0/device:CPU:0'
         """
-        from stagecraft.eager import placement
-        return placement.copy(self, placement.CPU_DEVICE)
+        return LATE_BOUND["copy"](self, CPU_DEVICE)
 
     def ref(self) -> "Reference":
         """A hashable reference to this tensor, for use as a dict key or set member."""

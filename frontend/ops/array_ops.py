@@ -13,7 +13,9 @@ from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.shapes import TensorShape, as_dims
-from stagecraft.eager.tensor import Tensor
+from stagecraft.eager.tensor import LATE_BOUND, Tensor
+from stagecraft.ops.math_ops import cast, equal, reduce_prod
+from stagecraft.staging.graph_tensor import GraphTensor
 
 _O = dict(OPS)
 
@@ -104,7 +106,6 @@ def normalize_shape(shape: Any, what: str, minus_one: bool = False) -> ShapeArg:
         return ShapeArg(tuple(dims))
     dtype = _dt.int64 if any(isinstance(p, Tensor) and p.dtype == _dt.int64 for p in parts) \
         else _dt.int32
-    from stagecraft.ops.math_ops import cast
     scalars = [convert_to_tensor(p, dtype) if isinstance(p, int) else
                p if p.dtype == dtype else cast(p, dtype) for p in parts]
     return ShapeArg(tuple(dims), stack(scalars))
@@ -180,7 +181,6 @@ def get_static_value(tensor: Any, partial: bool = False) -> np.ndarray | None:
     >>> _ = f(tf.ones([2, 3])); seen
     [(None, 3, [None, 3])]
     """
-    from stagecraft.staging.graph_tensor import GraphTensor
     if isinstance(tensor, GraphTensor):
         known = _known(tensor._node, tensor._graph, 0)
         if known is None or (not partial and any(v is None for v in known.reshape(-1))):
@@ -326,7 +326,6 @@ def ones_like(input: Any, dtype: Any = None, name: str | None = None) -> Tensor:
 
 
 def _cast(x: Tensor, dtype: Any) -> Tensor:
-    from stagecraft.ops.math_ops import cast
     return cast(x, dtype)
 
 
@@ -349,7 +348,6 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,  # n
         d = next((k for k in (_dt.float64, _dt.float32, _dt.int64) if k in kinds), _dt.int32)
     else:
         d = _dt.as_dtype(dtype)
-    from stagecraft.ops.math_ops import cast
     return bind(_O["range"], *[cast(a, d) for a in args])
 
 
@@ -368,7 +366,6 @@ def eye(num_rows: Any, num_columns: Any = None, batch_shape: Any = None,
     if rows is not None and cols is not None:
         out = bind(_O["eye"], num_rows=rows, num_columns=cols, dtype=d)
     else:  # a size known only when the function runs: compare row and column numbers
-        from stagecraft.ops.math_ops import cast, equal
         c = num_rows if num_columns is None else num_columns
         out = cast(equal(expand_dims(range(num_rows), 1), expand_dims(range(c), 0)), d)
     if batch_shape is None:
@@ -383,7 +380,6 @@ def _shape_tensor(s: ShapeArg) -> Tensor:
     """The int32 tensor of a normalized shape."""
     if s.tensor is None:
         return convert_to_tensor(np.array(s.dims, np.int32))
-    from stagecraft.ops.math_ops import cast
     return s.tensor if s.tensor.dtype == _dt.int32 else cast(s.tensor, _dt.int32)
 
 
@@ -415,7 +411,6 @@ def shape(input: Any, out_type: Any = _dt.int32, name: str | None = None) -> Ten
 
 def size(input: Any, out_type: Any = _dt.int32, name: str | None = None) -> Tensor:  # noqa: A002
     """The number of elements of ``input`` as a scalar tensor."""
-    from stagecraft.ops.math_ops import reduce_prod
     return reduce_prod(shape(input, out_type))
 
 
@@ -484,6 +479,9 @@ def stack(values: Sequence[Any], axis: int = 0, name: str = "stack") -> Tensor:
                                    f"{sorted(shapes)}.")
     return concat([expand_dims(v, axis) for v in values], axis)
 
+
+
+LATE_BOUND["stack"] = stack  # converting lists that hold tensors
 
 def unstack(value: Any, num: int | None = None, axis: int = 0, name: str = "unstack") -> list:
     """Splits a tensor into a list of tensors along ``axis``."""

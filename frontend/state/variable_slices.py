@@ -17,7 +17,8 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import OPS
 from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.ops.slicing import sliced_dims, update_shape_error
-from stagecraft.eager.tensor import Tensor
+from stagecraft.eager.tensor import LATE_BOUND, Tensor
+from stagecraft.ops.array_ops import slice_spec
 
 
 # id(slice tensor) -> (weak reference to it, variable, spec, run-time bounds): what a tensor
@@ -38,7 +39,6 @@ def read_slice(variable: Any, key: Any) -> Tensor:
     >>> _ = v[0].assign_add(5.0); v.numpy().tolist()  # ★ assign_add/assign_sub too
     [6.0, 20.0, 30.0, 4.0]
     """
-    from stagecraft.ops.array_ops import slice_spec
     spec, dynamic = slice_spec(key)
     t = bind(OPS["strided_slice"], variable.read_value(), *dynamic, spec=spec)
     uid = id(t)
@@ -69,6 +69,9 @@ class _NoTape:
     def __exit__(self, *exc: Any) -> None:
         STATE.reset(self._token)
 
+
+
+LATE_BOUND["slice_method"] = slice_method  # variable[key].assign(x)
 
 def _update(var: Any, spec: tuple, dynamic: list, value: Any, op: str | None) -> Any:
     with _NoTape():

@@ -13,7 +13,8 @@ from stagecraft.ir.shapes import TensorShape, as_dims, format_dims, is_compatibl
 from stagecraft.eager import placement as _placement
 from stagecraft.eager.device_tensor import DeviceTensor, wrap_device
 from stagecraft.eager.placement import to_device_array, to_host_array
-from stagecraft.eager.tensor import CPU_DEVICE, Reference, Tensor, TensorOperators, wrap
+from stagecraft.state.variable_slices import read_slice, scatter_nd
+from stagecraft.eager.tensor import CPU_DEVICE, Reference, Tensor, TensorOperators, _numpy_text, wrap
 
 _uids = itertools.count()
 
@@ -200,7 +201,6 @@ class Variable(TensorOperators):
     # ------------------------------------------------------------ partial updates
     def __getitem__(self, key: Any) -> Tensor:
         """``v[key]``: the slice's value, whose ``assign`` writes into the variable."""
-        from stagecraft.state.variable_slices import read_slice
         return read_slice(self, key)
 
     def scatter_nd_update(self, indices: Any, updates: Any, name: str | None = None) -> "Variable":
@@ -233,12 +233,10 @@ class Variable(TensorOperators):
         return self._scatter_nd(indices, updates, "sub")
 
     def _scatter_nd(self, indices: Any, updates: Any, mode: str) -> "Variable":
-        from stagecraft.state.variable_slices import scatter_nd
         return scatter_nd(self, indices, updates, mode)
 
     # ------------------------------------------------------------------- printing
     def __repr__(self) -> str:
-        from stagecraft.eager.tensor import _numpy_text
         return (f"<stagecraft.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
                 f"numpy={_numpy_text(self._host(), is_repr=True)}>")
 
@@ -278,4 +276,4 @@ def _placement_of(initial: Tensor) -> str | None:
 
 def gpu_kernel(name: str, values: list) -> Any:
     """Runs the GPU kernel of op ``name`` on device arrays (variable updates)."""
-    return _placement._kernels().run(name, values, {})
+    return _placement.kernels().run(name, values, {})
