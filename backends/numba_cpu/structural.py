@@ -31,7 +31,7 @@ def _elementwise(cg, e: Eqn) -> None:
 @lowers("const")
 def _const(cg, e: Eqn) -> None:
     """A scalar is a typed literal; an array is passed as an argument (or filled in place)."""
-    value = np.asarray(dict(e.attrs)["value"])
+    value = np.asarray(e.params["value"])
     v = e.outputs[0]
     if value.ndim == 0:
         cg.env[v.uid] = literal(value.item(), v.type.dtype)
@@ -65,7 +65,7 @@ lowers("while")(SourceEmitter.lower_while)
 @lowers("print")
 def _print(cg, e: Eqn) -> None:
     """Formats and writes on the host, in an object-mode block."""
-    a = dict(e.attrs)
+    a = e.params
     values = [cg.array(x) for x in e.inputs]
     with cg.w.block("with numba.objmode():"):
         cg.w.line(f"rt.host_print({a['template']!r}, {a['sep']!r}, {a['summarize']!r}, "
@@ -77,7 +77,7 @@ def _assert(cg, e: Eqn) -> None:
     """Raises the message when the condition does not hold."""
     c = e.inputs[0]
     cond = cg.operand(c) if _rank(c) == 0 else f"{cg.operand(c)}.all()"
-    cg.fail(f"not {cond}", f"{dict(e.attrs)['message']}\n  at {e.loc}")
+    cg.fail(f"not {cond}", f"{e.params['message']}\n  at {e.loc}")
 
 
 @lowers("py_function")
@@ -85,7 +85,7 @@ def _py_function(cg, e: Eqn) -> None:
     """Calls the Python function on the host through the token (see .host)."""
     types = [_numba_type(o.type) for o in e.outputs]
     index = len(cg.host_fns)
-    cg.host_fns.append(dict(e.attrs)["fn"])
+    cg.host_fns.append(e.params["fn"])
     names = [cg.fresh(o.hint or "py") for o in e.outputs]
     decl = ", ".join(f"{n}={t!r}" for n, t in zip(names, types))
     values = tuple_text(cg.operand(x) for x in e.inputs)

@@ -28,7 +28,7 @@ def _elementwise(cg, e: Eqn) -> None:
 @lowers("const")
 def _const(cg, e: Eqn) -> None:
     """A device constant (``C[k]``, uploaded once per executable)."""
-    cg.env[e.outputs[0].uid] = cg.const(dict(e.attrs)["value"], e.outputs[0].type.dtype)
+    cg.env[e.outputs[0].uid] = cg.const(e.params["value"], e.outputs[0].type.dtype)
 
 
 @lowers("read")
@@ -57,13 +57,13 @@ def _row_update(cg, e: Eqn) -> None:
 def _print(cg, e: Eqn) -> None:
     """Formats and writes on the host."""
     values = tuple_text(cg.operand(x) for x in e.inputs)
-    cg.line(f"rt.host_print({cg.site(dict(e.attrs), e.loc)}, {values})")
+    cg.line(f"rt.host_print({cg.site(e.params, e.loc)}, {values})")
 
 
 @lowers("assert")
 def _assert(cg, e: Eqn) -> None:
     """Raises the message on the host when the condition does not hold."""
-    cg.line(f"rt.host_assert({cg.operand(e.inputs[0])}, {cg.site(dict(e.attrs), e.loc)})")
+    cg.line(f"rt.host_assert({cg.operand(e.inputs[0])}, {cg.site(e.params, e.loc)})")
 
 
 @lowers("py_function")
@@ -76,7 +76,7 @@ def _py_function(cg, e: Eqn) -> None:
     if cg.ref_slots:  # Python code may read the variables: give them their values now
         pairs = tuple_text(f"({i}, {slot})" for i, slot in cg.ref_slots)
         cg.line(f"rt.sync_variables({pairs})")
-    call = f"rt.call_host({cg.site(dict(e.attrs), e.loc, specs)}, {values})"
+    call = f"rt.call_host({cg.site(e.params, e.loc, specs)}, {values})"
     cg.line(f"{tuple_text(names)} = {call}" if names else call)
     for o, n in zip(e.outputs, names):
         cg.env[o.uid] = n
