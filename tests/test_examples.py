@@ -91,3 +91,15 @@ def test_persistence_example_trains_restores_and_loads_in_another_process(tmp_pa
     assert out[2] == ("restored into a fresh model: outputs equal True, "
                       "next step's loss equal True")
     assert out[3] == "SavedModel loaded in a separate process: outputs equal True"
+
+
+def test_keras_digits_example_trains_saves_and_reloads() -> None:
+    pytest.importorskip("sklearn", reason="the digits come from scikit-learn (the test and "
+                                          "examples extras install it)")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "keras_digits.py"),
+                          "--verbose", "0"], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    accuracy = float(out[0].split()[2])
+    assert accuracy >= 0.95, out
+    assert out[1].startswith("input wait: ")
+    assert out[2] == "reloaded model predicts identically: True"

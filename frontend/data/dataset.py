@@ -80,6 +80,11 @@ class Dataset:
     def _cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
 
+    def _row_order(self, ctx: Context) -> tuple | None:
+        """``(source, order)`` when this dataset's elements are the rows ``order`` of a
+        tensor-slices ``source`` (so ``batch`` can index them); else None."""
+        return None
+
     # ------------------------------------------------------------------ properties
 
     @property

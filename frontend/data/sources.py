@@ -43,8 +43,16 @@ class TensorSlices(Dataset):
         return self._n
 
     def _elements(self, ctx: Context) -> Iterator[Any]:
+        pack, values = structure.packer(self._structure), self._values
         for i in range(self._n):
-            yield structure.pack(self._structure, [wrap(v[i]) for v in self._values])
+            yield pack([wrap(v[i]) for v in values])
+
+    def _row_order(self, ctx: Context) -> tuple:
+        return self, np.arange(self._n)
+
+    def _rows(self, index: np.ndarray) -> Any:
+        """The elements at ``index`` stacked (a batch), by one indexing per component."""
+        return structure.packer(self._structure)([wrap(v[index]) for v in self._values])
 
 
 @register

@@ -118,6 +118,15 @@ class Batch(Dataset):
         return n // self._size if self._drop else -(-n // self._size)
 
     def _elements(self, ctx: Context) -> Iterator[Any]:
+        rows = self._row_order(ctx) if type(self) is Batch else None
+        if rows is not None:  # batches of a tensor-slices source: one indexing per component
+            source, order = rows
+            for start in range(0, len(order), self._size):
+                index = order[start:start + self._size]
+                if len(index) < self._size and self._drop:
+                    return
+                yield source._rows(index)
+            return
         buffer: list = []
         for element in self._inputs[0]._elements(ctx):
             buffer.append(element)
@@ -127,11 +136,16 @@ class Batch(Dataset):
         if buffer and not self._drop:
             yield self._stack(buffer)
 
+    def _row_order(self, ctx: Context) -> tuple | None:
+        return self._inputs[0]._row_order(ctx)
+
     def _stack(self, elements: list) -> Any:
-        columns = zip(*(structure.flatten(e) for e in elements))
+        first = elements[0]
+        flat = type(first) is tuple and all(type(t) is Tensor for t in first)
+        columns = zip(*elements) if flat else zip(*(structure.flatten(e) for e in elements))
         stacked = []
         for i, column in enumerate(columns):
-            values = [structure.component_value(t) for t in column]
+            values = [np.asarray(t._value) for t in column]
             shapes = {v.shape for v in values}
             if len(shapes) > 1:
                 raise ValueError(
@@ -139,7 +153,7 @@ class Batch(Dataset):
                     f"shapes {sorted(shapes)}; use padded_batch, or map them to one shape "
                     f"first.")
             stacked.append(wrap(np.stack(values)))
-        return structure.pack(elements[0], stacked)
+        return tuple(stacked) if flat else structure.pack(first, stacked)
 
 
 @register
@@ -221,11 +235,33 @@ class Shuffle(Dataset):
     def _cardinality(self) -> int:
         return self._inputs[0]._cardinality()
 
-    def _elements(self, ctx: Context) -> Iterator[Any]:
+    def _rng(self, ctx: Context) -> np.random.Generator:
         key = [*self._seed]
         if self._reshuffle:  # a new order for every iterator and every repeat epoch
             key += [ctx.base, ctx.enter(self)]
-        rng = np.random.Generator(np.random.Philox(np.random.SeedSequence(key)))
+        return np.random.Generator(np.random.Philox(np.random.SeedSequence(key)))
+
+    def _whole(self) -> bool:
+        """Whether the buffer holds the whole input: then the order is one uniform
+        permutation (which a batch over a tensor-slices source takes by indexing)."""
+        return 0 <= self._inputs[0]._cardinality() <= self._buffer
+
+    def _row_order(self, ctx: Context) -> tuple | None:
+        if not self._whole():
+            return None
+        rows = self._inputs[0]._row_order(ctx)
+        if rows is None:
+            return None
+        source, order = rows
+        return source, order[self._rng(ctx).permutation(len(order))]
+
+    def _elements(self, ctx: Context) -> Iterator[Any]:
+        if self._whole():
+            items = list(self._inputs[0]._elements(ctx))
+            for i in self._rng(ctx).permutation(len(items)):
+                yield items[i]
+            return
+        rng = self._rng(ctx)
         buffer: list = []
         for element in self._inputs[0]._elements(ctx):
             if len(buffer) < self._buffer:

@@ -318,3 +318,18 @@ def test_a_checkpointed_iterator_resumes_where_it_was_saved(tmp_path, pipeline):
     assert [int(next(fresh)) for _ in range(6)] == expected
     assert head and len(set(head)) == 5
 
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_batches_of_slices_by_indexing_equal_element_by_element_batches(drop):
+    """A batch over tensor slices (shuffled with a whole buffer or not) indexes the arrays
+    once per batch; it must give exactly the batches stacking each element would."""
+    x = np.arange(46, dtype=np.float32).reshape(23, 2)
+    ds = tf.data.Dataset.from_tensor_slices((x, np.arange(23)))
+    for source in (ds, ds.shuffle(23, seed=4)):
+        fused = values(source.batch(5, drop_remainder=drop))
+        stepwise = values(source.map(lambda a, b: (a, b)).batch(5, drop_remainder=drop))
+        assert fused == stepwise and len(fused) == (4 if drop else 5)
+    order = values(ds.shuffle(23, seed=4))
+    assert [b for batch in values(ds.shuffle(23, seed=4).batch(5)) for b in batch[1]] == \
+        [o[1] for o in order]
