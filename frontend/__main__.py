@@ -16,6 +16,7 @@ import inspect
 import os
 import sys
 from typing import Any, Sequence
+from stagecraft.ir.errors import ConversionError
 
 
 class UsageError(Exception):
@@ -112,6 +113,7 @@ def _candidates(obj: Any) -> list[str]:
 
 def show_converted(target: str) -> str:
     """The converted source of the function ``target`` names (``FILE.py:NAME``)."""
+    # lazy import: AutoGraph (gast, astunparse) loads on first use, not with stagecraft
     from stagecraft.converters.api import to_code
     path, attr = split_target(target)
     module = load_module(path)
@@ -130,7 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="the file and the function in it (Class.method for a method)")
     args = parser.parse_args(argv)
     if args.command == "show-converted":
-        from stagecraft.ir.errors import ConversionError
         try:
             source = show_converted(args.target)
         except UsageError as e:

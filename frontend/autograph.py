@@ -18,6 +18,7 @@ def to_code(entity: Any, recursive: bool = True, experimental_optional_features:
     >>> "while_stmt" in tf.autograph.to_code(f)
     True
     """
+    # lazy import: AutoGraph (gast, astunparse) loads on first use, not with stagecraft
     from stagecraft.converters.api import to_code as _to_code
     return _to_code(entity)
 
@@ -36,6 +37,7 @@ def to_graph(entity: Any, recursive: bool = True,
     >>> int(tf.function(g)(tf.constant(-3)))
     3
     """
+    # lazy import: AutoGraph (gast, astunparse) loads on first use, not with stagecraft
     from stagecraft.converters.api import _python_function, convert
     fn = _python_function(entity)
     if isinstance(fn, types.MethodType):
@@ -97,6 +99,7 @@ def show_converted(f: Any, trace: bool = False) -> str:
     # Trace report (last trace of _example):
     #   ...  if     python  carries: x
     """
+    # lazy import: AutoGraph (gast, astunparse) loads on first use, not with stagecraft
     from stagecraft.converters.api import show_converted as _show
     return _show(f, trace=trace)
 
@@ -115,6 +118,7 @@ def _do_not_convert(func: Callable | None = None) -> Callable:
     >>> int(tf.function(f)(-2))
     2
     """
+    # lazy import: AutoGraph (gast, astunparse) loads on first use, not with stagecraft
     from stagecraft.converters.api import do_not_convert
     return do_not_convert(func)
 

@@ -8,6 +8,8 @@ from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ops.math_ops import matmul
 from stagecraft.eager.tensor import Tensor
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.ops.array_ops import transpose
 
 
 def diag(diagonal: Any, name: str = "diag") -> Tensor:
@@ -27,8 +29,6 @@ def diag_part(input: Any, name: str = "diag_part") -> Tensor:  # noqa: A002
 
 def matrix_transpose(a: Any, name: str = "matrix_transpose") -> Tensor:
     """Swaps the last two dimensions."""
-    from stagecraft.ops.array_ops import transpose
-    from stagecraft.eager.conversion import convert_to_tensor
     a = convert_to_tensor(a)
     perm = list(range(a.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]

@@ -10,6 +10,8 @@ from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.state.variables import Variable
+from stagecraft.autodiff.tape import GradientTape
+from stagecraft.ops.array_ops import identity, zeros_like
 
 
 def custom_gradient(f: Callable | None = None) -> Callable:
@@ -33,7 +35,6 @@ def custom_gradient(f: Callable | None = None) -> Callable:
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        from stagecraft.autodiff.tape import GradientTape
         state = STATE.get()
         inputs = [a if isinstance(a, (Tensor, Variable)) else convert_to_tensor(a) for a in args]
         probe = GradientTape(watch_accessed_variables=True)
@@ -54,7 +55,6 @@ def custom_gradient(f: Callable | None = None) -> Callable:
         tensor_inputs = [a for a in inputs if isinstance(a, Tensor)]
 
         def backward(gouts: list) -> tuple:
-            from stagecraft.ops.array_ops import zeros_like
             dys = [zeros_like(o) if g is None else g for g, o in zip(gouts, outs)]
             if variables:
                 grads, var_grads = grad_fn(*dys, variables=variables)
@@ -84,5 +84,4 @@ def _fresh(t: Tensor) -> Tensor:
         fresh = object.__new__(type(t))  # a device tensor stays on its device
         fresh._value = t._value
         return fresh
-    from stagecraft.ops.array_ops import identity
     return identity(t)

@@ -18,6 +18,10 @@ from stagecraft.eager.context import STATE
 from stagecraft.autodiff.vjps import VJPS
 from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.eager.tensor import Tensor, wrap
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.ops.array_ops import ones_like, reshape, stack, zeros, zeros_like
+from stagecraft.ops.math_ops import add, cast
+from stagecraft.state.variables import Variable
 
 logger = logging.getLogger("stagecraft")
 
@@ -139,7 +143,6 @@ class GradientTape:
         ``inputs`` may include the variables it reads inside: those are watched as a direct
         read would watch them, so gradients reach variables read only inside the graph."""
         if self._watch_accessed_variables:
-            from stagecraft.state.variables import Variable
             for x in inputs:
                 if isinstance(x, Variable) and x.trainable:
                     self._watch_variable(x)
@@ -155,7 +158,6 @@ class GradientTape:
 
     def watch(self, tensor: Any) -> None:
         """Ensures ``tensor`` (a tensor, variable, or nested structure of them) is traced."""
-        from stagecraft.state.variables import Variable
         for t in nest.flatten(tensor):
             if isinstance(t, Variable):
                 self._watch_variable(t)
@@ -258,9 +260,6 @@ class GradientTape:
         return nest.pack_sequence_as(sources, _fill_unconnected(grads, flat_sources, mode))
 
     def _backward(self, targets: list, seeds: list, sources: list) -> list:
-        from stagecraft.ops.array_ops import ones_like
-        from stagecraft.eager.conversion import convert_to_tensor
-        from stagecraft.ops.math_ops import add, cast
         grads: dict[int, Tensor] = {}
         for t, s in zip(targets, seeds):
             if not hasattr(t, "dtype") or not is_float(t):
@@ -277,7 +276,6 @@ class GradientTape:
             if all(g is None for g in gouts):
                 continue
             if len(gouts) > 1:
-                from stagecraft.ops.array_ops import zeros_like
                 gouts = [zeros_like(o) if g is None else g for g, o in zip(gouts, rec.outputs)]
             for x, gx in zip(rec.inputs, rec.vjp(gouts)):
                 if gx is None or not is_float(x):
@@ -346,7 +344,6 @@ class GradientTape:
     @staticmethod
     def _assemble(rows: list, target: Tensor, sources: list, mode: UnconnectedGradients,
                   batch: bool) -> list:
-        from stagecraft.ops.array_ops import reshape, stack, zeros
         out = []
         tshape = target.shape.as_list()
         for j, s in enumerate(sources):
@@ -382,7 +379,6 @@ def _unconnected(value: Any) -> UnconnectedGradients:
 def _fill_unconnected(grads: list, sources: list, mode: UnconnectedGradients) -> list:
     if mode is UnconnectedGradients.NONE:
         return grads
-    from stagecraft.ops.array_ops import zeros
     return [zeros(s.shape.as_list(), s.dtype) if g is None and is_float(s) else g
             for g, s in zip(grads, sources)]
 

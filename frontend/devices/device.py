@@ -33,6 +33,7 @@ def gpu_kind() -> str:
     global _detected
     if _detected is None:
         try:
+            # lazy import: the backends (numba, numba-cuda) load on first use, not with stagecraft
             from stagecraft.backends.numba_cuda.detect import detect
         except ModuleNotFoundError as e:
             # Only a missing backend (or numba) means "no GPU"; any other import error is a bug

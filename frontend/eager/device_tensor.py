@@ -22,6 +22,7 @@ def memory() -> Any:
     """The Numba-CUDA memory module (imported lazily: importing it loads numba.cuda)."""
     global _memory
     if _memory is None:
+        # lazy import: the backends (numba, numba-cuda) load on first use, not with stagecraft
         from stagecraft.backends.numba_cuda import memory as m
         _memory = m
     return _memory

@@ -16,6 +16,8 @@ from stagecraft.ir.shapes import TensorShape, as_dims
 from stagecraft.eager.tensor import LATE_BOUND, Tensor
 from stagecraft.ops.math_ops import cast, equal, reduce_prod
 from stagecraft.staging.graph_tensor import GraphTensor
+from stagecraft.ir.graph import const_value, Literal
+from stagecraft.ir.ops.slicing import index_tuple
 
 _O = dict(OPS)
 
@@ -198,7 +200,6 @@ def get_static_value(tensor: Any, partial: bool = False) -> np.ndarray | None:
 def _known(v: Any, g: Any, depth: int) -> np.ndarray | None:
     """What is known of the int value ``v`` of graph ``g`` (rank 0 or 1) while tracing: an
     object array with ints where known and None elsewhere, or None."""
-    from stagecraft.ir.graph import Literal
     t = v.type
     if t.dtype not in _dt.INTS or t.shape is None or len(t.shape) > 1:
         return None
@@ -220,8 +221,6 @@ def _known(v: Any, g: Any, depth: int) -> np.ndarray | None:
 
 def _rule(e: Any, ins: list) -> np.ndarray | None:
     """The known value of equation ``e``'s output from its inputs' (see ``_known``)."""
-    from stagecraft.ir.graph import const_value
-    from stagecraft.ir.ops.slicing import index_tuple
     op, p = e.op, e.params
     if op == "const":
         return np.asarray(const_value(e)).astype(object)
@@ -569,7 +568,6 @@ def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = Non
         d = _dt.float32
     depth = int(depth)
     if depth < 0:  # the eager path skips shape inference, where the staged path says this
-        from stagecraft.ir.errors import InvalidArgumentError
         raise InvalidArgumentError(f"one_hot: depth must be non-negative, got {depth}. "
                                    f"Pass the number of classes (>= 0).")
     on = convert_to_tensor(1 if on_value is None else on_value, d)

@@ -11,6 +11,7 @@ from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.eager.tensor import Tensor
+from stagecraft.ops.math_ops import equal, greater_equal, reduce_all
 
 
 def print_(*inputs: Any, output_stream: Any = "stderr", sep: str = " ", end: str = "\n",
@@ -48,6 +49,7 @@ def print_(*inputs: Any, output_stream: Any = "stderr", sep: str = " ", end: str
 
 
 def _direct(stream: Any, inputs: tuple, sep: str, end: str, summarize: int) -> None:
+    # lazy import: the backends (numba, numba-cuda) load on first use, not with stagecraft
     from stagecraft.backends.runtime import format_tensor
     parts = [format_tensor(np.asarray(convert_to_tensor(x)._value), summarize)
              if isinstance(x, Tensor) else str(x) for x in inputs]
@@ -93,7 +95,6 @@ def Assert(condition: Any, data: Any, summarize: int | None = None,  # noqa: N80
 def assert_equal(x: Any, y: Any, message: str | None = None, summarize: int | None = None,
                  name: str | None = None) -> None:
     """Raises InvalidArgumentError unless x == y everywhere."""
-    from stagecraft.ops.math_ops import equal, reduce_all
     emit_assert(reduce_all(equal(x, y)),
                 f"{message + ': ' if message else ''}Condition x == y did not hold element-wise.")
 
@@ -101,6 +102,5 @@ def assert_equal(x: Any, y: Any, message: str | None = None, summarize: int | No
 def assert_non_negative(x: Any, message: str | None = None, summarize: int | None = None,
                         name: str | None = None) -> None:
     """Raises InvalidArgumentError unless x >= 0 everywhere."""
-    from stagecraft.ops.math_ops import greater_equal, reduce_all
     emit_assert(reduce_all(greater_equal(x, 0)),
                 f"{message + ': ' if message else ''}Condition x >= 0 did not hold element-wise.")

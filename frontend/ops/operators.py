@@ -11,7 +11,6 @@ without importing any op, and importing ``stagecraft`` installs these.
 """
 from __future__ import annotations
 
-from typing import Any
 
 from stagecraft.eager.bind import bind as _bind
 from stagecraft.eager.tensor import TensorOperators

@@ -13,6 +13,8 @@ from stagecraft.ir.shapes import format_dims, is_compatible
 from stagecraft.ir.types import TensorType
 from stagecraft.staging.tensor_spec import TensorSpec
 from stagecraft.eager.tensor import Tensor, wrap
+from stagecraft.autodiff.tape import GradientTape
+from stagecraft.ops.array_ops import zeros_like
 
 
 def py_function(func: Callable, inp: Sequence[Any], Tout: Any,  # noqa: N803 (TF's name)
@@ -102,8 +104,6 @@ def _grad(func: Callable, inputs: list, touts: list, gouts: list) -> list:
     float_in = [i for i, x in enumerate(inputs) if x.dtype.is_floating]
 
     def backward(*args: Tensor) -> list:
-        from stagecraft.ops.array_ops import zeros_like
-        from stagecraft.autodiff.tape import GradientTape
         xs, seeds = list(args[:len(inputs)]), list(args[len(inputs):])
         with GradientTape() as tape:
             tape.watch([xs[i] for i in float_in])

@@ -22,6 +22,11 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops import OPS
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.eager.tensor import Tensor
+from stagecraft.ir.types import TensorType
+from stagecraft.ops.array_ops import gather, ones_like, reshape, shape, stack, unstack, zeros
+from stagecraft.ops.math_ops import add, cast, greater, maximum, reduce_max, where
+from stagecraft.staging.func_graph import building, FuncGraph
+from stagecraft.staging.graph_tensor import graph_tensor
 
 
 class TensorArray:
@@ -107,7 +112,6 @@ class TensorArray:
     def _zeros(self, element_dims: Sequence[Any], rows: Any = None) -> Tensor:
         """Zeros for ``rows`` (default: the array's size) elements of ``element_dims`` (ints
         or scalar int tensors)."""
-        from stagecraft.ops.array_ops import zeros
         return zeros([self._size if rows is None else rows] + list(element_dims), self._dtype)
 
     def _allocate_like(self, t: Tensor) -> Tensor:
@@ -142,8 +146,6 @@ class TensorArray:
     def _grown(self, buf: Tensor, length: Any) -> Tensor:
         """``buf`` with zero rows appended so that it has at least ``length`` rows (a dynamic
         array written past its end, as TensorFlow does)."""
-        from stagecraft.ops.array_ops import shape
-        from stagecraft.ops.math_ops import cast, maximum
         n = shape(buf)[0]
         rows = self._zeros(_dims_of(buf)[1:], rows=maximum(cast(length, n.dtype), n))
         # buf placed into the first rows of zeros: the op's gradient needs only the row count,
@@ -169,7 +171,6 @@ class TensorArray:
         index = self._index(index, "write")
         buf = self._buffer if self._buffer is not None else self._allocate_like(t)
         if self._dynamic:
-            from stagecraft.ops.math_ops import add
             buf = self._grown(buf, add(index, 1))
         return self._new(buffer=bind(OPS["row_update"], buf, index, t), element_shape=shape)
 
@@ -194,7 +195,6 @@ class TensorArray:
         """All elements stacked along a new first dimension."""
         if self._items is None:
             return self._stacked()
-        from stagecraft.ops.array_ops import stack, zeros
         missing = [i for i, t in enumerate(self._items) if t is None]
         if missing and not self._element_shape.is_fully_defined():
             raise InvalidArgumentError(f"TensorArray: elements {missing} were never written and "
@@ -209,12 +209,10 @@ class TensorArray:
 
     def gather(self, indices: Any, name: str | None = None) -> Tensor:
         """The elements at ``indices``, stacked."""
-        from stagecraft.ops.array_ops import gather
         return gather(self.stack(), indices)
 
     def concat(self, name: str | None = None) -> Tensor:
         """The elements joined along their first dimension (all have the same shape here)."""
-        from stagecraft.ops.array_ops import reshape
         stacked = self.stack()
         if stacked.shape.rank is not None and stacked.shape.rank < 2:
             raise ValueError("TensorArray.concat: the elements are scalars; use stack().")
@@ -224,7 +222,6 @@ class TensorArray:
         """An array holding the rows of ``value``."""
         t = self._value_rows(value, "unstack")
         if self._items is not None:
-            from stagecraft.ops.array_ops import unstack
             return self._new(items=list(unstack(t)), element_shape=t.shape[1:])
         return self._new(buffer=t, element_shape=t.shape[1:])
 
@@ -243,13 +240,10 @@ class TensorArray:
                             f"got {idx.dtype.name} of shape {idx.shape}.")
         shape = self._element_shape.merge_with(t.shape[1:])
         if self._items is not None:
-            from stagecraft.ops.array_ops import unstack
             ta = self._new(items=self._items, element_shape=shape)
             for i, row in zip(idx.numpy().tolist(), unstack(t)):
                 ta = ta.write(i, row)
             return ta
-        from stagecraft.ops.array_ops import ones_like
-        from stagecraft.ops.math_ops import add, greater, reduce_max, where
         if not self._dtype.is_floating and not self._dtype.is_integer:
             raise TypeError(f"TensorArray.scatter inside @function needs a numeric dtype, not "
                             f"{self._dtype.name}; write the elements one by one instead.")
@@ -280,7 +274,6 @@ class TensorArray:
             return convert_to_tensor(len(self._items))
         if self._buffer is None:
             return convert_to_tensor(self._size)
-        from stagecraft.ops.array_ops import shape
         return shape(self._buffer)[0]
 
     # Loop variables are flattened to tensors: a TensorArray being traced is its buffer.
@@ -302,7 +295,6 @@ class TensorArray:
 
 def _dims_of(t: Tensor) -> list:
     """``t``'s dims: ints where known when tracing, ``tf.shape(t)[i]`` elsewhere."""
-    from stagecraft.ops.array_ops import shape
     dims = t.shape.as_list()
     if None not in dims:
         return dims
@@ -337,9 +329,6 @@ def allocate_for_loop(body: Callable, loop_vars: Sequence[Any]) -> list:
     fg = STATE.get().graph
     if not pending or fg is None:
         return loop_vars
-    from stagecraft.staging.func_graph import FuncGraph, building
-    from stagecraft.staging.graph_tensor import graph_tensor
-    from stagecraft.ir.types import TensorType
     scratch = FuncGraph("scratch", parent=fg)
 
     def placeholder(v: Any) -> Any:

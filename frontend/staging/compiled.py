@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from typing import Any
+from stagecraft.staging.concrete_function import ConcreteFunction
+from stagecraft.staging.function import Function
 
 
 def compiled_source(f: Any, *args: Any, **kwargs: Any) -> str:
@@ -41,8 +43,6 @@ def show_compiled(f: Any, *args: Any, **kwargs: Any) -> str:
 
 
 def _concrete(f: Any, args: tuple, kwargs: dict) -> Any:
-    from stagecraft.staging.concrete_function import ConcreteFunction
-    from stagecraft.staging.function import Function
     if isinstance(f, ConcreteFunction):
         return f
     if not isinstance(f, Function):

@@ -25,6 +25,7 @@ from stagecraft.staging.trace_cache import strengthen, weaken
 from stagecraft.staging.tracing import Slot, TracedGraph, sorted_keys
 from stagecraft.state import random_state
 from stagecraft.state.variables import Variable
+from stagecraft.ir.passes.manager import optimize
 
 
 class ConcreteFunction:
@@ -149,7 +150,6 @@ class ConcreteFunction:
         (``self.graph`` itself stays as traced, for printing and for calls from other graphs)."""
         graph = self._optimized_graph
         if graph is None:
-            from stagecraft.ir.passes.manager import optimize
             graph = self._optimized_graph = optimize(self.graph)
         return graph
 

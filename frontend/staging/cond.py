@@ -17,6 +17,7 @@ from stagecraft.ir.shapes import most_specific_common
 from stagecraft.ir.types import TensorType
 from stagecraft.staging.regions import (Region, record_on_tapes, region_vjp, shared_operands,
                                         trace_region)
+from stagecraft.ops.array_ops import zeros_like
 
 
 def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None = None,
@@ -99,7 +100,6 @@ def _describe(structure: Any) -> str:
 
 def _cond_grad(pred: Any, regions: list[Graph], inputs: list, outs: list, gouts: list) -> list:
     """The gradient of a cond is a cond of the branches' gradients."""
-    from stagecraft.ops.array_ops import zeros_like
     seeds = [zeros_like(o) if g is None else g for g, o in zip(gouts, outs)]
 
     def branch(graph: Graph) -> Callable:

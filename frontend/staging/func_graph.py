@@ -20,6 +20,7 @@ from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.ir.shapes import as_dims, format_dims, is_compatible
 from stagecraft.ir.types import TensorType
 from stagecraft.eager.tensor import Tensor
+from stagecraft.ops.array_ops import stack
 
 CONST_MAX_ELEMENTS = 1024  # larger eager tensors are captured as inputs instead of embedded
 
@@ -100,7 +101,6 @@ class FuncGraph:
                 return self._embed(t)
             return Literal(t._value[()].item(), TensorType(t.dtype, ()))
         if isinstance(x, (list, tuple)) and _contains_graph_tensor(x):
-            from stagecraft.ops.array_ops import stack
             return self.operand(stack(list(x)), dtype)
         return self._embed(to_eager(x, dtype))
 

@@ -33,6 +33,7 @@ from stagecraft.staging.trace_cache import (ObjectKey, TensorKey, generalize, is
                                             make_key, specificity)
 from stagecraft.staging.tracing import sorted_keys
 from stagecraft.state.variables import Variable
+from stagecraft.ir.passes.prune import prune
 
 logger = logging.getLogger("stagecraft")
 
@@ -471,6 +472,7 @@ class Function:
         fn = self._python_function
         if not self._autograph or getattr(fn, "__sc_do_not_convert__", False):
             return fn
+        # lazy import: AutoGraph (gast, astunparse) loads on first use, not with stagecraft
         from stagecraft.converters.api import convert
         method = getattr(fn, "__sc_method__", None)
         if method is not None:
@@ -534,7 +536,6 @@ def _flat_tensors(structure: Any) -> list:
 def _run_initializers(concrete: ConcreteFunction, flat: list) -> None:
     """Evaluates variable initial values that depend on the arguments, with this call's
     arguments (TensorFlow's 'initializer not constant' case)."""
-    from stagecraft.ir.passes.prune import prune
     fg = concrete._func_graph
     results = [fg.operand(t) for _, t in concrete.pending_inits]
     graph = prune(fg.build(results))

@@ -148,8 +148,7 @@ def trace_graph(python_function: Callable, args: tuple, kwargs: dict, name: str,
     sym_kwargs = {k: _placeholders(kwargs[k], fg, k, flat_inputs,
                                    _KEEP if relax is None else relax[1][k])
                   for k in sorted_keys(kwargs)}
-    # (converters.operators imports the staging modules: a lazy import, as AutoGraph is only
-    # needed once a function is traced)
+    # lazy import: AutoGraph (gast, astunparse) loads on first use, not with stagecraft
     from stagecraft.converters.operators.trace_report import recording
     with recording() as report, building(fg):  # what AutoGraph's statements did in this trace
         outputs = python_function(*sym_args, **sym_kwargs)

@@ -43,6 +43,8 @@ from stagecraft.ir.types import TensorType
 from stagecraft.eager.tensor import Tensor
 from stagecraft.staging.regions import (Region, record_on_tapes, region_vjp, shared_operands,
                                         trace_region)
+from stagecraft.ops.math_ops import less, logical_and
+from stagecraft.ops.tensor_array import allocate_for_loop
 
 
 def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants: Any = None,
@@ -76,7 +78,6 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
         inner_cond, inner_body = cond, body
 
         def cond(i, *v):  # noqa: F811 (the counted loop's condition)
-            from stagecraft.ops.math_ops import logical_and, less
             return logical_and(less(i, limit), inner_cond(*v))
 
         def body(i, *v):  # noqa: F811
@@ -101,7 +102,6 @@ def _loop_over_components(cond: Callable, body: Callable, loop_vars: Any, vars_:
                           names: Sequence[str] | None) -> Any:
     """A staged loop whose variables include composites (TensorArray): it loops over their
     component tensors and rebuilds the composites around cond, body and the results."""
-    from stagecraft.ops.tensor_array import allocate_for_loop
     vars_ = allocate_for_loop(body, vars_)   # TensorArrays the body writes first get a buffer
     flat, layout, invariants = [], [], []
     given = list(shape_invariants) if shape_invariants is not None else [None] * len(vars_)

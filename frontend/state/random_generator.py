@@ -19,14 +19,14 @@ from stagecraft.state.module import Module
 from stagecraft.ops.random_ops import draw, scale, shift, uniform_int
 from stagecraft.eager.tensor import Tensor
 from stagecraft.state.variables import Variable
+from stagecraft.ops.array_ops import concat
+from stagecraft.ops.math_ops import cast
 
 STATELESS_STREAM = 0  # the counter word of stateless draws
 _GENERATOR_STREAM = 0x67656E  # the op-seed half of a Generator seeded with one int ("gen")
 
 
 def _stateless_seed(seed: Any) -> Tensor:
-    from stagecraft.ops.array_ops import concat
-    from stagecraft.ops.math_ops import cast
     s = convert_to_tensor(seed)
     if not s.dtype.is_integer or s.shape.as_list() != [2]:
         raise ValueError(f"stateless random ops: seed must be an integer tensor of shape [2] "

@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from stagecraft.ir import durable
+from stagecraft.ir.errors import NotFoundError
+from stagecraft.ir.serialize import read_npz
 
 FORMAT = "stagecraft.saved_model"
 VERSION = 1
@@ -160,7 +162,6 @@ def check_fingerprint(export_dir: str) -> dict:
     for name, digest in sorted(files.items()):
         file = os.path.join(export_dir, name)
         if not os.path.isfile(file):
-            from stagecraft.ir.errors import NotFoundError
             raise NotFoundError(f"{file}: file of the SavedModel is missing (listed in "
                                 f"{FINGERPRINT}). The directory was modified after it was "
                                 f"saved; save the SavedModel again.")
@@ -205,7 +206,6 @@ def write_arrays(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 def read_arrays(path: str) -> dict[str, np.ndarray]:
     """The arrays of ``saved_model.npz`` (never unpickled: object arrays are refused)."""
-    from stagecraft.ir.serialize import read_npz
     try:
         return read_npz(path)
     except (OSError, ValueError) as e:
@@ -216,7 +216,6 @@ def read_arrays(path: str) -> dict[str, np.ndarray]:
 
 def read_json(path: str, fmt: str, what: str) -> dict:
     """Reads and checks a versioned JSON document (format name and supported version)."""
-    from stagecraft.ir.errors import NotFoundError
     if not os.path.isfile(path):
         raise NotFoundError(f"SavedModel file does not exist at: {path}. Pass the directory "
                             f"given to tf.saved_model.save (it contains {DOCUMENT}).")

@@ -29,6 +29,7 @@ from stagecraft.staging.tensor_spec import TensorSpec
 from stagecraft.staging.trace_cache import TensorKey, VariableKey
 from stagecraft.state.random_state import RandomState, site_state
 from stagecraft.state.variables import Variable
+from stagecraft.eager import nest
 
 
 class UnsaveableError(ValueError):
@@ -527,7 +528,6 @@ def _is_tensor_like(x: Any) -> bool:
 
 
 def _leaves(x: Any) -> list:
-    from stagecraft.eager import nest
     return nest.flatten(x) if isinstance(x, (list, tuple, dict)) else [x]
 
 
@@ -542,7 +542,6 @@ def signature_outputs(concrete: ConcreteFunction, name: str) -> Any:
                              f"are not all strings or whose values are not all tensors; a "
                              f"signature returns a flat dict of tensors.")
         return {"dict": list(outs)}
-    from stagecraft.eager import nest
     leaves = nest.flatten(outs)
     if not all(isinstance(s, Slot) for s in leaves):
         raise ValueError(f"saved_model.save: signature '{name}' returns None; a signature must "
@@ -600,7 +599,6 @@ class SignatureFunction:
         outs = self._concrete._call_flat(flat)
         if "dict" in self._outputs:
             return dict(outs)
-        from stagecraft.eager import nest
         return dict(zip(self._outputs["flat"], nest.flatten(outs)))
 
     def __repr__(self) -> str:

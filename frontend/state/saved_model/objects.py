@@ -8,11 +8,13 @@ from typing import Any
 
 from stagecraft.staging.function import Function
 from stagecraft.state.variables import Variable
+from stagecraft.state.checkpoint import graph
+from stagecraft.state.checkpoint.checkpoint import Checkpoint
+from stagecraft.state.saved_model.format import CorruptSavedModelError
 
 
 def _graph() -> Any:
     # Imported on use: the checkpoint package may itself import stagecraft.state.saved_model.
-    from stagecraft.state.checkpoint import graph
     return graph
 
 
@@ -132,7 +134,6 @@ class _Root:
 
 
 def _checkpoint(root: Any) -> Any:
-    from stagecraft.state.checkpoint.checkpoint import Checkpoint
     return Checkpoint(root=root if _graph().is_trackable(root) else _Root(root))
 
 
@@ -148,7 +149,6 @@ def read_variables(root: Any, prefix: str) -> None:
     try:
         status.assert_existing_objects_matched()
     except AssertionError as e:
-        from stagecraft.state.saved_model.format import CorruptSavedModelError
         raise CorruptSavedModelError(
             f"{prefix}.index: the SavedModel's variables checkpoint does not match its "
             f"object graph: {str(e).splitlines()[0]} Save the SavedModel again.") from None

@@ -17,9 +17,11 @@ from stagecraft.staging.concrete_function import ConcreteFunction
 from stagecraft.staging.function import Function
 from stagecraft.state.saved_model import format as fmt
 from stagecraft.state.saved_model import functions as fns
+from stagecraft.state.saved_model import objects
 from stagecraft.state.saved_model.objects import (children, functions_of, is_trackable,
                                             kind_of)
 from stagecraft.state.variables import Variable
+from stagecraft.staging.trace_cache import make_key
 
 
 def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None,
@@ -277,7 +279,6 @@ def _signatures(b: _Builder, signatures: Any) -> dict:
 
 def _key_of(concrete: ConcreteFunction) -> Any:
     """The trace-cache key of a concrete function given on its own (as a signature)."""
-    from stagecraft.staging.trace_cache import make_key
     pos, kw = concrete._arguments
     aliases: dict = {}
     return make_key(list(pos), aliases, []), make_key(dict(kw), aliases, [])
@@ -286,10 +287,9 @@ def _key_of(concrete: ConcreteFunction) -> Any:
 # ---------------------------------------------------------------------- files
 
 def _write(obj: Any, doc: dict, arrays: dict, tmp: str) -> None:
-    from stagecraft.state.saved_model.objects import write_variables
     os.makedirs(os.path.join(tmp, fmt.VARIABLES_DIR))
     os.makedirs(os.path.join(tmp, fmt.ASSETS_DIR))
-    write_variables(obj, os.path.join(tmp, fmt.VARIABLES_PREFIX))
+    objects.write_variables(obj, os.path.join(tmp, fmt.VARIABLES_PREFIX))  # (tests inject faults)
     fmt.write_arrays(os.path.join(tmp, fmt.ARRAYS), arrays)
     fmt.write_text(os.path.join(tmp, fmt.DOCUMENT), json.dumps(doc, allow_nan=False))
     files = [fmt.DOCUMENT, fmt.ARRAYS] + sorted(
