@@ -103,3 +103,12 @@ def test_keras_digits_example_trains_saves_and_reloads() -> None:
     assert accuracy >= 0.95, out
     assert out[1].startswith("input wait: ")
     assert out[2] == "reloaded model predicts identically: True"
+
+
+def test_keras_fit_benchmark_runs(tmp_path) -> None:
+    import json
+    path = tmp_path / "bench.json"
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks", "keras_fit.py"),
+                    "--quick", "--json", str(path)], check=True, capture_output=True)
+    report = json.loads(path.read_text())
+    assert len(report["rows"]) == 3 and report["fit_over_hand"] > 0

@@ -11,7 +11,7 @@ import numpy as np
 from stagecraft.data import Dataset
 from stagecraft.data import structure
 from stagecraft.eager.conversion import convert_to_tensor
-from stagecraft.eager.tensor import Tensor
+from stagecraft.eager.tensor import Tensor, wrap
 
 __all__ = ["unpack", "DataHandler", "split_validation", "class_weights_to_sample_weights"]
 
@@ -133,7 +133,10 @@ class DataHandler:
                 raise ValueError("class_weight needs targets `y`.")
             cw = class_weights_to_sample_weights(y, class_weight)
             sw = cw if sw is None else sw * cw
-        self._arrays = (x, y, sw)
+        # Converted once here (a dtype stagecraft lacks is a clear error now, not mid-epoch);
+        # batches are then wrapped slices of these arrays.
+        self._arrays = tuple(None if a is None else structure.map_structure(
+            lambda v: np.asarray(convert_to_tensor(v).numpy()), a) for a in (x, y, sw))
         self._n = _rows(tuple(a for a in self._arrays if a is not None))
         self._batch = batch_size or 32
         self._shuffle = shuffle
@@ -150,7 +153,7 @@ class DataHandler:
         for step in range(self.steps):
             index = order[step * self._batch:(step + 1) * self._batch]
             yield tuple(None if a is None else structure.map_structure(
-                lambda v: convert_to_tensor(v), _take(a, index)) for a in self._arrays)
+                lambda v: wrap(v[index]), a) for a in self._arrays)
 
     def _dataset_epoch(self) -> Iterator[Any]:
         if self.steps_limit is None:  # a finite dataset: one pass per epoch

@@ -4,6 +4,7 @@ them to customize training) run as staged ``tf.function``s unless ``compile(run_
 True)``; the loops around them, the data handling and the callbacks run in Python."""
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -197,14 +198,34 @@ class Trainer:
 
     def _stage(self, step: Callable) -> Callable:
         """``step`` as Keras's ``train_function``: staged (shapes relaxed, so a last smaller
-        batch does not add traces) unless the model runs eagerly."""
+        batch does not add traces) unless the model runs eagerly. The staged function takes
+        the batch's tensors as flat positional arguments (one staged function per layout of
+        the batch: which parts are present, how they nest), so every call after the first
+        takes ``Function``'s fast path instead of binding a nested argument."""
         if self.run_eagerly:
             return step
+        staged: dict[str, Callable] = {}
 
-        def run_step(data: Any) -> Any:
-            return step(data)
-        run_step.__name__ = step.__name__
-        return function(run_step, reduce_retracing=True)
+        def call(data: Any) -> Any:
+            if isinstance(data, list):
+                data = tuple(data)
+            template = structure.map_structure(lambda v: None if v is None else 0, data)
+            key = repr(template)
+            flat = [v for v in structure.flatten(data) if v is not None]
+            fn = staged.get(key)
+            if fn is None:
+                def run_step(*flat: Any) -> Any:
+                    parts = iter(flat)
+                    return step(structure.map_structure(
+                        lambda v: None if v is None else next(parts), template))
+                run_step.__name__ = step.__name__
+                # a fixed arity (not *args), which Function's fast path needs
+                run_step.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+                    inspect.Parameter(f"part{i}", inspect.Parameter.POSITIONAL_ONLY)
+                    for i in range(len(flat))])
+                fn = staged[key] = function(run_step, reduce_retracing=True)
+            return fn(*flat)
+        return call
 
     def make_train_function(self) -> Callable:
         compiled = self._require_compiled("fit")
