@@ -357,12 +357,46 @@ class LecunNormal(VarianceScaling):
         return {"seed": self.seed}
 
 
+class Orthogonal(_Random):
+    """A (semi-)orthogonal matrix times ``gain``: the Q of a QR decomposition of a normal
+    matrix, its columns' signs fixed by R's diagonal (TensorFlow's algorithm; shapes of rank
+    > 2 are flattened to ``(prod(shape[:-1]), shape[-1])``). Keras's default for recurrent
+    kernels.
+
+    >>> import numpy as np, stagecraft as tf
+    >>> q = tf.keras.initializers.Orthogonal(seed=1)([3, 3]).numpy()
+    >>> bool(np.allclose(q.T @ q, np.eye(3), atol=1e-5))
+    True
+    """
+
+    def __init__(self, gain: float = 1.0, seed: int | None = None):
+        super().__init__(seed)
+        self.gain = float(gain)
+
+    def __call__(self, shape: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+        d = _dtype(dtype, "Orthogonal", floating=True)
+        shape = tuple(int(n) for n in shape)
+        if len(shape) < 2:
+            raise ValueError(f"Orthogonal: the shape must have rank >= 2; got {list(shape)}.")
+        rows, cols = int(np.prod(shape[:-1])), shape[-1]
+        a = _normal((max(rows, cols), min(rows, cols)), _dt.float64, 0.0, 1.0,
+                    self._seeds()()).numpy()
+        q, r = np.linalg.qr(a)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return wrap((self.gain * q).reshape(shape).astype(d.np))
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "seed": self.seed}
+
+
 _BY_NAME: dict[str, type] = {
     "zeros": Zeros, "ones": Ones, "constant": Constant, "random_uniform": RandomUniform,
     "random_normal": RandomNormal, "truncated_normal": TruncatedNormal,
     "variance_scaling": VarianceScaling, "glorot_uniform": GlorotUniform,
     "glorot_normal": GlorotNormal, "he_normal": HeNormal, "he_uniform": HeUniform,
-    "lecun_normal": LecunNormal,
+    "lecun_normal": LecunNormal, "orthogonal": Orthogonal,
 }
 _BY_CLASS_NAME = {cls.__name__: cls for cls in _BY_NAME.values()}
 
@@ -419,7 +453,8 @@ zeros, ones, constant = Zeros, Ones, Constant
 random_uniform, random_normal, truncated_normal = RandomUniform, RandomNormal, TruncatedNormal
 glorot_uniform, glorot_normal = GlorotUniform, GlorotNormal
 he_normal, he_uniform, lecun_normal = HeNormal, HeUniform, LecunNormal
+orthogonal = Orthogonal
 
 __all__ = ["Constant", "GlorotNormal", "GlorotUniform", "HeNormal", "HeUniform", "Initializer",
-           "LecunNormal", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",
+           "LecunNormal", "Ones", "Orthogonal", "RandomNormal", "RandomUniform", "TruncatedNormal",
            "VarianceScaling", "Zeros", "get", "serialize"]

@@ -9,6 +9,9 @@ from stagecraft.keras.core_layers import Activation, Dense, Flatten
 from stagecraft.keras.functional import Input, InputLayer
 from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,
                                              Multiply, Subtract)
+from stagecraft.keras.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell,
+                                        SimpleRNN, SimpleRNNCell)
 
-__all__ = ["Activation", "Add", "Average", "Concatenate", "Dense", "Flatten", "Input",
-           "InputLayer", "Lambda", "Layer", "Maximum", "Minimum", "Multiply", "Subtract"]
+__all__ = ["Activation", "Add", "Average", "Bidirectional", "Concatenate", "Dense", "Flatten",
+           "GRU", "GRUCell", "Input", "InputLayer", "LSTM", "LSTMCell", "Lambda", "Layer",
+           "Maximum", "Minimum", "Multiply", "RNN", "SimpleRNN", "SimpleRNNCell", "Subtract"]
