@@ -252,9 +252,31 @@ def _numpy_steps(kind, grads, **hp):
                 var -= state["m"]
             else:
                 var -= lr * g / (np.sqrt(denom) + eps)
-        else:  # adagrad
+        elif kind == "adagrad":
             state["acc"] = state.get("acc", hp["init"]) + g * g
             var -= hp["lr"] * g / (np.sqrt(state["acc"]) + 1e-7)
+        elif kind in ("adam", "adamw"):
+            b1, b2, lr = 0.9, 0.999, hp["lr"]
+            var -= lr * hp.get("wd", 0.0) * var
+            state["m"] = state.get("m", 0.0) + (g - state.get("m", 0.0)) * (1 - b1)
+            state["v"] = state.get("v", 0.0) + (g * g - state.get("v", 0.0)) * (1 - b2)
+            alpha = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+            var -= alpha * state["m"] / (np.sqrt(state["v"]) + 1e-7)
+        elif kind == "adamax":
+            b1, b2, lr = 0.9, 0.999, hp["lr"]
+            state["m"] = state.get("m", 0.0) + (g - state.get("m", 0.0)) * (1 - b1)
+            state["u"] = max(b2 * state.get("u", 0.0), abs(g))
+            var -= lr / (1 - b1 ** t) * state["m"] / (state["u"] + 1e-7)
+        else:  # nadam (Keras's momentum schedule)
+            b1, b2, lr = 0.9, 0.999, hp["lr"]
+            mu = lambda s: b1 * (1 - 0.5 * 0.96 ** (0.004 * s))  # noqa: E731
+            prod = state.get("prod", 1.0) * mu(t)
+            prod_next = prod * mu(t + 1)
+            state["prod"] = prod
+            state["m"] = state.get("m", 0.0) + (g - state.get("m", 0.0)) * (1 - b1)
+            state["v"] = state.get("v", 0.0) + (g * g - state.get("v", 0.0)) * (1 - b2)
+            m_hat = mu(t + 1) * state["m"] / (1 - prod_next) + (1 - mu(t)) * g / (1 - prod)
+            var -= lr * m_hat / (np.sqrt(state["v"] / (1 - b2 ** t)) + 1e-7)
     return var
 
 
@@ -265,8 +287,11 @@ def _numpy_steps(kind, grads, **hp):
     (lambda: tf.keras.optimizers.RMSprop(0.1, rho=0.8, centered=True), "rmsprop",
      {"lr": 0.1, "rho": 0.8, "centered": True}),
     (lambda: tf.keras.optimizers.Adagrad(0.2), "adagrad", {"lr": 0.2, "init": 0.1}),
+    (lambda: tf.keras.optimizers.AdamW(0.1, weight_decay=0.3), "adamw", {"lr": 0.1, "wd": 0.3}),
+    (lambda: tf.keras.optimizers.Adamax(0.1), "adamax", {"lr": 0.1}),
+    (lambda: tf.keras.optimizers.Nadam(0.1), "nadam", {"lr": 0.1}),
 ])
-def test_rmsprop_and_adagrad_follow_the_keras_formulas(make, kind, hp):
+def test_optimizers_follow_the_keras_formulas(make, kind, hp):
     grads = [0.5, -1.0, 2.0]
     v = tf.Variable(1.0, dtype=tf.float64)
     opt = make()
@@ -290,3 +315,34 @@ def test_binary_crossentropy_and_mae_match_numpy():
         rtol=1e-5)
     np.testing.assert_allclose(tf.keras.losses.mean_absolute_error(y, p).numpy(),
                                np.abs(y - p).mean(-1), rtol=1e-6)
+
+
+def test_gradient_clipping_follows_keras():
+    v, w = tf.Variable([3.0, 4.0]), tf.Variable([0.0])
+    grads = [tf.constant([3.0, 4.0]), tf.constant([12.0])]
+    tf.keras.optimizers.SGD(1.0, clipnorm=1.0).apply_gradients(zip(grads, [v, w]))
+    np.testing.assert_allclose(v.numpy(), [2.4, 3.2], rtol=1e-6)  # each norm clipped to 1
+    np.testing.assert_allclose(w.numpy(), [-1.0], rtol=1e-6)
+    v.assign([3.0, 4.0]), w.assign([0.0])
+    tf.keras.optimizers.SGD(1.0, global_clipnorm=2.6).apply_gradients(zip(grads, [v, w]))
+    np.testing.assert_allclose(v.numpy(), [2.4, 3.2], rtol=1e-6)  # global norm 13 -> 2.6
+    np.testing.assert_allclose(w.numpy(), [-2.4], rtol=1e-6)
+    v.assign([3.0, 4.0])
+    tf.keras.optimizers.SGD(1.0, clipvalue=0.5).apply_gradients([(grads[0], v)])
+    np.testing.assert_allclose(v.numpy(), [2.5, 3.5])
+    with pytest.raises(ValueError, match="at most one of clipnorm and global_clipnorm"):
+        tf.keras.optimizers.Adam(clipnorm=1.0, global_clipnorm=1.0)
+
+
+def test_a_schedule_sets_the_rate_of_each_staged_step():
+    schedule = tf.keras.optimizers.schedules.PiecewiseConstantDecay([1], [1.0, 0.1])
+    opt = tf.keras.optimizers.SGD(schedule)
+    v = tf.Variable(0.0)
+
+    @tf.function
+    def step():
+        opt.apply_gradients([(tf.constant(-1.0), v)])
+
+    for _ in range(3):
+        step()
+    assert float(v) == pytest.approx(1.0 + 1.0 + 0.1)  # steps 0 and 1 at 1.0, step 2 at 0.1

@@ -1,5 +1,5 @@
-"""``keras.optimizers``: ``SGD`` (with momentum and Nesterov) and ``Adam``, with TensorFlow 2
-Keras's update formulas, slot variables and checkpoint layout.
+"""The optimizer base class: hyperparameters, slots, ``apply_gradients``/``minimize``, and
+the checkpoint layout every optimizer shares.
 
 Checkpoint layout (the legacy TF 2 Keras ``OptimizerV2`` edges): the step counter is the
 attribute ``iter`` (int64; also reachable as ``optimizer.iterations``); numeric
@@ -14,17 +14,19 @@ TensorFlow).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from typing import Any, Callable, Iterable
 
-from stagecraft.ops import math_ops as _m
 from stagecraft.eager.conversion import convert_to_tensor
-from stagecraft.ir import dtypes as _dt
-from stagecraft.keras import initializers
-from stagecraft.state.module import Module
 from stagecraft.eager.scopes import init_scope
 from stagecraft.eager.tensor import Tensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.keras import initializers
+from stagecraft.ops import math_ops as _m
+from stagecraft.ops.clip_ops import clip_by_norm
+from stagecraft.state.module import Module
 from stagecraft.state.variables import Variable
 
 logger = logging.getLogger("stagecraft")
@@ -65,15 +67,23 @@ class Optimizer(Module):
     """
 
     _TF_MODULE_IGNORED_PROPERTIES = Module._TF_MODULE_IGNORED_PROPERTIES | frozenset(
-        ("_slots", "_hyper_names", "_slot_names"))
+        ("_slots", "_hyper_names", "_slot_names", "_clipping"))
 
-    def __init__(self, name: str, **kwargs: Any):
+    def __init__(self, name: str, clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None, **kwargs: Any):
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
-                            f"{', '.join(sorted(kwargs))}. Gradient clipping and decay "
-                            f"arguments are not supported; clip the gradients before "
-                            f"apply_gradients.")
+                            f"{', '.join(sorted(kwargs))}.")
+        if clipnorm is not None and global_clipnorm is not None:
+            raise ValueError(f"{type(self).__name__}: pass at most one of clipnorm and "
+                             f"global_clipnorm.")
+        for what, value in (("clipnorm", clipnorm), ("clipvalue", clipvalue),
+                            ("global_clipnorm", global_clipnorm)):
+            if value is not None and (not _is_number(value) or value <= 0):
+                raise ValueError(f"{type(self).__name__}: {what} must be a positive number; "
+                                 f"got {value!r}.")
         super().__init__(name=name)
+        object.__setattr__(self, "_clipping", (clipnorm, clipvalue, global_clipnorm))
         object.__setattr__(self, "_hyper_names", [])
         self._slot_names: list[str] = []
         self._slots = _SlotTable()
@@ -220,7 +230,7 @@ class Optimizer(Module):
         >>> [round(x, 4) for x in v.numpy().tolist()], opt.get_slot_names()
         ([0.9, 1.9], ['m', 'v'])
         """
-        pairs = _filter_grads(grads_and_vars)
+        pairs = self._clip(_filter_grads(grads_and_vars))
         self._create_slots([v for _, v in pairs])
         coefficients: dict[_dt.DType, dict[str, Tensor]] = {}
         for grad, var in pairs:
@@ -229,6 +239,21 @@ class Optimizer(Module):
             self._resource_apply_dense(grad, var, coefficients[var.dtype])
         self.iter.assign_add(1)
         return self.iter
+
+    def _clip(self, pairs: list[tuple[Tensor, Variable]]) -> list[tuple[Tensor, Variable]]:
+        """Keras's gradient clipping, in its order: each gradient to norm ``clipnorm``, or all
+        of them to global norm ``global_clipnorm``; then each element to ``clipvalue``."""
+        clipnorm, clipvalue, global_clipnorm = self._clipping
+        if clipnorm is not None:
+            pairs = [(clip_by_norm(g, clipnorm), v) for g, v in pairs]
+        if global_clipnorm is not None and pairs:
+            total = _m.sqrt(functools.reduce(_m.add, [
+                _m.reduce_sum(_m.square(_m.cast(g, _dt.float32))) for g, _ in pairs]))
+            scale = _m.truediv(global_clipnorm, _m.maximum(total, global_clipnorm))
+            pairs = [(_m.multiply(g, _m.cast(scale, g.dtype)), v) for g, v in pairs]
+        if clipvalue is not None:
+            pairs = [(_m.clip_by_value(g, -clipvalue, clipvalue), v) for g, v in pairs]
+        return pairs
 
     def minimize(self, loss: Any, var_list: Any, grad_loss: Any = None, name: str | None = None,
                  tape: Any = None) -> Variable:
@@ -279,6 +304,9 @@ class Optimizer(Module):
     def get_config(self) -> dict:
         """The hyperparameters' current values (numbers) or callables."""
         out: dict[str, Any] = {"name": self.name}
+        for key, value in zip(("clipnorm", "clipvalue", "global_clipnorm"), self._clipping):
+            if value is not None:
+                out[key] = value
         for h in self._hyper_names:
             value = getattr(self, h)
             out[h] = float(value.numpy()) if isinstance(value, Variable) else value
@@ -336,259 +364,3 @@ def _filter_grads(grads_and_vars: Iterable[tuple[Any, Variable]]) -> list[tuple[
         logger.warning("Gradients do not exist for variables %s when minimizing the loss.",
                        missing)
     return out
-
-
-class SGD(Optimizer):
-    """Gradient descent with optional momentum (TF 2 Keras's formulas).
-
-    Plain: ``var -= lr * g``. With ``momentum > 0`` a ``momentum`` slot ``m`` per variable:
-    ``m = momentum * m - lr * g``, then ``var += m`` (or, with ``nesterov=True``,
-    ``var += momentum * m - lr * g``).
-
-    >>> import stagecraft as tf
-    >>> v = tf.Variable(1.0)
-    >>> opt = tf.keras.optimizers.SGD(learning_rate=0.5, momentum=0.5)
-    >>> for _ in range(2):
-    ...     _ = opt.apply_gradients([(tf.constant(1.0), v)])
-    >>> float(v)  # m: -0.5 then -0.75
-    -0.25
-    """
-
-    def __init__(self, learning_rate: Any = 0.01, momentum: float = 0.0, nesterov: bool = False,
-                 name: str = "SGD", **kwargs: Any):
-        super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", learning_rate)
-        if _is_number(momentum) and not 0 <= momentum <= 1:
-            raise ValueError(f"SGD: `momentum` must be between [0, 1]. Received: "
-                             f"momentum={momentum} (of type {type(momentum).__name__}).")
-        self._momentum = not _is_number(momentum) or momentum > 0
-        self._set_hyper("momentum", momentum)
-        self.nesterov = bool(nesterov)
-
-    def _create_slots(self, var_list: list[Variable]) -> None:
-        if self._momentum:
-            for var in var_list:
-                self.add_slot(var, "momentum")
-
-    def _prepare(self, dtype: _dt.DType) -> dict[str, Tensor]:
-        out = super()._prepare(dtype)
-        out["momentum"] = self._get_hyper("momentum", dtype)
-        return out
-
-    def _resource_apply_dense(self, grad: Tensor, var: Variable,
-                              coefficients: dict[str, Tensor]) -> None:
-        lr = coefficients["lr_t"]
-        if not self._momentum:
-            var.assign_sub(_m.multiply(grad, lr))
-            return
-        momentum = coefficients["momentum"]
-        accum = self.get_slot(var, "momentum")
-        accum.assign(_m.subtract(_m.multiply(accum, momentum), _m.multiply(grad, lr)))
-        if self.nesterov:
-            var.assign_add(_m.subtract(_m.multiply(accum, momentum), _m.multiply(grad, lr)))
-        else:
-            var.assign_add(accum)
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "nesterov": self.nesterov}
-
-
-class Adam(Optimizer):
-    """Adam (TF 2 Keras's formulas; ``t`` counts steps from 1):
-    ``m += (g - m) * (1 - beta_1)``, ``v += (g*g - v) * (1 - beta_2)``,
-    ``var -= lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + epsilon)``.
-    With ``amsgrad=True`` a ``vhat = max(vhat, v)`` slot replaces ``v`` in the denominator.
-
-    >>> import stagecraft as tf
-    >>> v = tf.Variable(1.0)
-    >>> opt = tf.keras.optimizers.Adam(learning_rate=0.1)
-    >>> _ = opt.apply_gradients([(tf.constant(3.0), v)])
-    >>> round(float(v), 5)  # the first step moves by about lr
-    0.9
-    """
-
-    def __init__(self, learning_rate: Any = 0.001, beta_1: Any = 0.9, beta_2: Any = 0.999,
-                 epsilon: float = 1e-7, amsgrad: bool = False, name: str = "Adam",
-                 **kwargs: Any):
-        super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", learning_rate)
-        self._set_hyper("beta_1", beta_1)
-        self._set_hyper("beta_2", beta_2)
-        self.epsilon = float(epsilon)
-        self.amsgrad = bool(amsgrad)
-
-    def _create_slots(self, var_list: list[Variable]) -> None:
-        # All m slots first, then all v (then vhat): TensorFlow's creation order.
-        for var in var_list:
-            self.add_slot(var, "m")
-        for var in var_list:
-            self.add_slot(var, "v")
-        if self.amsgrad:
-            for var in var_list:
-                self.add_slot(var, "vhat")
-
-    def _prepare(self, dtype: _dt.DType) -> dict[str, Tensor]:
-        out = super()._prepare(dtype)
-        step = _m.cast(_m.add(self.iter.read_value(), 1), dtype)
-        beta_1, beta_2 = self._get_hyper("beta_1", dtype), self._get_hyper("beta_2", dtype)
-        beta_1_power, beta_2_power = _m.pow(beta_1, step), _m.pow(beta_2, step)
-        out.update(
-            beta_1_t=beta_1, beta_2_t=beta_2,
-            one_minus_beta_1_t=_m.subtract(1.0, beta_1),
-            one_minus_beta_2_t=_m.subtract(1.0, beta_2),
-            alpha=_m.multiply(out["lr_t"], _m.truediv(_m.sqrt(_m.subtract(1.0, beta_2_power)),
-                                                      _m.subtract(1.0, beta_1_power))),
-            epsilon=convert_to_tensor(self.epsilon, dtype))
-        return out
-
-    def _resource_apply_dense(self, grad: Tensor, var: Variable,
-                              coefficients: dict[str, Tensor]) -> None:
-        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        m.assign_add(_m.multiply(_m.subtract(grad, m), coefficients["one_minus_beta_1_t"]))
-        v.assign_add(_m.multiply(_m.subtract(_m.square(grad), v),
-                                 coefficients["one_minus_beta_2_t"]))
-        denom_v: Any = v
-        if self.amsgrad:
-            vhat = self.get_slot(var, "vhat")
-            vhat.assign(_m.maximum(vhat, v))
-            denom_v = vhat
-        var.assign_sub(_m.truediv(_m.multiply(m, coefficients["alpha"]),
-                                  _m.add(_m.sqrt(denom_v), coefficients["epsilon"])))
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "epsilon": self.epsilon, "amsgrad": self.amsgrad}
-
-
-class RMSprop(Optimizer):
-    """RMSprop (TF 2 Keras's formulas): ``rms = rho * rms + (1 - rho) * g*g``; plain:
-    ``var -= lr * g / (sqrt(rms) + epsilon)``; with ``momentum``: ``mom = momentum * mom +
-    lr * g / sqrt(rms + epsilon)``, ``var -= mom``; ``centered`` subtracts the square of the
-    mean gradient ``mg = rho * mg + (1 - rho) * g`` from ``rms`` in the denominator.
-
-    >>> import stagecraft as tf
-    >>> v = tf.Variable(1.0)
-    >>> opt = tf.keras.optimizers.RMSprop(learning_rate=0.1, rho=0.5)
-    >>> _ = opt.apply_gradients([(tf.constant(2.0), v)])
-    >>> round(float(v), 4)  # rms = 2, step = 0.1 * 2 / sqrt(2)
-    0.8586
-    """
-
-    def __init__(self, learning_rate: Any = 0.001, rho: Any = 0.9, momentum: Any = 0.0,
-                 epsilon: float = 1e-7, centered: bool = False, name: str = "RMSprop",
-                 **kwargs: Any):
-        super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", learning_rate)
-        self._set_hyper("rho", rho)
-        self._momentum = not _is_number(momentum) or momentum > 0
-        self._set_hyper("momentum", momentum)
-        self.epsilon = float(epsilon)
-        self.centered = bool(centered)
-
-    def _create_slots(self, var_list: list[Variable]) -> None:
-        for var in var_list:
-            self.add_slot(var, "rms")
-        if self._momentum:
-            for var in var_list:
-                self.add_slot(var, "momentum")
-        if self.centered:
-            for var in var_list:
-                self.add_slot(var, "mg")
-
-    def _prepare(self, dtype: _dt.DType) -> dict[str, Tensor]:
-        out = super()._prepare(dtype)
-        rho = self._get_hyper("rho", dtype)
-        out.update(rho=rho, one_minus_rho=_m.subtract(1.0, rho),
-                   momentum=self._get_hyper("momentum", dtype),
-                   epsilon=convert_to_tensor(self.epsilon, dtype))
-        return out
-
-    def _resource_apply_dense(self, grad: Tensor, var: Variable,
-                              coefficients: dict[str, Tensor]) -> None:
-        c = coefficients
-        rms = self.get_slot(var, "rms")
-        rms.assign(_m.add(_m.multiply(c["rho"], rms), _m.multiply(c["one_minus_rho"],
-                                                                  _m.square(grad))))
-        denom: Any = rms
-        if self.centered:
-            mg = self.get_slot(var, "mg")
-            mg.assign(_m.add(_m.multiply(c["rho"], mg), _m.multiply(c["one_minus_rho"], grad)))
-            denom = _m.subtract(rms, _m.square(mg))
-        if self._momentum:
-            mom = self.get_slot(var, "momentum")
-            mom.assign(_m.add(_m.multiply(c["momentum"], mom),
-                              _m.truediv(_m.multiply(c["lr_t"], grad),
-                                         _m.sqrt(_m.add(denom, c["epsilon"])))))
-            var.assign_sub(mom)
-            return
-        var.assign_sub(_m.truediv(_m.multiply(c["lr_t"], grad),
-                                  _m.add(_m.sqrt(denom), c["epsilon"])))
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "epsilon": self.epsilon, "centered": self.centered}
-
-
-class Adagrad(Optimizer):
-    """Adagrad (TF 2 Keras's formulas): ``acc += g*g`` (``acc`` starts at
-    ``initial_accumulator_value``), ``var -= lr * g / (sqrt(acc) + epsilon)``.
-
-    >>> import stagecraft as tf
-    >>> v = tf.Variable(1.0)
-    >>> opt = tf.keras.optimizers.Adagrad(learning_rate=0.1, initial_accumulator_value=0.0)
-    >>> _ = opt.apply_gradients([(tf.constant(2.0), v)]); round(float(v), 4)
-    0.9
-    """
-
-    def __init__(self, learning_rate: Any = 0.001, initial_accumulator_value: float = 0.1,
-                 epsilon: float = 1e-7, name: str = "Adagrad", **kwargs: Any):
-        if initial_accumulator_value < 0.0:
-            raise ValueError(f"Adagrad: initial_accumulator_value must be non-negative; got "
-                             f"{initial_accumulator_value}.")
-        super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", learning_rate)
-        self.initial_accumulator_value = float(initial_accumulator_value)
-        self.epsilon = float(epsilon)
-
-    def _create_slots(self, var_list: list[Variable]) -> None:
-        from stagecraft.keras.initializers import Constant
-        for var in var_list:
-            self.add_slot(var, "accumulator", Constant(self.initial_accumulator_value))
-
-    def _prepare(self, dtype: _dt.DType) -> dict[str, Tensor]:
-        return {**super()._prepare(dtype), "epsilon": convert_to_tensor(self.epsilon, dtype)}
-
-    def _resource_apply_dense(self, grad: Tensor, var: Variable,
-                              coefficients: dict[str, Tensor]) -> None:
-        acc = self.get_slot(var, "accumulator")
-        acc.assign_add(_m.square(grad))
-        var.assign_sub(_m.truediv(_m.multiply(coefficients["lr_t"], grad),
-                                  _m.add(_m.sqrt(acc), coefficients["epsilon"])))
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "epsilon": self.epsilon,
-                "initial_accumulator_value": self.initial_accumulator_value}
-
-
-_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad}
-
-
-def get(identifier: Any) -> Optimizer:
-    """The optimizer for ``identifier``: a name (``"adam"``, case-insensitive) gives a new one
-    with default settings; an optimizer is returned as is.
-
-    >>> import stagecraft as tf
-    >>> type(tf.keras.optimizers.get("RMSprop")).__name__
-    'RMSprop'
-    """
-    if isinstance(identifier, Optimizer):
-        return identifier
-    if isinstance(identifier, str):
-        cls = _BY_NAME.get(identifier.lower())
-        if cls is None:
-            raise ValueError(f"Unknown optimizer: {identifier!r}. Valid names are "
-                             f"{', '.join(repr(n) for n in sorted(_BY_NAME))}.")
-        return cls()
-    raise TypeError(f"Could not interpret optimizer identifier: {identifier!r} (of type "
-                    f"{type(identifier).__name__}).")
-
-
-__all__ = ["Adagrad", "Adam", "Optimizer", "RMSprop", "SGD", "get"]

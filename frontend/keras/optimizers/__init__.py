@@ -1,0 +1,51 @@
+"""``keras.optimizers``: ``SGD``, ``Adam``, ``AdamW``, ``Adamax``, ``Nadam``, ``RMSprop`` and
+``Adagrad`` with Keras's update formulas, slot variables and checkpoint layout; learning-rate
+``schedules``; ``get``.
+
+Checkpoint layout (the legacy TF 2 Keras ``OptimizerV2`` edges): the step counter is the
+attribute ``iter`` (int64; also reachable as ``optimizer.iterations``); numeric
+hyperparameters are float32 variables in attributes named after them (``learning_rate``,
+``momentum``, ``beta_1``, ``beta_2``), so a traced training step reads their current value
+and ``optimizer.learning_rate = 0.01`` assigns. Slot variables (``momentum``; ``m``, ``v``
+and, with amsgrad, ``vhat``) are *not* attributes: they live in a private table that module
+reflection and checkpoints do not walk, and reach checkpoints through
+``_checkpoint_slots()`` (saved as ``<variable path>/.OPTIMIZER_SLOT/<optimizer path>/<slot>``).
+``optimizer.variables`` is ``(iter, *slots)`` (each once; hyperparameters excluded, as in
+TensorFlow).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from stagecraft.keras.optimizers import schedules
+from stagecraft.keras.optimizers.adam import Adam, Adamax, AdamW, Nadam
+from stagecraft.keras.optimizers.optimizer import Optimizer
+from stagecraft.keras.optimizers.rmsprop import Adagrad, RMSprop
+from stagecraft.keras.optimizers.sgd import SGD
+
+_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "adamax": Adamax, "nadam": Nadam,
+            "rmsprop": RMSprop, "adagrad": Adagrad}
+
+
+def get(identifier: Any) -> Optimizer:
+    """The optimizer for ``identifier``: a name (``"adam"``, case-insensitive) gives a new one
+    with default settings; an optimizer is returned as is.
+
+    >>> import stagecraft as tf
+    >>> type(tf.keras.optimizers.get("RMSprop")).__name__
+    'RMSprop'
+    """
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, str):
+        cls = _BY_NAME.get(identifier.lower())
+        if cls is None:
+            raise ValueError(f"Unknown optimizer: {identifier!r}. Valid names are "
+                             f"{', '.join(repr(n) for n in sorted(_BY_NAME))}.")
+        return cls()
+    raise TypeError(f"Could not interpret optimizer identifier: {identifier!r} (of type "
+                    f"{type(identifier).__name__}).")
+
+
+__all__ = ["Adagrad", "Adam", "AdamW", "Adamax", "Nadam", "Optimizer", "RMSprop", "SGD", "get",
+           "schedules"]

@@ -1,0 +1,180 @@
+"""``keras.optimizers.schedules``: learning rates as functions of the step (``iterations``),
+passed as ``learning_rate=`` to any optimizer. They compute with tensor ops, so a staged
+training step evaluates them at run time, step by step."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ops import math_ops as _m
+
+__all__ = ["LearningRateSchedule", "ExponentialDecay", "PiecewiseConstantDecay",
+           "PolynomialDecay", "InverseTimeDecay", "CosineDecay"]
+
+
+def _step(step: Any) -> Tensor:
+    return _m.cast(convert_to_tensor(step), _dt.float32)
+
+
+class LearningRateSchedule:
+    """Base class: ``schedule(step)`` is the learning rate at ``step`` (a float tensor)."""
+
+    def __call__(self, step: Any) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must define __call__(step).")
+
+    def get_config(self) -> dict:
+        return {}
+
+
+class ExponentialDecay(LearningRateSchedule):
+    """``initial_learning_rate * decay_rate ^ (step / decay_steps)`` (the exponent floored
+    with ``staircase``).
+
+    >>> import stagecraft as tf
+    >>> s = tf.keras.optimizers.schedules.ExponentialDecay(1.0, 10, 0.5)
+    >>> float(s(20)), float(s(5))
+    (0.25, 0.7071067690849304)
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
+                 staircase: bool = False, name: str | None = None):
+        if decay_steps <= 0:
+            raise ValueError(f"ExponentialDecay: decay_steps must be positive; got "
+                             f"{decay_steps}.")
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.decay_rate, self.staircase, self.name = decay_rate, staircase, name
+
+    def __call__(self, step: Any) -> Tensor:
+        p = _m.truediv(_step(step), float(self.decay_steps))
+        if self.staircase:
+            p = _m.floor(p)
+        return _m.multiply(float(self.initial_learning_rate),
+                           _m.pow(float(self.decay_rate), p))
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class PiecewiseConstantDecay(LearningRateSchedule):
+    """``values[i]`` for ``boundaries[i-1] < step <= boundaries[i]`` (``values`` has one more
+    entry than ``boundaries``).
+
+    >>> import stagecraft as tf
+    >>> s = tf.keras.optimizers.schedules.PiecewiseConstantDecay([10, 20], [1.0, 0.5, 0.1])
+    >>> [float(s(n)) for n in (0, 10, 11, 25)]
+    [1.0, 1.0, 0.5, 0.10000000149011612]
+    """
+
+    def __init__(self, boundaries: Sequence[float], values: Sequence[float],
+                 name: str | None = None):
+        if len(values) != len(boundaries) + 1:
+            raise ValueError(f"PiecewiseConstantDecay: values must have one more entry than "
+                             f"boundaries; got {len(values)} values, {len(boundaries)} "
+                             f"boundaries.")
+        self.boundaries, self.values, self.name = list(boundaries), list(values), name
+
+    def __call__(self, step: Any) -> Tensor:
+        step = _step(step)
+        rate = convert_to_tensor(float(self.values[-1]))
+        for boundary, value in reversed(list(zip(self.boundaries, self.values))):
+            rate = _m.where(_m.less_equal(step, float(boundary)), float(value), rate)
+        return rate
+
+    def get_config(self) -> dict:
+        return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
+
+
+class PolynomialDecay(LearningRateSchedule):
+    """From ``initial_learning_rate`` to ``end_learning_rate`` over ``decay_steps`` along
+    ``(1 - step / decay_steps) ^ power`` (then constant; ``cycle`` restarts with longer
+    periods).
+
+    >>> import stagecraft as tf
+    >>> s = tf.keras.optimizers.schedules.PolynomialDecay(1.0, 10, 0.0)
+    >>> [round(float(s(n)), 4) for n in (0, 5, 10, 20)]
+    [1.0, 0.5, 0.0, 0.0]
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: float,
+                 end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
+                 name: str | None = None):
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.end_learning_rate, self.power, self.cycle = end_learning_rate, power, cycle
+        self.name = name
+
+    def __call__(self, step: Any) -> Tensor:
+        step = _step(step)
+        steps = convert_to_tensor(float(self.decay_steps))
+        if self.cycle:
+            multiplier = _m.where(_m.equal(step, 0.0), 1.0, _m.ceil(_m.truediv(step, steps)))
+            steps = _m.multiply(steps, multiplier)
+        else:
+            step = _m.minimum(step, steps)
+        fraction = _m.pow(_m.subtract(1.0, _m.truediv(step, steps)), float(self.power))
+        return _m.add(_m.multiply(float(self.initial_learning_rate - self.end_learning_rate),
+                                  fraction), float(self.end_learning_rate))
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "end_learning_rate": self.end_learning_rate,
+                "power": self.power, "cycle": self.cycle, "name": self.name}
+
+
+class InverseTimeDecay(LearningRateSchedule):
+    """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (floored with
+    ``staircase``).
+
+    >>> import stagecraft as tf
+    >>> float(tf.keras.optimizers.schedules.InverseTimeDecay(1.0, 10, 1.0)(10))
+    0.5
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
+                 staircase: bool = False, name: str | None = None):
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.decay_rate, self.staircase, self.name = decay_rate, staircase, name
+
+    def __call__(self, step: Any) -> Tensor:
+        p = _m.truediv(_step(step), float(self.decay_steps))
+        if self.staircase:
+            p = _m.floor(p)
+        return _m.truediv(float(self.initial_learning_rate),
+                          _m.add(1.0, _m.multiply(float(self.decay_rate), p)))
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class CosineDecay(LearningRateSchedule):
+    """Cosine decay from ``initial_learning_rate`` to ``alpha * initial_learning_rate`` over
+    ``decay_steps``: ``lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) /
+    decay_steps)) + alpha)``.
+
+    >>> import stagecraft as tf
+    >>> s = tf.keras.optimizers.schedules.CosineDecay(1.0, 10)
+    >>> [round(float(s(n)), 4) for n in (0, 5, 10)]
+    [1.0, 0.5, 0.0]
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: float, alpha: float = 0.0,
+                 name: str | None = None):
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.alpha, self.name = alpha, name
+
+    def __call__(self, step: Any) -> Tensor:
+        fraction = _m.truediv(_m.minimum(_step(step), float(self.decay_steps)),
+                              float(self.decay_steps))
+        cosine = _m.multiply(0.5, _m.add(1.0, _m.cos(_m.multiply(math.pi, fraction))))
+        decayed = _m.add(_m.multiply(1.0 - self.alpha, cosine), float(self.alpha))
+        return _m.multiply(float(self.initial_learning_rate), decayed)
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "alpha": self.alpha, "name": self.name}
