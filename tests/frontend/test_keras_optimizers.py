@@ -169,8 +169,11 @@ def test_bad_apply_gradients_arguments():
         keras.optimizers.SGD(momentum=1.5)
     assert first_line(e).startswith("SGD: `momentum` must be between [0, 1].")
     with pytest.raises(TypeError) as e:
-        keras.optimizers.Adam(clipnorm=1.0)
-    assert first_line(e).startswith("Adam: unexpected keyword argument(s) clipnorm.")
+        keras.optimizers.Adam(decay=1e-4)
+    assert first_line(e).startswith("Adam: unexpected keyword argument(s) decay.")
+    with pytest.raises(ValueError) as e:
+        keras.optimizers.Adam(clipnorm=-1.0)
+    assert first_line(e).startswith("Adam: clipnorm must be a positive number; got -1.0.")
 
 
 def test_minimize():
