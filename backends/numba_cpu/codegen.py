@@ -9,7 +9,9 @@ returns a tuple of the results followed by the final values of the variables it 
 
 Elementwise equations that follow one another with one static output shape are fused into one
 loop nest; values used only inside the nest stay scalars. ``cond``, ``while`` and ``call`` are
-inlined as native ``if``/``while`` blocks and plain statements (:mod:`.structural`).  Everything
+inlined as native ``if``/``while`` blocks and plain statements (:mod:`.structural`, with
+``assign``, ``call``, ``cond`` and ``while`` written once for both backends in
+``backends.codegen.source_emitter``).  Everything
 else is a call into the kernel library ``stagecraft.backends.numba_cpu.kernels``
 (:mod:`.lowerings`, which holds the one table of lowerings, ``LOWER``).  Above every statement a
 comment shows the IR equation it comes from.

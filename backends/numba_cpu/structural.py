@@ -1,8 +1,9 @@
 """Lowerings of the ops the generator composes itself rather than calling a kernel: the
 elementwise ops (fused loop nests, see ``_Codegen.emit_fused``), constants, variables
 (``read``/``assign``: slots), control flow (``cond``/``while`` as native blocks, ``call``
-inlined) and host calls (``print``/``py_function`` in object mode, ``assert``). Registered in
-the backend's one table, :data:`.lowerings.LOWER`.
+inlined: written once for both backends in ``SourceEmitter``, registered here) and host calls
+(``print``/``py_function`` in object mode, ``assert``). Registered in the backend's one table,
+:data:`.lowerings.LOWER`.
 """
 from __future__ import annotations
 

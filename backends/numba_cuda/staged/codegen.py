@@ -5,7 +5,7 @@ other op with the eager CUDA library (``numba_cuda.eager.run``).
 Representation in the host function: every tensor (rank 0 included) is a device array; a
 variable is a local ("slot") holding its current device buffer, which ``assign`` rebinds
 (buffers are not written in place, so reads taken earlier keep their value; the one exception
-is a buffer a ``while`` loop owns: see ``.lowerings._while``). ``cond`` and ``while`` run
+is a buffer a ``while`` loop owns: see ``SourceEmitter.lower_while``). ``cond`` and ``while`` run
 on the host: their predicate is the one value copied to the host (one element per test).
 ``call`` regions are inlined. Above every statement a comment shows its IR line.
 

@@ -48,8 +48,9 @@ lowers("while")(SourceEmitter.lower_while)
 
 @lowers("row_update")
 def _row_update(cg, e: Eqn) -> None:
-    """In place when the loop owns the buffer (see ``_while``), else a copy."""
-    in_place = id(e) in cg.inplace   # see _while
+    """In place when the loop owns the buffer (see ``SourceEmitter.lower_while``), else a
+    copy."""
+    in_place = id(e) in cg.inplace
     cg.emit_call(e, "rt.row_update_in_place(" if in_place else 'run("row_update", ')
 
 
