@@ -190,6 +190,21 @@ def mean_absolute_error(y_true: Any, y_pred: Any) -> Tensor:
     return _m.reduce_mean(_m.abs(_m.subtract(y_pred, y_true)), axis=-1)
 
 
+def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Tensor:
+    """Huber loss averaged over the last axis: ``0.5 * e^2`` where ``|e| <= delta``, else
+    ``delta * (|e| - 0.5 * delta)``.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.losses.huber([[0.0, 0.0]], [[0.5, 3.0]]).numpy().tolist()
+    [1.3125]
+    """
+    y_true, y_pred = _prepare(y_true, y_pred)
+    error = _m.abs(_m.subtract(y_pred, y_true))
+    quadratic = _m.multiply(0.5, _m.square(error))
+    linear = _m.multiply(delta, _m.subtract(error, 0.5 * delta))
+    return _m.reduce_mean(_m.where(_m.less_equal(error, delta), quadratic, linear), axis=-1)
+
+
 def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
                         label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
     """Binary cross-entropy averaged over ``axis``, per example. Probabilities
@@ -262,6 +277,19 @@ class MeanAbsoluteError(LossFunctionWrapper):
         super().__init__(mean_absolute_error, reduction, name)
 
 
+class Huber(LossFunctionWrapper):
+    """The Huber loss (see ``huber``), quadratic within ``delta`` and linear beyond.
+
+    >>> import stagecraft as tf
+    >>> float(tf.keras.losses.Huber()([[0.0, 0.0]], [[0.5, 3.0]]))
+    1.3125
+    """
+
+    def __init__(self, delta: float = 1.0, reduction: str = Reduction.AUTO,
+                 name: str = "huber_loss"):
+        super().__init__(huber, reduction, name, delta=delta)
+
+
 class BinaryCrossentropy(LossFunctionWrapper):
     """Binary cross-entropy (see ``binary_crossentropy``).
 
@@ -317,6 +345,7 @@ _BY_NAME: dict[str, Callable[..., Any]] = {
     "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
     "MAE": mean_absolute_error, "MeanAbsoluteError": MeanAbsoluteError,
     "binary_crossentropy": binary_crossentropy, "BinaryCrossentropy": BinaryCrossentropy,
+    "huber": huber, "huber_loss": huber, "Huber": Huber,
 }
 
 
@@ -342,8 +371,9 @@ def get(identifier: str | Callable[..., Any]) -> Callable[..., Any]:
 
 MAE = mae = mean_absolute_error
 
-__all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "Loss", "LossFunctionWrapper",
+__all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "Huber", "Loss",
+           "LossFunctionWrapper",
            "MAE", "MSE", "MeanAbsoluteError", "MeanSquaredError", "Reduction",
            "SparseCategoricalCrossentropy", "binary_crossentropy", "categorical_crossentropy",
-           "get", "mae", "mean_absolute_error", "mean_squared_error", "mse",
+           "get", "huber", "mae", "mean_absolute_error", "mean_squared_error", "mse",
            "sparse_categorical_crossentropy"]
