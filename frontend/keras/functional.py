@@ -88,7 +88,7 @@ class Node:
         self.outputs: Any = None
 
     def parents(self) -> list["Node"]:
-        return [t.node for t in structure.flatten(_tuples(self.inputs))
+        return [t.node for t in structure.flatten(_tuples((self.inputs, self.kwargs)))
                 if isinstance(t, KerasTensor) and t.node is not None]
 
 
@@ -103,11 +103,12 @@ def call_symbolic(layer: Layer, inputs: Any, kwargs: dict) -> Any:
     outs = []
     with init_scope():
         for unknown in (1, 2):
-            concrete = structure.map_structure(
-                lambda x: _zeros(x, unknown) if isinstance(x, KerasTensor) else x,
-                _tuples(inputs))
-            concrete = _relist(inputs, concrete)
-            outs.append(layer(concrete, **kwargs))
+            def probe(value: Any) -> Any:
+                concrete = structure.map_structure(
+                    lambda x: _zeros(x, unknown) if isinstance(x, KerasTensor) else x,
+                    _tuples(value))
+                return _relist(value, concrete)
+            outs.append(layer(probe(inputs), **{k: probe(v) for k, v in kwargs.items()}))
     node = Node(layer, inputs, kwargs)
     flat = [(a, b) for a, b in zip(structure.flatten(_tuples(outs[0])),
                                    structure.flatten(_tuples(outs[1])))]
@@ -239,8 +240,12 @@ class Functional:
         where: dict[int, dict] = {id(t): {"input": j} for j, t in enumerate(symbols)}
         nodes = []
         for i, node in enumerate(self.nodes):
-            kwargs = dict(node.kwargs)
-            for k, v in kwargs.items():
+            kwargs = {}
+            for k, v in node.kwargs.items():
+                if any(isinstance(t, KerasTensor) for t in structure.flatten(_tuples(v))):
+                    kwargs[k] = {"tensors": _encode(v, where)}
+                    continue
+                kwargs[k] = v
                 if not isinstance(v, (bool, int, float, str, type(None))):
                     raise ValueError(f"Layer {node.layer.name!r} was called with {k}={v!r}, "
                                      f"which a saved config cannot hold (numbers, strings and "
@@ -276,6 +281,9 @@ class Functional:
             kwargs = node.get("kwargs", {})
             if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
                 raise ValueError(f"call {i}: kwargs must be a dict of named values")
+            kwargs = {k: _decode(v["tensors"], symbols, made)
+                      if isinstance(v, dict) and set(v) == {"tensors"} else v
+                      for k, v in kwargs.items()}
             args = _decode(node.get("inputs"), symbols, made)
             out = layers[node["layer"]](args, **kwargs)
             made.append(structure.flatten(_tuples(out)))
@@ -304,13 +312,15 @@ class Functional:
         for t, v in zip(symbols, given):
             values[id(t)] = v
         for node in self.nodes:
-            args = structure.map_structure(
-                lambda t: values[id(t)] if isinstance(t, KerasTensor) else t,
-                _tuples(node.inputs))
-            kwargs = dict(node.kwargs)
+            def real(value: Any) -> Any:
+                return _relist(value, structure.map_structure(
+                    lambda t: values[id(t)] if isinstance(t, KerasTensor) else t,
+                    _tuples(value)))
+            args = real(node.inputs)
+            kwargs = {k: real(v) for k, v in node.kwargs.items()}
             if training is not None and _accepts(type(node.layer).call, "training"):
                 kwargs["training"] = training
-            out = node.layer(_relist(node.inputs, args), **kwargs)
+            out = node.layer(args, **kwargs)
             for t, v in zip(structure.flatten(_tuples(node.outputs)),
                             structure.flatten(_tuples(out))):
                 values[id(t)] = v

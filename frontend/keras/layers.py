@@ -4,7 +4,9 @@
 >>> tf.keras.layers.Dense(3)(tf.ones([2, 4])).shape
 TensorShape([2, 3])
 """
+from stagecraft.keras.attention import MultiHeadAttention
 from stagecraft.keras.base_layer import Layer
+from stagecraft.keras.basic_layers import Dropout, Embedding, LayerNormalization, Normalization
 from stagecraft.keras.core_layers import Activation, Dense, Flatten
 from stagecraft.keras.functional import Input, InputLayer
 from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,
@@ -12,6 +14,7 @@ from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, 
 from stagecraft.keras.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell,
                                         SimpleRNN, SimpleRNNCell)
 
-__all__ = ["Activation", "Add", "Average", "Bidirectional", "Concatenate", "Dense", "Flatten",
-           "GRU", "GRUCell", "Input", "InputLayer", "LSTM", "LSTMCell", "Lambda", "Layer",
-           "Maximum", "Minimum", "Multiply", "RNN", "SimpleRNN", "SimpleRNNCell", "Subtract"]
+__all__ = ["Activation", "Add", "Average", "Bidirectional", "Concatenate", "Dense", "Dropout",
+           "Embedding", "Flatten", "GRU", "GRUCell", "Input", "InputLayer", "LSTM", "LSTMCell",
+           "Lambda", "Layer", "LayerNormalization", "Maximum", "Minimum", "MultiHeadAttention",
+           "Multiply", "Normalization", "RNN", "SimpleRNN", "SimpleRNNCell", "Subtract"]
