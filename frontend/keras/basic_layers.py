@@ -111,8 +111,8 @@ class LayerNormalization(Layer):
 
     >>> import stagecraft as tf
     >>> out = tf.keras.layers.LayerNormalization()(tf.constant([[1.0, 3.0]]))
-    >>> [round(v, 3) for v in out.numpy().ravel().tolist()]
-    [-0.999, 0.999]
+    >>> [round(v, 4) for v in out.numpy().ravel().tolist()]  # (x - 2) / sqrt(1 + 1e-3)
+    [-0.9995, 0.9995]
     """
 
     def __init__(self, axis: Any = -1, epsilon: float = 1e-3, center: bool = True,
