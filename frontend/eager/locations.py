@@ -27,7 +27,15 @@ def user_location() -> str:
 
 
 def leaked(op: Any, inputs: tuple) -> TypeError:
-    """The error for a symbolic tensor used after its trace ended (or inside init_scope)."""
+    """The error for a symbolic tensor used after its trace ended (or inside init_scope).
+
+    >>> import stagecraft as tf
+    >>> from stagecraft.ir import OPS
+    >>> leaked_tensor = []
+    >>> tf.function(lambda x: leaked_tensor.append(x * 2.0))(tf.constant(1.0))
+    >>> str(leaked(OPS["add"], (leaked_tensor[0],))).startswith("add: An op outside")
+    True
+    """
     t = next(x for x in inputs if x._value is None)
     return TypeError(
         f"{op.name}: An op outside of the function building code is being passed a Graph tensor "

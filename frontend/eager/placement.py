@@ -32,7 +32,10 @@ _cuda_eager: Any = None  # stagecraft.backends.numba_cuda.eager, imported on fir
 
 
 def kernels() -> Any:
-    """The GPU op library (``stagecraft.backends.numba_cuda.eager``), imported on first use."""
+    """The GPU op library (``stagecraft.backends.numba_cuda.eager``), imported on first use.
+
+    >>> kernels().run("add", [a, b], {})  # doctest: +SKIP
+    """
     global _cuda_eager
     if _cuda_eager is None:
         # lazy import: numba-cuda is optional and slow to import; CPU-only programs never need it

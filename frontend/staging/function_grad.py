@@ -32,14 +32,14 @@ def record_call(concrete: Any, tapes: tuple, args: list, outs: list, saved: list
     6.0
     """
     def backward(gouts: list) -> list:
-        return backward_call(concrete, random_state.replay_inputs(args, saved), outs, gouts)
+        return _backward_call(concrete, random_state.replay_inputs(args, saved), outs, gouts)
     for tape in tapes:
         tape.record_composite(args, outs, backward)
 
 
-def backward_call(concrete: Any, args: list, outs: list, gouts: list) -> list:
+def _backward_call(concrete: Any, args: list, outs: list, gouts: list) -> list:
     """Gradients for ``args`` given output gradients, via the staged backward function."""
-    backward, connected = backward_function(concrete, args)
+    backward, connected = _backward_function(concrete, args)
     float_outs = [i for i, o in enumerate(outs) if o.dtype.is_floating]
     seeds = [zeros_like(outs[i]) if gouts[i] is None else gouts[i] for i in float_outs]
     tensors = [a for a in args if not isinstance(a, Variable)]
@@ -49,7 +49,7 @@ def backward_call(concrete: Any, args: list, outs: list, gouts: list) -> list:
     return [next(it) if c else None for c in connected]
 
 
-def backward_function(concrete: Any, args: list) -> tuple[Callable, list]:
+def _backward_function(concrete: Any, args: list) -> tuple[Callable, list]:
     """The backward graph function of ``concrete`` (traced once, kept on it) and which inputs
     receive a gradient."""
     if concrete._backward is None:

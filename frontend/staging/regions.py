@@ -37,6 +37,18 @@ class Region:
 
 def trace_region(fn: Callable, param_types: Sequence[TensorType], parent: FuncGraph, name: str,
                  hints: Sequence[str | None] | None = None) -> Region:
+    """Traces ``fn`` (a branch or loop body) on placeholders of ``param_types`` into a region
+    of ``parent``, the graph being built; values of enclosing graphs it uses become captures.
+
+    >>> from stagecraft.ir import dtypes
+    >>> from stagecraft.ir.types import TensorType
+    >>> from stagecraft.staging.func_graph import FuncGraph, building
+    >>> fg = FuncGraph("f")
+    >>> with building(fg):
+    ...     r = trace_region(lambda x: x * 2.0, [TensorType(dtypes.float32, (2,))], fg, "body")
+    >>> r.structure, len(r.results)
+    (0, 1)
+    """
     fg = FuncGraph(name, parent=parent)
     params = [fg.add_input(t, None if hints is None else hints[i])
               for i, t in enumerate(param_types)]
@@ -59,6 +71,8 @@ def trace_region(fn: Callable, param_types: Sequence[TensorType], parent: FuncGr
 
 
 def shared_operands(*regions: Region) -> list[Value]:
+    """The outer values the regions capture, each once, in first-use order: the operands an
+    equation passes to all of its regions (``Region.graph`` makes one parameter per value)."""
     seen, out = set(), []
     for r in regions:
         for v in r.outer_operands():
@@ -69,6 +83,8 @@ def shared_operands(*regions: Region) -> list[Value]:
 
 
 def record_on_tapes(tapes: tuple, inputs: list, outputs: list, backward: Callable) -> None:
+    """Records one equation with regions (``cond``, ``while``) on each tape as a composite:
+    ``backward(output_gradients)`` gives the inputs' gradients."""
     for tape in tapes:
         tape.record_composite(inputs, outputs, backward)
 
