@@ -42,6 +42,7 @@ from stagecraft import keras
 from stagecraft import train
 from stagecraft import saved_model
 from stagecraft import data
+from stagecraft import summary
 
 del _operators  # imported for its effect only
 

@@ -12,9 +12,11 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from stagecraft import summary
+
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
            "ModelCheckpoint", "ReduceLROnPlateau", "LearningRateScheduler", "CSVLogger",
-           "TerminateOnNaN", "LambdaCallback"]
+           "TensorBoard", "TerminateOnNaN", "LambdaCallback"]
 
 
 class Callback:
@@ -395,6 +397,59 @@ class CSVLogger(Callback):
         if self._file is not None:
             self._file.close()
         self._file = self._writer = None
+
+
+class TensorBoard(Callback):
+    """Writes TensorBoard event files through ``tf.summary``: each epoch's logs as scalars
+    ``epoch_<name>`` in ``log_dir/train`` (and the ``val_`` ones in ``log_dir/validation``),
+    every ``histogram_freq`` epochs a histogram of each weight; with ``update_freq`` an
+    integer, also ``batch_<name>`` every that many batches. (``write_graph`` is accepted and
+    writes nothing: stagecraft's graphs are not TensorFlow GraphDefs.)"""
+
+    def __init__(self, log_dir: str = "logs", histogram_freq: int = 0,
+                 write_graph: bool = True, write_images: bool = False,
+                 update_freq: str | int = "epoch", **kwargs: Any):
+        super().__init__()
+        self._summary = summary
+        self.log_dir = os.fspath(log_dir)
+        self.histogram_freq = int(histogram_freq)
+        self.update_freq = update_freq
+        self._writers: dict[str, Any] = {}
+        self._batches = 0
+
+    def _writer(self, which: str) -> Any:
+        if which not in self._writers:
+            self._writers[which] = self._summary.create_file_writer(
+                os.path.join(self.log_dir, which))
+        return self._writers[which]
+
+    def _scalars(self, which: str, prefix: str, logs: dict, step: int) -> None:
+        with self._writer(which).as_default(step=step):
+            for key, value in logs.items():
+                self._summary.scalar(prefix + key, value)
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self._batches += 1
+        if isinstance(self.update_freq, int) and self._batches % self.update_freq == 0:
+            self._scalars("train", "batch_", logs or {}, self._batches)
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        logs = logs or {}
+        self._scalars("train", "epoch_", {k: v for k, v in logs.items()
+                                          if not k.startswith("val_")}, epoch)
+        val = {k[4:]: v for k, v in logs.items() if k.startswith("val_")}
+        if val:
+            self._scalars("validation", "epoch_", val, epoch)
+        if self.histogram_freq and epoch % self.histogram_freq == 0:
+            with self._writer("train").as_default(step=epoch):
+                for w in self.model.weights:
+                    name = w.name[:-2] if w.name.endswith(":0") else w.name
+                    self._summary.histogram(name, w.numpy())
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
 
 
 class TerminateOnNaN(Callback):
