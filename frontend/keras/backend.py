@@ -53,6 +53,18 @@ def unique_object_name(base: str) -> str:
     return base if n == 0 else f"{base}_{n}"
 
 
+def unique_input_name() -> str:
+    """``input_1``, ``input_2``, ...: Keras numbers input layers from 1.
+
+    >>> clear_session(); unique_input_name(), unique_input_name()
+    ('input_1', 'input_2')
+    """
+    with _name_lock:
+        n = _name_counts.get("input", 0) + 1
+        _name_counts["input"] = n
+    return f"input_{n}"
+
+
 def clear_session() -> None:
     """Restarts the default layer names (``dense``, ``dense_1``, ...) from the beginning.
 

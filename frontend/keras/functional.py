@@ -138,7 +138,7 @@ class InputLayer(Layer):
 
     def __init__(self, input_shape: Any = None, batch_size: int | None = None,
                  dtype: Any = None, name: str | None = None, **kwargs: Any):
-        super().__init__(name=name or backend.unique_object_name("input"), dtype=dtype)
+        super().__init__(name=name or backend.unique_input_name(), dtype=dtype)
         shape = [] if input_shape is None else list(input_shape)
         self._batch_input_shape = (batch_size, *shape)
         self.built = True
@@ -289,6 +289,19 @@ class Functional:
             made.append(structure.flatten(_tuples(out)))
         return _decode(config.get("inputs"), symbols, made), \
             _decode(config.get("outputs"), symbols, made)
+
+    def note_output_shapes(self) -> None:
+        """What ``summary()`` prints per layer: the output shape of a layer called once with
+        one output (``[(None, 3)]`` for an input, as Keras prints it), else "multiple"."""
+        for t in structure.flatten(_tuples(self.inputs)):
+            t.input_layer._summary_output_shape = [tuple(t.shape.as_list())]
+        calls: dict[int, list] = {}
+        for node in self.nodes:
+            calls.setdefault(id(node.layer), []).append(node)
+        for nodes in calls.values():
+            outs = structure.flatten(_tuples(nodes[0].outputs))
+            if len(nodes) == 1 and len(outs) == 1:
+                nodes[0].layer._summary_output_shape = tuple(outs[0].shape.as_list())
 
     def layers(self) -> list[Layer]:
         """The input layers, then every called layer once, in call order."""

@@ -8,7 +8,7 @@ from stagecraft.ops import array_ops as _a
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras.base_layer import Layer, _accepts
 from stagecraft.data import structure
-from stagecraft.keras import saving, serialization
+from stagecraft.keras import backend, saving, serialization
 from stagecraft.keras.functional import Functional, _tuples
 from stagecraft.keras.training import Trainer
 from stagecraft.eager.scopes import name_scope
@@ -289,8 +289,11 @@ class FunctionalModel(Model):
 
     def __init__(self, inputs: Any, outputs: Any, name: str | None = None,
                  trainable: bool = True):
-        Layer.__init__(self, name=name, trainable=trainable)
+        # TF 2 Keras's default name (its summary() format is the one stagecraft prints)
+        Layer.__init__(self, name=name or backend.unique_object_name("model"),
+                       trainable=trainable)
         self._graph = Functional(inputs, outputs)
+        self._graph.note_output_shapes()
         with_weights = 0
         for i, layer in enumerate(self._graph.layers()):
             if layer.weights:
