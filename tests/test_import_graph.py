@@ -210,3 +210,30 @@ def test_edges_of_a_module(tmp_path, source: str, expected: set) -> None:
     path.write_text(source)
     mods = {"stagecraft.x.m": str(path), "stagecraft.ir.graph": "", "stagecraft.ir": ""}
     assert {(t, local) for t, _, local in imports("stagecraft.x.m", str(path), mods)} == expected
+
+
+def test_the_registries_that_replace_cyclic_imports_are_filled() -> None:
+    """Where two layers call each other, the lower one holds a registry the upper one fills on
+    import (instead of an import inside a function)."""
+    import stagecraft  # noqa: F401
+    from stagecraft.autodiff.replay import REPLAYERS
+    from stagecraft.converters.operators import calls
+    from stagecraft.eager.tensor import LATE_BOUND
+    assert set(LATE_BOUND) == {"copy", "stack", "slice_method"}
+    assert set(REPLAYERS) == {"cond", "while"}
+    # converted_call runs only in converted code, which exists once the converter has loaded
+    from stagecraft.converters import api
+    assert calls._CONVERTER == [api.convert]
+
+
+def test_importing_stagecraft_loads_neither_autograph_nor_numba() -> None:
+    """The documented lazy imports are lazy: a program that never traces or compiles pays for
+    neither gast nor numba."""
+    import subprocess
+    import sys
+    code = ("import sys, stagecraft as tf; tf.constant([1.0]) * 2.0; "
+            "print(sorted(m for m in ('gast', 'numba', 'stagecraft.converters.api') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
