@@ -1,6 +1,7 @@
-"""The one piece of global state: the execution context (active tapes, the graph being built,
-the name scope), kept in a ``contextvars.ContextVar`` so threads and async tasks each have
-their own."""
+"""The execution context (active tapes, the graph being built, the name and device scopes),
+kept in a ``contextvars.ContextVar`` so threads and async tasks each have their own. (Process-
+wide switches live elsewhere: ``config.run_functions_eagerly``, device policies in
+``devices.device``, the global seed in ``state.random_state``.)"""
 from __future__ import annotations
 
 from contextvars import ContextVar
