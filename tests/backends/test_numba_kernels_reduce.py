@@ -19,7 +19,18 @@ pytest.importorskip("numba")
 from stagecraft.backends.numba_cpu.kernels import reduce as K
 from stagecraft.ir import OPS
 
-from numba_kernel_support import check_same, examples  # noqa: E402
+from support.compare import KERNEL_TOL, assert_arrays_match  # noqa: E402
+from support.op_examples import examples as _examples  # noqa: E402
+
+
+def examples(name: str, d) -> list:
+    """The op's examples, seeded apart from the staged tests' (the kernels' own draw)."""
+    return _examples(name, d, key=("numba", name, d.name))
+
+
+def check_same(got, want, where: str = "") -> None:
+    """Exactly the reference kernel's dtype, shape and integers; floats within rtol 1e-6."""
+    assert_arrays_match(got, want, where, KERNEL_TOL)
 
 REDUCE_OPS = tuple(K.REDUCE3)
 ARG_OPS = tuple(K.ARG3)

@@ -18,7 +18,12 @@ from stagecraft.backends.numba_cpu.kernels import shape as KS  # noqa: E402
 from stagecraft.backends.numba_cpu.kernels import slicing as KL  # noqa: E402
 from stagecraft.ir import OPS  # noqa: E402
 from stagecraft.ir.ops import philox  # noqa: E402
-from numba_kernel_support import examples  # noqa: E402
+from support.op_examples import examples as _examples  # noqa: E402
+
+
+def examples(name: str, d) -> list:
+    """The op's examples, seeded apart from the staged tests' (the kernels' own draw)."""
+    return _examples(name, d, key=("numba", name, d.name))
 
 
 def _c(x):

@@ -21,19 +21,17 @@ pytest.importorskip("numba")
 import stagecraft as tf  # noqa: E402
 from stagecraft.backends.numba_cpu import LoweringError  # noqa: E402
 from stagecraft.backends.numba_cpu.lowerings import LOWER  # noqa: E402
-from stagecraft.eager.bind import bind  # noqa: E402
 from stagecraft.autodiff.vjps import VJPS  # noqa: E402
 from stagecraft.ir import OPS  # noqa: E402
 from stagecraft.ir import dtypes as dt  # noqa: E402
 
-from staged_op_support import (Objective, as_list, examples, first_order, inputs,  # noqa: E402
-                               second_order, seed)
+from support.compare import (BACKEND_TOL, GRAD_RTOL, assert_same_grads,  # noqa: E402
+                             assert_tensors_match)
+from support.gradients import Objective, first_order, second_order  # noqa: E402
+from support.op_examples import apply_all, cases, examples, inputs, seed  # noqa: E402
 
 # Ops whose lowering needs static shapes in some cases (batched matmul): a clear compile error.
 NEEDS_STATIC_SHAPES = {"matmul"}
-# Floats agree to the last few bits (transcendentals, reassociated sums of the kernels).
-TOL = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-11, 1e-12)}
-GRAD_RTOL, GRAD_ATOL = 1e-9, 1e-11
 # Ops whose VJP rules are also compiled from inside a trace and differentiated twice (each
 # compile costs ~0.2-1 s, so not every op: the rules are the same ops checked above).
 INSIDE = ["matmul", "tanh", "reduce_max", "gather", "strided_slice", "concat", "divide",
@@ -41,33 +39,12 @@ INSIDE = ["matmul", "tanh", "reduce_max", "gather", "strided_slice", "concat", "
 
 
 def _cases(name: str) -> list:
-    op = OPS[name]
-    return [(d, ex) for d in (op.test_dtypes or op.dtypes) for ex in examples(name, d)]
-
-
-def _apply_all(name: str, cases: list):
-    """``f(*flat_inputs) -> [outputs of every case]`` for one staged function."""
-    op = OPS[name]
-    sizes = [len(ex.inputs) for _, ex in cases]
-
-    def apply_all(*flat):
-        outs, k = [], 0
-        for (_, ex), n in zip(cases, sizes):
-            outs.extend(as_list(bind(op, *flat[k:k + n], **ex.attrs)))
-            k += n
-        return outs
-    return apply_all
+    return [(name, d, ex) for d, ex in cases(name)]
 
 
 def assert_close(actual, expected, where: str) -> None:
-    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
-    a, e = np.asarray(actual.numpy()), np.asarray(expected.numpy())
-    assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
-    if a.dtype.kind == "f":
-        rtol, atol = TOL[a.dtype]
-        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
-    else:
-        np.testing.assert_array_equal(a, e, err_msg=where)
+    # Floats agree to the last few bits (transcendentals, reassociated sums of the kernels).
+    assert_tensors_match(actual, expected, where, BACKEND_TOL)
 
 
 def test_every_op_has_a_lowering():
@@ -78,18 +55,18 @@ def test_every_op_has_a_lowering():
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_numba_equals_reference(name):
     cases = _cases(name)
-    flat = [x for _, ex in cases for x in inputs(ex)]
-    fn = _apply_all(name, cases)
+    flat = [x for _, _, ex in cases for x in inputs(ex)]
+    fn = apply_all(cases)
     expected = tf.function(fn, backend="reference")(*flat)
     staged = tf.function(fn, backend="numba")
     for k, (a, e) in enumerate(zip(staged(*flat), expected)):
         assert_close(a, e, f"{name} output {k}")
     # Unknown dims: the examples of the first dtype (the run-time shape paths do not depend
     # on the dtype, and every compile costs).
-    first = [(d, ex) for d, ex in cases if d == cases[0][0]]
-    flat = [x for _, ex in first for x in inputs(ex)]
+    first = [(n, d, ex) for n, d, ex in cases if d == cases[0][1]]
+    flat = [x for _, _, ex in first for x in inputs(ex)]
     expected = expected[:len(first) * OPS[name].num_outputs]   # cases are sorted by dtype
-    staged = tf.function(_apply_all(name, first), backend="numba")
+    staged = tf.function(apply_all(first), backend="numba")
     if all(isinstance(x, tf.Tensor) for x in flat):
         specs = [tf.TensorSpec([None] * x.ndim, x.dtype) for x in flat]
         relaxed = staged.get_concrete_function(*specs)
@@ -134,21 +111,13 @@ class _Total:
         return total
 
 
-def _assert_grads(actual, expected, where: str) -> None:
-    for k, (a, e) in enumerate(zip(actual, expected)):
-        assert (a is None) == (e is None), f"{where}: gradient {k} is {a}, eager {e}"
-        if e is not None:
-            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=GRAD_RTOL, atol=GRAD_ATOL,
-                                       err_msg=f"{where}: gradient {k}")
-
-
 @pytest.mark.parametrize("name", _grad_ops())
 def test_numba_gradients_equal_eager(name):
     total = _Total(_objectives(name)[:2])
     y_e, g_e = first_order(total, total.xs, total.sources)
     y_s, g_s = first_order(tf.function(total, backend="numba"), total.xs, total.sources)
     np.testing.assert_allclose(y_s.numpy(), y_e.numpy(), rtol=GRAD_RTOL)
-    _assert_grads(g_s, g_e, f"{name} tape outside")
+    assert_same_grads(g_s, g_e, f"{name} tape outside")
 
 
 @pytest.mark.parametrize("name", INSIDE)
@@ -165,7 +134,7 @@ def test_numba_compiles_vjp_rules_traced_inside(name):
             y = total(*xs)
         return tape.gradient(y, [xs[j] for j in sources])
 
-    _assert_grads(inside(*total.xs), g_e, f"{name} tape inside")
+    assert_same_grads(inside(*total.xs), g_e, f"{name} tape inside")
 
 
 def test_numba_second_order_equals_eager():
@@ -174,6 +143,6 @@ def test_numba_second_order_equals_eager():
     vs = [tf.constant(rng.uniform(-1, 1, np.shape(total.xs[j].numpy()))) for j in total.sources]
     g_e, h_e = second_order(total, total.xs, total.sources, vs)
     g_s, h_s = second_order(tf.function(total, backend="numba"), total.xs, total.sources, vs)
-    _assert_grads(g_s, g_e, "first order")
-    _assert_grads(h_s, h_e, "second order")
+    assert_same_grads(g_s, g_e, "first order")
+    assert_same_grads(h_s, h_e, "second order")
 

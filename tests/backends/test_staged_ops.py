@@ -24,9 +24,15 @@ from stagecraft.autodiff.vjps import VJPS
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 
-from staged_op_support import (RTOL, ATOL, Objective, as_list, assert_same_grads,  # noqa: E402
-                                assert_same_tensor, examples, first_order, inputs,
-                                second_order, seed)
+from support.compare import SAME_KERNELS_TOL, assert_same_grads, assert_tensors_match
+from support.gradients import Objective, first_order, second_order
+from support.op_examples import as_list, examples, inputs, seed, dtypes_to_test
+
+RTOL = ATOL = 1e-12  # identical kernels: staged values must match bit for bit-ish
+
+
+def assert_same_tensor(actual, expected, where: str) -> None:
+    assert_tensors_match(actual, expected, where, SAME_KERNELS_TOL)
 
 # The executable specification; the Numba backend is checked against it in test_numba_ops.py.
 BACKEND = "reference"
@@ -35,8 +41,7 @@ BACKEND = "reference"
 def _value_cases() -> list:
     cases = []
     for name in sorted(OPS):
-        op = OPS[name]
-        for d in op.test_dtypes or op.dtypes:
+        for d in dtypes_to_test(name):
             for i, ex in enumerate(examples(name, d)):
                 cases.append(pytest.param(name, d, i, id=f"{name}-{d.name}-{i}"))
     return cases

@@ -18,7 +18,6 @@ first- and second-order checks from a small table of cases below.
 """
 from __future__ import annotations
 
-import zlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -29,6 +28,11 @@ from stagecraft.eager.bind import bind
 from stagecraft.autodiff.vjps import NOT_DIFFERENTIABLE, VJPS
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
+
+from support.gradients import weights as _weights_like
+from support.op_examples import as_list as _as_list
+from support.op_examples import examples as _examples
+from support.op_examples import seed as _seed
 
 EPS = 1e-6
 RTOL = ATOL = 1e-5
@@ -91,10 +95,6 @@ def _near_kink(name: str, ex) -> bool:
 
 # ------------------------------------------------------------------------- helpers
 
-def _seed(*parts: Any) -> int:
-    return zlib.crc32("/".join(map(str, parts)).encode())
-
-
 def _is_float(a: Any) -> bool:
     return np.asarray(a).dtype.kind == "f"
 
@@ -120,8 +120,8 @@ def _op_cases(names) -> list:
         op = OPS[name]
         if dt.float64 not in op.dtypes:
             continue
-        rng = np.random.default_rng(_seed(name))
-        for i, ex in enumerate(op.examples(rng, dt.float64)):
+        # seeded by the op alone: float64 is the only dtype drawn
+        for i, ex in enumerate(_examples(name, dt.float64, key=(name,))):
             if _near_kink(name, ex):
                 continue  # finite differences would straddle the kink
             marks = ()
@@ -131,18 +131,9 @@ def _op_cases(names) -> list:
     return cases
 
 
-def _weights_like(out: np.ndarray, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return rng.uniform(0.5, 1.5, np.shape(out)) * rng.choice([-1.0, 1.0], np.shape(out))
-
-
 def _tolerances(dtype: dt.DType) -> tuple[float, float]:
     """(eps, tol) for finite differences of an output of ``dtype`` (float32 only for casts)."""
     return (EPS, RTOL) if dtype == dt.float64 else (1e-3, 2e-3)
-
-
-def _as_list(out: Any) -> list:
-    return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 class Fn:
@@ -299,8 +290,7 @@ def test_every_differentiable_op_is_checked():
 
 def test_kink_filter_keeps_most_examples():
     for name in sorted(KINKS):
-        op = OPS[name]
-        examples = op.examples(np.random.default_rng(_seed(name)), dt.float64)
+        examples = _examples(name, dt.float64, key=(name,))
         near = sum(_near_kink(name, ex) for ex in examples)
         assert near <= len(examples) // 4, (
             f"{name}: {near} of {len(examples)} float64 examples lie within {KINK_MARGIN} of a "

@@ -7,7 +7,6 @@ calling the kernel's own NumPy function where that would make the test circular.
 from __future__ import annotations
 
 import math
-import zlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -15,6 +14,9 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
+
+from support.compare import assert_tensor_equals_reference as _check
+from support.op_examples import random_values as _values
 
 F = ("float32", "float64")
 I = ("int32", "int64")
@@ -135,35 +137,6 @@ BINARY_SHAPES = [((), ()), ((5,), (5,)), ((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2
 REDUCE_SHAPES_AXES = [((), None), ((5,), None), ((5,), 0), ((5,), -1), ((3, 4), None),
                       ((3, 4), 0), ((3, 4), 1), ((3, 4), [0, 1]), ((2, 3, 4), [0, 2]),
                       ((2, 3, 4), -2)]
-
-
-def _values(key: str, dtype: str, shape, lo, hi, nonzero=False) -> np.ndarray:
-    rng = np.random.default_rng(zlib.crc32(key.encode()))
-    if dtype == "bool":
-        return rng.random(shape) < 0.5
-    if dtype in I:
-        v = rng.integers(int(math.floor(lo)), int(math.ceil(hi)) + 1, shape)
-        if nonzero:
-            v = np.where(v == 0, 1, v)
-        return np.asarray(v, dtype)
-    v = rng.uniform(lo, hi, shape)
-    if nonzero:
-        v = np.where(np.abs(v) < 0.25, 0.5, v)
-    return np.asarray(v, dtype)
-
-
-def _check(got, want, dtype: str, what: str, rtol=None):
-    assert isinstance(got, tf.Tensor), what
-    assert got.dtype == getattr(tf, dtype), f"{what}: dtype {got.dtype.name}, want {dtype}"
-    want = np.asarray(want)
-    assert tuple(got.shape.as_list()) == want.shape, f"{what}: shape {got.shape} vs {want.shape}"
-    value = np.asarray(got.numpy())
-    if dtype in F:
-        tol = rtol if rtol is not None else (2e-6 if dtype == "float32" else 1e-13)
-        np.testing.assert_allclose(value, want.astype(np.float64), rtol=tol, atol=tol,
-                                   err_msg=what)
-    else:
-        np.testing.assert_array_equal(value, want.astype(dtype), err_msg=what)
 
 
 def _params(cases, shapes, extra=""):

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-import zlib
 
 import numpy as np
 import pytest
@@ -29,6 +28,8 @@ from stagecraft.ir import shapes
 from stagecraft.ir.ops.slicing import sliced_dims
 from stagecraft.ir.types import TensorType
 
+from support.op_examples import dtypes_to_test, examples
+
 # STAGECRAFT_HYPOTHESIS_EXAMPLES=3000 explores further (a few minutes) before a release.
 SETTINGS = settings(max_examples=int(os.environ.get("STAGECRAFT_HYPOTHESIS_EXAMPLES", 50)),
                     deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -36,17 +37,12 @@ SETTINGS = settings(max_examples=int(os.environ.get("STAGECRAFT_HYPOTHESIS_EXAMP
 
 # ------------------------------------------------------------------------- helpers
 
-def _rng(*key: str) -> np.random.Generator:
-    """A generator seeded from the test's identity, so every xdist worker sees the same data."""
-    return np.random.default_rng(zlib.crc32("/".join(key).encode()))
-
-
 def _test_dtypes(op: OpDef) -> tuple:
-    return op.test_dtypes if op.test_dtypes is not None else op.dtypes
+    return dtypes_to_test(op.name)
 
 
 def _examples(op: OpDef, d: dt.DType) -> list[Example]:
-    return list(op.examples(_rng(op.name, d.name), d))
+    return examples(op.name, d)
 
 
 def _type_of(x) -> TensorType:

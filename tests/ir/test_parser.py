@@ -2,7 +2,6 @@
 graphs, what the parsed values hold, and the parser's error messages."""
 from __future__ import annotations
 
-import zlib
 
 import numpy as np
 import pytest
@@ -17,6 +16,8 @@ from stagecraft.ir.parser import parse
 from stagecraft.ir.placeholders import DigestArray, PythonRef
 from stagecraft.ir.types import TensorType
 from stagecraft.ir.verify import verify
+
+from support.op_examples import dtypes_to_test, examples
 
 
 def _round_trip(g) -> object:
@@ -136,14 +137,10 @@ def test_shared_callee_prints_twice_and_round_trips() -> None:
     assert pcalls[0].regions[0] is not pcalls[1].regions[0]
 
 
-def _rng(*key: str) -> np.random.Generator:
-    return np.random.default_rng(zlib.crc32("/".join(key).encode()))
-
-
 def _op_graphs():
     for op in OPS.values():
-        for d in op.test_dtypes if op.test_dtypes is not None else op.dtypes:
-            for k, ex in enumerate(op.examples(_rng(op.name, d.name), d)):
+        for d in dtypes_to_test(op.name):
+            for k, ex in enumerate(examples(op.name, d)):
                 yield pytest.param(op, ex, id=f"{op.name}-{d.short}-{k}")
 
 

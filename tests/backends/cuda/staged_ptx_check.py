@@ -18,7 +18,6 @@ import os
 import sys
 import tempfile
 import time
-import zlib
 
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
 os.environ["STAGECRAFT_CACHE_DIR"] = tempfile.mkdtemp(prefix="stagecraft-ptx-")
@@ -39,6 +38,7 @@ def _graphs(quick: bool) -> list:
     from stagecraft.eager.bind import bind
     from stagecraft.ir import OPS
     from stagecraft.ir.ops import Kind
+    from support.op_examples import examples
 
     def concrete(fn, *args, **kw):
         return tf.function(fn, **kw).get_concrete_function(*args).optimized_graph
@@ -48,8 +48,7 @@ def _graphs(quick: bool) -> list:
         if op.kind is not Kind.ELEMENTWISE:
             continue
         for d in (op.test_dtypes or op.dtypes)[:1 if quick else None]:
-            rng = np.random.default_rng(zlib.crc32(f"{name}/{d.name}".encode()))
-            for k, ex in enumerate(op.examples(rng, d)):
+            for k, ex in enumerate(examples(name, d)):
                 xs = [tf.constant(np.asarray(x)) for x in ex.inputs]
                 graph = concrete(_applying(bind, op, ex.attrs), *xs)
                 out.append((f"{name}[{d.name}] #{k}", graph, [x.numpy() for x in xs]))

@@ -10,6 +10,8 @@ import pytest
 
 from stagecraft.backends.numba_cuda.detect import detect, implementation
 
+from support.ptx import check_ptx_script
+
 pytestmark = pytest.mark.cuda
 
 
@@ -56,9 +58,4 @@ def test_detect_never_raises_without_cuda():
 def test_kernels_compile_for_a_gpu():
     """The simulator runs kernels as Python; NVVM (numba-cuda[cu13], no GPU needed) compiles
     them for an H100 (sm_90) the way a real GPU would, catching typing errors."""
-    script = os.path.join(os.path.dirname(__file__), "ptx_check.py")
-    out = subprocess.run([sys.executable, script, "--quick"], capture_output=True, text=True,
-                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
-    if out.returncode == 77:
-        pytest.skip(out.stdout.strip())
-    assert out.returncode == 0, out.stdout + out.stderr
+    check_ptx_script(os.path.join(os.path.dirname(__file__), "ptx_check.py"))

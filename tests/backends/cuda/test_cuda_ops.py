@@ -4,8 +4,6 @@ integers and booleans, to the last bits for floats: summation orders differ). Ra
 have their own tests (the streams differ from NumPy's by design)."""
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pytest
 
@@ -14,38 +12,18 @@ from stagecraft.backends.numba_cuda.kernels import elementwise
 from stagecraft.ir import OPS
 from stagecraft.ir.ops import Kind
 
+from support.compare import assert_arrays_match
+from support.op_examples import as_list, cases
+
 
 pytestmark = pytest.mark.cuda
 
-TOL = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-11, 1e-12)}
 RANDOM = sorted(n for n, op in OPS.items() if op.kind is Kind.RANDOM)
-
-
-def examples(name: str, d) -> list:
-    """The op table's examples with the seeds the other backends' generated tests use."""
-    seed = zlib.crc32(f"{name}/{d.name}".encode())
-    return list(OPS[name].examples(np.random.default_rng(seed), d))
-
-
-def _cases(name: str) -> list:
-    op = OPS[name]
-    return [(d, ex) for d in (op.test_dtypes or op.dtypes) for ex in examples(name, d)]
-
-
-def _outputs(x) -> list:
-    return list(x) if isinstance(x, tuple) else [x]
 
 
 def assert_matches(actual, expected, where: str) -> None:
     assert memory.is_device_array(actual), f"{where}: not a device array ({type(actual)})"
-    a, e = memory.to_host(actual), np.asarray(expected)
-    assert a.dtype == e.dtype, f"{where}: dtype {a.dtype} != {e.dtype}"
-    assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
-    if a.dtype.kind == "f":
-        rtol, atol = TOL[a.dtype]
-        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
-    else:
-        np.testing.assert_array_equal(a, e, err_msg=where)
+    assert_arrays_match(memory.to_host(actual), expected, where)
 
 
 def test_every_op_has_a_cuda_implementation():
@@ -55,13 +33,13 @@ def test_every_op_has_a_cuda_implementation():
 
 def _run_examples(name: str) -> None:
     op = OPS[name]
-    for d, ex in _cases(name):
+    for d, ex in cases(name):
         where = f"{name}[{d.name}] {[np.shape(x) for x in ex.inputs]} {ex.attrs}"
         expected = op.kernel(*ex.inputs, **ex.attrs)
         inputs = [memory.to_device(np.asarray(x)) for x in ex.inputs]
         actual = eager.run(name, inputs, dict(ex.attrs))
-        assert len(_outputs(actual)) == op.num_outputs
-        for a, e in zip(_outputs(actual), _outputs(expected)):
+        assert len(as_list(actual)) == op.num_outputs
+        for a, e in zip(as_list(actual), as_list(expected)):
             assert_matches(a, e, where)
             inferred = op.infer([_type(x) for x in inputs], **ex.attrs)[0]
             assert np.dtype(a.dtype) == inferred.dtype.np, f"{where}: not the inferred dtype"

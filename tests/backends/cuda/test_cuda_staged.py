@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
-import sys
-import zlib
 
 import numpy as np
 import pytest
@@ -23,43 +20,21 @@ from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cuda.staged.codegen import group_size
 from stagecraft.backends.numba_cuda import memory
 from stagecraft.backends.numba_cuda.staged import compile as compile_cuda
-from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops import Kind
 
+from support.compare import assert_tensors_match
+from support.op_examples import apply_all, as_list, examples, inputs
+from support.ptx import check_ptx_script
+
 pytestmark = pytest.mark.cuda
 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
-TOL = {np.dtype(np.float32): (2e-5, 2e-6), np.dtype(np.float64): (1e-11, 1e-12)}
-
-
-def examples(name: str, d) -> list:
-    """The op table's examples, seeded as the other backends' generated tests seed them."""
-    seed = zlib.crc32(f"{name}/{d.name}".encode())
-    return list(OPS[name].examples(np.random.default_rng(seed), d))
-
-
-def inputs(ex) -> list:
-    """Tensors for arrays and NumPy scalars; Python scalars stay Python values."""
-    return [x if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
-            else tf.constant(np.asarray(x)) for x in ex.inputs]
-
-
-def as_list(out) -> list:
-    return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 def assert_matches(actual, expected, where: str = "") -> None:
-    assert actual.device == GPU, f"{where}: result on {actual.device}"
-    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
-    a, e = np.asarray(actual.numpy()), np.asarray(expected.numpy())
-    assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
-    if a.dtype.kind == "f":
-        rtol, atol = TOL[a.dtype]
-        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
-    else:
-        np.testing.assert_array_equal(a, e, err_msg=where)
+    assert_tensors_match(actual, expected, where, device=GPU)
 
 
 def on_gpu(fn, *args):
@@ -327,23 +302,11 @@ def _cases(names: list) -> list:
     return [(name, d, ex) for name in names for d in _dtypes(name) for ex in examples(name, d)]
 
 
-def _apply_all(cases: list):
-    sizes = [len(ex.inputs) for _, _, ex in cases]
-
-    def apply_all(*flat):
-        outs, k = [], 0
-        for (name, _, ex), n in zip(cases, sizes):
-            outs.extend(as_list(bind(OPS[name], *flat[k:k + n], **ex.attrs)))
-            k += n
-        return outs
-    return apply_all
-
-
 @pytest.mark.parametrize("kind", sorted(k for k, names in BATCHES.items() if names))
 def test_every_op_staged_on_the_gpu_equals_reference(kind):
     cases = _cases(BATCHES[kind])
     flat = [x for _, _, ex in cases for x in inputs(ex)]
-    fn = _apply_all(cases)
+    fn = apply_all(cases)
     expected = tf.function(fn, backend="reference")(*flat)
     with tf.device("/gpu:0"):
         actual = tf.function(fn)(*flat)
@@ -358,7 +321,7 @@ def test_random_ops_staged_equal_the_eager_gpu_ops():
     # The GPU's random streams differ from NumPy's by design: staged must equal eager GPU.
     cases = _cases(RANDOM)
     flat = [x for _, _, ex in cases for x in inputs(ex)]
-    fn = _apply_all(cases)
+    fn = apply_all(cases)
     with tf.device("/gpu:0"):
         staged = tf.function(fn)(*flat)
         eager = fn(*flat)
@@ -371,12 +334,7 @@ def test_random_ops_staged_equal_the_eager_gpu_ops():
 def test_kernels_compile_for_a_gpu():
     """NVVM (numba-cuda[cu13], no GPU needed) compiles the generated kernels for an H100
     (sm_90), catching what the simulator, which runs them as Python, cannot."""
-    script = os.path.join(os.path.dirname(__file__), "staged_ptx_check.py")
-    out = subprocess.run([sys.executable, script, "--quick"], capture_output=True, text=True,
-                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
-    if out.returncode == 77:
-        pytest.skip(out.stdout.strip())
-    assert out.returncode == 0, out.stdout + out.stderr
+    check_ptx_script(os.path.join(os.path.dirname(__file__), "staged_ptx_check.py"))
 
 
 def test_every_op_of_the_table_is_covered():
