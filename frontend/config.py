@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import types
 
+from stagecraft.ir.verify import CHECKS as _CHECKS
+
 from stagecraft.devices.device import (LogicalDevice, PhysicalDevice, get_device_policy,
                                get_soft_device_placement, list_logical_devices,
                                list_physical_devices, set_device_policy,
                                set_soft_device_placement)
 
-__all__ = ["LogicalDevice", "PhysicalDevice", "experimental", "functions_run_eagerly",
+__all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "enable_checks", "experimental",
+           "functions_run_eagerly",
            "get_soft_device_placement", "list_logical_devices", "list_physical_devices",
            "run_functions_eagerly", "set_soft_device_placement"]
 
@@ -36,3 +39,30 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
 def functions_run_eagerly() -> bool:
     """Whether ``run_functions_eagerly(True)`` is in effect."""
     return _RUN_FUNCTIONS_EAGERLY[0]
+
+def enable_checks(enabled: bool = True) -> None:
+    """Checks every graph right after it is traced (like JAX's ``jax_enable_checks``): runs
+    ``stagecraft.ir.verify`` on it and prints and parses it back, raising
+    ``stagecraft.ir.errors.VerificationError`` (an ``InternalError``) where a graph breaks an
+    IR invariant or does not round-trip. For debugging stagecraft itself and for its tests;
+    off by default (then tracing pays one flag test). ``STAGECRAFT_ENABLE_CHECKS=1`` turns it
+    on for a whole program.
+
+    >>> import stagecraft as tf
+    >>> before = tf.config.checks_enabled()
+    >>> tf.config.enable_checks(True)
+    >>> tf.function(lambda x: x * 2.0)(tf.constant([1.0]))   # traced, verified, round-tripped
+    <stagecraft.Tensor: shape=(1,), dtype=float32, numpy=array([2.], dtype=float32)>
+    >>> tf.config.enable_checks(before)
+    """
+    _CHECKS[0] = bool(enabled)
+
+
+def checks_enabled() -> bool:
+    """Whether ``enable_checks(True)`` (or ``STAGECRAFT_ENABLE_CHECKS=1``) is in effect.
+
+    >>> import stagecraft as tf
+    >>> isinstance(tf.config.checks_enabled(), bool)
+    True
+    """
+    return _CHECKS[0]

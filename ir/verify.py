@@ -6,6 +6,8 @@ that variable references only flow into ``read``/``assign``/``cond``/``while``/`
 """
 from __future__ import annotations
 
+import difflib
+import os
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,6 +17,7 @@ from stagecraft.ir.errors import VerificationError
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.ops import OPS
 from stagecraft.ir.ops.structural import STRUCTURAL, names_where
+from stagecraft.ir.parser import parse
 from stagecraft.ir.printer import REGION_LABELS, Printout, print_lines
 from stagecraft.ir.types import TensorType
 
@@ -47,6 +50,33 @@ def verify(graph: Graph) -> None:
       4 | }
     """
     _Verifier(graph).graph(graph, [], None)
+
+
+# ``stagecraft.config.enable_checks``: whether tracing calls ``check_traced`` on every graph
+# it makes. A one-element list, so that the tracer's test when off is one read.
+CHECKS = [os.environ.get("STAGECRAFT_ENABLE_CHECKS", "0").strip() not in ("", "0")]
+
+
+def check_traced(graph: Graph) -> None:
+    """What ``stagecraft.config.enable_checks(True)`` runs on each traced graph: ``verify``,
+    then the exact printer/parser round trip (``str(parse(str(graph))) == str(graph)``).
+    Raises ``VerificationError``; the round trip's message shows the unified diff.
+
+    >>> from stagecraft.ir import dtypes
+    >>> from stagecraft.ir.graph import GraphBuilder
+    >>> b = GraphBuilder("f")
+    >>> x = b.param(TensorType(dtypes.float32, (2,)), "x")
+    >>> (y,) = b.add("negative", [x], [TensorType(dtypes.float32, (2,))])
+    >>> check_traced(b.build([y]))   # a sound graph: nothing to report
+    """
+    verify(graph)
+    text = str(graph)
+    again = str(parse(text))
+    if again != text:
+        diff = "\n".join(difflib.unified_diff(text.splitlines(), again.splitlines(),
+                                               "printed", "parsed and printed", lineterm=""))
+        raise VerificationError(f"graph @{graph.name} does not print and parse back to the "
+                                f"same text (printer/parser round trip):\n{diff}")
 
 
 class _Fail(Exception):

@@ -16,6 +16,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.graph import Graph, Value
 from stagecraft.ir.types import TensorType
+from stagecraft.ir.verify import CHECKS, check_traced
 from stagecraft.staging.func_graph import FuncGraph, building
 from stagecraft.staging.graph_tensor import graph_tensor
 from stagecraft.staging.tensor_spec import TensorSpec
@@ -154,8 +155,10 @@ def trace_graph(python_function: Callable, args: tuple, kwargs: dict, name: str,
         outputs = python_function(*sym_args, **sym_kwargs)
         results: list = []
         structure = _output_structure(outputs, fg, results)
-    return TracedGraph(fg.build(results), fg, structure, flat_inputs, (args, kwargs), names,
-                       report)
+    graph = fg.build(results)
+    if CHECKS[0]:   # stagecraft.config.enable_checks(True)
+        check_traced(graph)
+    return TracedGraph(graph, fg, structure, flat_inputs, (args, kwargs), names, report)
 
 
 def param_names(fn: Callable, n: int) -> list[str]:

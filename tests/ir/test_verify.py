@@ -258,6 +258,54 @@ def test_message_shows_five_lines_around_the_failure() -> None:
 
 
 def test_every_trace_in_the_suite_is_checked() -> None:
-    """tests/conftest.py wraps tracing so each traced graph is verified and round-tripped."""
-    from stagecraft.staging import tracing
-    assert getattr(tracing.trace_graph, "__wrapped_for_checks__", False)
+    """tests/conftest.py turns on stagecraft.config.enable_checks: each traced graph is
+    verified and round-tripped."""
+    assert tf.config.checks_enabled()
+
+
+@pytest.fixture
+def _broken_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tracing builds its graphs with the equations in reverse order: %1 used before it is
+    defined (an invariant of every graph)."""
+    from stagecraft.staging.func_graph import FuncGraph
+    build = FuncGraph.build
+
+    def reversed_build(self, results):
+        graph = build(self, results)
+        return dataclasses.replace(graph, eqns=tuple(reversed(graph.eqns)))
+    monkeypatch.setattr(FuncGraph, "build", reversed_build)
+
+
+def test_enable_checks_reports_a_broken_trace(_broken_traces) -> None:
+    def f(x):
+        return tf.exp(-x)
+    with pytest.raises(VerificationError) as info:
+        tf.function(f, backend="reference")(tf.constant([1.0]))
+    lines = str(info.value).splitlines()
+    assert lines[0] == "'exp' at line 2: uses %1 before its definition"
+    assert lines[1] == "in graph @f:"
+
+
+def test_without_checks_a_broken_trace_is_not_verified(_broken_traces) -> None:
+    def f(x):
+        return tf.exp(-x)
+    tf.config.enable_checks(False)
+    try:
+        concrete = tf.function(f, backend="reference").get_concrete_function(tf.constant([1.0]))
+    finally:
+        tf.config.enable_checks(True)
+    assert [e.op for e in concrete.graph.eqns] == ["exp", "negative"]   # traced, unchecked
+
+
+def test_enable_checks_reports_a_graph_that_does_not_round_trip(monkeypatch) -> None:
+    from stagecraft.ir import parser
+    import importlib
+    verify_module = importlib.import_module("stagecraft.ir.verify")
+    # A parser that loses the graph's name: the text printed back differs.
+    monkeypatch.setattr(verify_module, "parse",
+                        lambda text: parser.parse(text.replace("graph @f(", "graph @g(", 1)))
+
+    def f(x):
+        return x + 1.0
+    with pytest.raises(VerificationError, match="^graph @f does not print and parse back"):
+        tf.function(f, backend="reference")(tf.constant([1.0]))
