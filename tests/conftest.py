@@ -1,5 +1,7 @@
-"""Test-wide checks: every graph any test traces must pass ``ir.verify`` and print/parse back
-to the same text (the style guide's "always verify")."""
+"""Test-wide settings: every graph any test traces is verified and printed/parsed back
+(``stagecraft.config.enable_checks``, the style guide's "always verify"); the backend and the
+GPU placements of a module come from its markers (``backend``, ``gpu_placements``); shared
+helpers live in tests/support/."""
 from __future__ import annotations
 
 # Numba reads NUMBA_ENABLE_CUDASIM once, when numba is first imported (through the imports
@@ -11,69 +13,24 @@ import os
 if ctypes.util.find_library("cuda") is None:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-import functools
-from typing import Callable, Iterator
+import sys
+from typing import Iterator
 
 import pytest
 
 # Most tests check semantics, not a backend, so they run on the reference interpreter (no
-# compile cost). The Numba backend runs tests/backends/test_numba_*.py and every module listed
-# in NUMBA_MODULES (the staged tests of the staging and AutoGraph issues).
+# compile cost). A module marked `pytest.mark.backend("numba")` runs on Numba instead.
 os.environ.setdefault("STAGECRAFT_BACKEND", "reference")
-NUMBA_MODULES = ("test_numba_backend", "test_function", "test_control_flow", "test_py_function", "test_tensor_array",
-                 "test_reference_behaviours", "test_module", "test_variables")
+# tests/ on the path for the shared helpers (`from support.op_examples import ...`).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import stagecraft
 from stagecraft.devices import device
-from stagecraft.ir.graph import Graph
-from stagecraft.ir.parser import parse
-from stagecraft.ir.verify import verify
-from stagecraft.staging import function, tracing
+from stagecraft.staging import function
 
-
-def check_graph(graph: Graph) -> None:
-    """Verifies ``graph`` and checks the exact printer/parser round trip."""
-    verify(graph)
-    text = str(graph)
-    again = str(parse(text))
-    if again != text:
-        import difflib
-        diff = "\n".join(difflib.unified_diff(text.splitlines(), again.splitlines(),
-                                              "printed", "parsed and printed", lineterm=""))
-        raise AssertionError(f"IR round trip changed graph @{graph.name}:\n{diff}")
-
-
-_WRAPPER = """
-def traced(*args, **kwargs):
-    result = trace(*args, **kwargs)
-    check_graph(result.graph)
-    return result
-"""
-
-
-def _checked(trace: Callable) -> Callable:
-    # Defined with a stagecraft module name so that ``user_location`` (which blames the first
-    # frame outside stagecraft) skips this wrapper, as it skips the real ``trace``.
-    namespace: dict = {"__name__": "stagecraft.staging.tracing", "trace": trace,
-                       "check_graph": check_graph}
-    exec(compile(_WRAPPER, __file__, "exec"), namespace)
-    traced = functools.wraps(trace)(namespace["traced"])
-    traced.__wrapped_for_checks__ = True
-    return traced
-
-
-@pytest.fixture(autouse=True)
-def _verify_every_trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    # Every trace (of a Function, and of a staged call's backward pass) goes through it.
-    if not getattr(tracing.trace_graph, "__wrapped_for_checks__", False):
-        monkeypatch.setattr(tracing, "trace_graph", _checked(tracing.trace_graph))
-    yield
-
-
-# The staged tests of the staging and AutoGraph issues also run a second time inside
-# `tf.device("/gpu:0")` (marker `cuda`): eager ops on the GPU op library, functions on the
-# staged CUDA backend; on Numba's CUDA simulator when there is no GPU.
-GPU_MODULES = ("test_function", "test_control_flow", "test_py_function", "test_tensor_array",
-               "test_reference_behaviours", "test_module", "test_variables")
+# Every traced graph (of a Function, and of a staged call's backward pass) is verified and
+# round-tripped through the printer and parser as it is traced.
+stagecraft.config.enable_checks(True)
 
 
 def _gpu_available() -> bool:
@@ -81,8 +38,10 @@ def _gpu_available() -> bool:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    name = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if name in GPU_MODULES and _gpu_available():
+    """A module marked `gpu_placements` runs each test twice, "cpu" and "gpu" (marker `cuda`):
+    eager ops on the GPU op library, functions on the staged CUDA backend, inside
+    `tf.device("/gpu:0")`; on Numba's CUDA simulator when there is no GPU."""
+    if metafunc.definition.get_closest_marker("gpu_placements") and _gpu_available():
         metafunc.fixturenames.append("_placement")  # every test of the module takes it
         metafunc.parametrize("_placement", ["cpu", pytest.param("gpu", marks=pytest.mark.cuda)],
                              indirect=True)
@@ -104,7 +63,7 @@ def _fresh_retrace_monitor() -> None:
 
 @pytest.fixture(autouse=True)
 def _device_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Runs the GPU_MODULES' "gpu" variants inside a GPU device scope."""
+    """Runs the "gpu" variants of `gpu_placements` modules inside a GPU device scope."""
     callspec = getattr(request.node, "callspec", None)
     if callspec is None or callspec.params.get("_placement") != "gpu":
         yield
@@ -116,13 +75,13 @@ def _device_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _backend_for_module(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Runs the NUMBA_MODULES on the Numba backend (what users get by default)."""
+    """Runs a test marked `backend(name)` (usually its module's `pytestmark`) on that backend."""
     from stagecraft import backends
-    name = request.module.__name__.rsplit(".", 1)[-1]
-    if name not in NUMBA_MODULES:
+    marker = request.node.get_closest_marker("backend")
+    if marker is None:
         yield
         return
-    saved, backends.DEFAULT = backends.DEFAULT, "numba"
+    saved, backends.DEFAULT = backends.DEFAULT, marker.args[0]
     try:
         yield
     finally:

@@ -22,6 +22,8 @@ from stagecraft.ir import dtypes as dt  # noqa: E402
 from stagecraft.ir.graph import GraphBuilder  # noqa: E402
 from stagecraft.ir.types import TensorType  # noqa: E402
 
+pytestmark = pytest.mark.backend("numba")
+
 
 def test_numba_is_the_default_backend():
     env = {k: v for k, v in os.environ.items() if k != "STAGECRAFT_BACKEND"}

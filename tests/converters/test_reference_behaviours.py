@@ -14,6 +14,10 @@ import pytest
 import stagecraft as tf
 from stagecraft.ir.errors import InvalidArgumentError
 
+# Staged tests of the staging and AutoGraph issues: compiled by Numba (what users get by
+# default), and run again inside tf.device("/gpu:0") (marker cuda).
+pytestmark = [pytest.mark.backend("numba"), pytest.mark.gpu_placements]
+
 
 # ============================================================================= harness
 

@@ -9,6 +9,10 @@ import pytest
 
 import stagecraft as tf
 
+# Staged tests of the staging and AutoGraph issues: compiled by Numba (what users get by
+# default), and run again inside tf.device("/gpu:0") (marker cuda).
+pytestmark = [pytest.mark.backend("numba"), pytest.mark.gpu_placements]
+
 
 def _first_line(excinfo) -> str:
     return str(excinfo.value).splitlines()[0]

@@ -13,6 +13,10 @@ import stagecraft as tf
 from stagecraft.staging import trace_cache
 from stagecraft.errors import InvalidArgumentError, OperatorNotAllowedInGraphError
 
+# Staged tests of the staging and AutoGraph issues: compiled by Numba (what users get by
+# default), and run again inside tf.device("/gpu:0") (marker cuda).
+pytestmark = [pytest.mark.backend("numba"), pytest.mark.gpu_placements]
+
 
 def _count(f):
     return f.experimental_get_tracing_count()
