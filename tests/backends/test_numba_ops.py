@@ -27,7 +27,8 @@ from stagecraft.ir import dtypes as dt  # noqa: E402
 
 from support.compare import (BACKEND_TOL, GRAD_RTOL, assert_same_grads,  # noqa: E402
                              assert_tensors_match)
-from support.gradients import Objective, first_order, second_order  # noqa: E402
+from support.gradients import (Objective, first_order, gradients_traced_inside,  # noqa: E402
+                               second_order)
 from support.op_examples import apply_all, cases, examples, inputs, seed  # noqa: E402
 
 # Ops whose lowering needs static shapes in some cases (batched matmul): a clear compile error.
@@ -124,17 +125,8 @@ def test_numba_gradients_equal_eager(name):
 def test_numba_compiles_vjp_rules_traced_inside(name):
     total = _Total(_objectives(name)[:1])
     _, g_e = first_order(total, total.xs, total.sources)
-    sources = total.sources
-
-    @tf.function(backend="numba")
-    def inside(*xs):
-        with tf.GradientTape() as tape:
-            for j in sources:
-                tape.watch(xs[j])
-            y = total(*xs)
-        return tape.gradient(y, [xs[j] for j in sources])
-
-    assert_same_grads(inside(*total.xs), g_e, f"{name} tape inside")
+    g_s = gradients_traced_inside(total, total.xs, total.sources, "numba")
+    assert_same_grads(g_s, g_e, f"{name} tape inside")
 
 
 def test_numba_second_order_equals_eager():

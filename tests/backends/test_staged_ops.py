@@ -25,8 +25,8 @@ from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 
 from support.compare import SAME_KERNELS_TOL, assert_same_grads, assert_tensors_match
-from support.gradients import Objective, first_order, second_order
-from support.op_examples import as_list, examples, inputs, seed, dtypes_to_test
+from support.gradients import Objective, first_order, gradients_traced_inside, second_order
+from support.op_examples import as_list, dtypes_to_test, examples, inputs, seed
 
 RTOL = ATOL = 1e-12  # identical kernels: staged values must match bit for bit-ish
 
@@ -151,17 +151,8 @@ def test_staged_gradient_equals_eager(name, i):
     assert_same_grads(g_s, g_e, f"{name}[{i}] tape outside")
 
     # the tape inside the traced body: the VJP rules themselves are staged
-    sources = obj.sources
-
-    @tf.function(backend=BACKEND)
-    def inside(*xs):
-        with tf.GradientTape() as tape:
-            for j in sources:
-                tape.watch(xs[j])
-            y = obj(*xs)
-        return tape.gradient(y, [xs[j] for j in sources])
-
-    assert_same_grads(inside(*obj.xs), g_e, f"{name}[{i}] tape inside")
+    g_s = gradients_traced_inside(obj, obj.xs, obj.sources, BACKEND)
+    assert_same_grads(g_s, g_e, f"{name}[{i}] tape inside")
 
 
 @pytest.mark.parametrize("name,i", _grad_cases(second_order=True))
