@@ -5,6 +5,8 @@ import types
 
 from stagecraft.ir.verify import CHECKS as _CHECKS
 
+from stagecraft import backends
+
 from stagecraft.devices.device import (LogicalDevice, PhysicalDevice, get_device_policy,
                                get_soft_device_placement, list_logical_devices,
                                list_physical_devices, set_device_policy,
@@ -12,8 +14,9 @@ from stagecraft.devices.device import (LogicalDevice, PhysicalDevice, get_device
 
 __all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "enable_checks", "experimental",
            "functions_run_eagerly",
-           "get_soft_device_placement", "list_logical_devices", "list_physical_devices",
-           "run_functions_eagerly", "set_soft_device_placement"]
+           "get_compile_mode", "get_soft_device_placement", "list_logical_devices",
+           "list_physical_devices", "run_functions_eagerly", "set_compile_mode",
+           "set_soft_device_placement"]
 
 # `tf.config.experimental`: the subset stagecraft has (device policies; TensorFlow's
 # experimental aliases of the device listings).
@@ -36,9 +39,37 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
     _RUN_FUNCTIONS_EAGERLY[0] = bool(run_eagerly)
 
 
+def set_compile_mode(mode: str) -> None:
+    """How staged functions compiled from now on reach machine code (the environment variable
+    ``STAGECRAFT_COMPILE_MODE`` sets the initial mode):
+
+    * ``"background"`` (the default): the first calls run at once on the reference
+      interpreter, which computes what eager execution computes, while a worker process
+      compiles; later calls run the compiled code (results may then differ by a few ulps, see
+      the README);
+    * ``"sync"``: the first call compiles (seconds, once per function and argument types;
+      later processes load it from the disk cache), then runs compiled code: for benchmarks;
+    * ``"eager"``: never compile; staged functions run on the interpreter.
+
+    ``tf.function(jit_compile=True)`` always compiles as ``"sync"`` does.
+
+    >>> import stagecraft as tf
+    >>> tf.config.set_compile_mode("sync"); tf.config.get_compile_mode()
+    'sync'
+    >>> tf.config.set_compile_mode("background")
+    """
+    backends.set_compile_mode(mode)
+
+
+def get_compile_mode() -> str:
+    """The mode ``set_compile_mode`` set."""
+    return backends.compile_mode()
+
+
 def functions_run_eagerly() -> bool:
     """Whether ``run_functions_eagerly(True)`` is in effect."""
     return _RUN_FUNCTIONS_EAGERLY[0]
+
 
 def enable_checks(enabled: bool = True) -> None:
     """Checks every graph right after it is traced (like JAX's ``jax_enable_checks``): runs

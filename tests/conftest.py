@@ -21,6 +21,9 @@ import pytest
 # Most tests check semantics, not a backend, so they run on the reference interpreter (no
 # compile cost). A module marked `pytest.mark.backend("numba")` runs on Numba instead.
 os.environ.setdefault("STAGECRAFT_BACKEND", "reference")
+# Tests of the Numba backend test its compiled code: compile before the first call returns
+# (the default "background" mode runs early calls on the interpreter; its own tests ask for it).
+os.environ.setdefault("STAGECRAFT_COMPILE_MODE", "sync")
 # tests/ on the path for the shared helpers (`from support.op_examples import ...`).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

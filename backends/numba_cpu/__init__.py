@@ -26,7 +26,9 @@ import logging
 from typing import Any
 
 from stagecraft.backends.numba_cpu.codegen import LoweringError, unknown_rank  # noqa: F401
-from stagecraft.backends.numba_cpu.executable import Executable
+from stagecraft.backends import compile_mode, reference
+from stagecraft.backends.numba_cpu.executable import Executable  # noqa: F401
+from stagecraft.backends.numba_cpu.tiered import SyncExecutable, TieredExecutable
 from stagecraft.ir.graph import Graph
 
 _log = logging.getLogger("stagecraft")
@@ -34,6 +36,11 @@ _log = logging.getLogger("stagecraft")
 
 def compile(graph: Graph) -> Any:  # noqa: A001 (the backend protocol's name)
     """The compiled executable for ``graph``.
+
+    How it compiles follows ``stagecraft.backends.compile_mode()`` (``stagecraft.config.
+    set_compile_mode``): ``"background"`` gives a ``TieredExecutable`` (the reference
+    interpreter until the compile worker is done), ``"sync"`` compiles at the first call,
+    ``"eager"`` only interprets.
 
     Raises LoweringError for an op it cannot compile, naming the op and the
     ``backend="reference"`` alternative. Native code needs the rank of every tensor: a graph
@@ -44,8 +51,10 @@ def compile(graph: Graph) -> Any:  # noqa: A001 (the backend protocol's name)
     """
     reason = unknown_rank(graph)
     if reason is None:
-        return Executable(graph)
-    from stagecraft.backends import reference
+        mode = compile_mode()
+        if mode == "eager":
+            return reference.compile(graph)
+        return SyncExecutable(graph) if mode == "sync" else TieredExecutable(graph)
     exe = reference.compile(graph)
     exe.fallback_reason = (f"{reason} has an unknown rank, so '{graph.name}' runs on the "
                            f"reference interpreter (same results, Python speed); give it a "

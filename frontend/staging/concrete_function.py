@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stagecraft.backends import get_backend
+from stagecraft.backends import compiling_as, get_backend
 from stagecraft.eager import nest, placement
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
@@ -54,6 +54,8 @@ class ConcreteFunction:
         self.created_variables = list(func_graph.created_variables)
         self.pending_inits = list(func_graph.pending_inits)
         self._backend_name = backend
+        # "sync" for tf.function(jit_compile=True): compiled before the first call returns
+        self._compile_mode: str | None = None
         self._executable = None
         self._optimized_graph: Graph | None = None  # made on first use (optimized_graph)
         # (the backward ConcreteFunction, which inputs get a gradient): see function_grad
@@ -139,9 +141,10 @@ class ConcreteFunction:
         if self._executable is None:
             with self._lock:
                 if self._executable is None:
-                    self._executable = get_backend(
-                        "cuda" if self._on_gpu else self._backend_name).compile(
-                        self.optimized_graph)
+                    with compiling_as(self._compile_mode):
+                        self._executable = get_backend(
+                            "cuda" if self._on_gpu else self._backend_name).compile(
+                            self.optimized_graph)
         return self._executable
 
     @property

@@ -450,6 +450,8 @@ class Function:
             policy = "first_call_only_second_trace" if self._created_variables else "never"
             concrete = _trace(fn, tuple(pos), kw, self._name, policy, relax_dims, self._backend,
                               device)
+        if self._jit_compile:
+            concrete._compile_mode = "sync"  # TF's jit_compile: compiled before it runs
         self._fast.clear()  # a new, more specific trace may now match some fast keys
         entry = CacheEntry(key, concrete, refs)
         _drop_when_dead(self, entry)
