@@ -309,3 +309,14 @@ def test_enable_checks_reports_a_graph_that_does_not_round_trip(monkeypatch) -> 
         return x + 1.0
     with pytest.raises(VerificationError, match="^graph @f does not print and parse back"):
         tf.function(f, backend="reference")(tf.constant([1.0]))
+
+@pytest.mark.parametrize("value,expected", [("1", "True"), ("0", "False")])
+def test_enable_checks_from_the_environment(value: str, expected: str) -> None:
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c",
+                          "import stagecraft as tf; print(tf.config.checks_enabled())"],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "STAGECRAFT_ENABLE_CHECKS": value})
+    assert out.stdout.strip() == expected
