@@ -112,3 +112,12 @@ def test_keras_fit_benchmark_runs(tmp_path) -> None:
                     "--quick", "--json", str(path)], check=True, capture_output=True)
     report = json.loads(path.read_text())
     assert len(report["rows"]) == 3 and report["fit_over_hand"] > 0
+
+
+def test_flagship_example_stages_tensor_control_flow() -> None:
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "flagship.py")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith("eager:  11 Newton steps")
+    assert "sc__.while_stmt(loop_test, loop_body" in out  # the converted code is shown
+    assert "staged: 11 Newton steps, first call " in out
+    assert "steady state: eager " in out
