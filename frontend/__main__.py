@@ -2,6 +2,10 @@
 
     python -m stagecraft show-converted path/to/file.py:function
     python -m stagecraft show-converted path/to/file.py:Class.method
+    python -m stagecraft warmup
+
+``warmup`` compiles the kernel library and common staged programs into the disk caches ahead of
+time (once per installation and user), so the first calls of real programs load machine code.
 
 ``show-converted`` imports the file as a module (its ``if __name__ == "__main__":`` block does not
 run), looks the function up (a plain function, a ``stagecraft.function`` or a method) and prints
@@ -130,7 +134,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Print the code AutoGraph generates for a function in a Python file.")
     show.add_argument("target", metavar="FILE.py:FUNCTION",
                       help="the file and the function in it (Class.method for a method)")
+    commands.add_parser(
+        "warmup", help="compile the kernel library into the disk cache ahead of time",
+        description="Compile the kernel library and common staged programs into the disk "
+                    "caches, so that later processes load machine code instead of compiling.")
     args = parser.parse_args(argv)
+    if args.command == "warmup":
+        from stagecraft.staging.warmup import warmup  # lazy import: only this command
+        print("stagecraft warmup: compiling into the disk cache (once per installation)")
+        print(f"done in {warmup():.1f} s")
+        return 0
     if args.command == "show-converted":
         try:
             source = show_converted(args.target)
