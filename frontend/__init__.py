@@ -38,11 +38,25 @@ from stagecraft.ops.tensor_array import TensorArray
 from stagecraft import autograph
 from stagecraft.autograph import show_converted
 from stagecraft.staging.compiled import compiled_source, show_compiled
-from stagecraft import keras
 from stagecraft import train
 from stagecraft import saved_model
-from stagecraft import data
-from stagecraft import summary
+
+# Namespaces imported on first use (PEP 562), which keeps `import stagecraft` quick: Keras's
+# layers, tf.data and tf.summary are a third of the import time and many programs use none.
+_LAZY = ("keras", "data", "summary")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+        module = importlib.import_module(f"stagecraft.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'stagecraft' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))
 
 del _operators  # imported for its effect only
 
