@@ -20,6 +20,11 @@ from stagecraft.ir.types import TensorType
 _ids = itertools.count()
 
 
+#: The text printer (``ir/printer.py``, which imports this module, installs it when imported;
+#: ``stagecraft.ir`` imports it): ``Graph.__str__`` prints through it.
+PRINTER: list = [lambda graph, locs=False: f"<Graph {graph.name}>"]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Value:
     """A value defined once (a parameter or an equation's output). ``hint`` is the source name
@@ -91,12 +96,10 @@ class Graph:
     results: tuple
 
     def __str__(self) -> str:
-        from stagecraft.ir.printer import print_graph
-        return print_graph(self)
+        return PRINTER[0](self)
 
     def to_text(self, locs: bool = False) -> str:
-        from stagecraft.ir.printer import print_graph
-        return print_graph(self, locs=locs)
+        return PRINTER[0](self, locs=locs)
 
     @property
     def in_types(self) -> tuple:

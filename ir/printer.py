@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from stagecraft.ir.dtypes import DType
+from stagecraft.ir import graph as graph_module
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.ops.structural import STRUCTURAL
 from stagecraft.ir.placeholders import DigestArray
@@ -200,3 +201,6 @@ def _print_eqn(eqn: Eqn, namer: _Namer, out: Printout, indent: str, locs: bool) 
         out.yield_lines.setdefault(id(region), len(lines))
         lines.append(f"{indent}    yield {', '.join(namer.use(r) for r in region.results)}")
         lines.append(f"{indent}  }}")
+
+
+graph_module.PRINTER[0] = print_graph  # Graph.__str__ prints through this module

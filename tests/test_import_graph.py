@@ -180,9 +180,6 @@ def test_no_cycles_among_module_level_imports() -> None:
     _check(include_local=False)
 
 
-@pytest.mark.xfail(strict=True, reason="ir/graph.py imports ir/printer.py inside Graph.__str__ "
-                   "while printer imports graph (ir/ is being regrouped separately): remove "
-                   "this mark when the test passes")
 def test_no_cycles_hidden_in_function_local_imports() -> None:
     _check(include_local=True)
 
