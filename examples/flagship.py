@@ -8,7 +8,9 @@ with Numba, and later calls run the machine code.
 """
 from __future__ import annotations
 
+import statistics
 import time
+import timeit
 
 import numpy as np
 
@@ -30,13 +32,7 @@ def newton_sqrt(x, tolerance=1e-6, max_steps=50):
 
 
 def median_ms(fn, repeat=7, number=20):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number * 1e3)
-    return sorted(times)[repeat // 2]
+    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
 
 
 def main() -> None:

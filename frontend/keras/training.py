@@ -340,10 +340,7 @@ class Trainer:
             logs = _floats(test(data))
             callback_list.on_test_batch_end(step, logs)
         callback_list.on_test_end(logs)
-        if return_dict:
-            return logs
-        values = [logs[name] for name in self.metrics_names if name in logs]
-        return values[0] if len(values) == 1 else values
+        return _result(self, logs, return_dict)
 
     def predict(self, x: Any, batch_size: int | None = None, verbose: Any = "auto",
                 steps: int | None = None, callbacks: Any = None) -> Any:

@@ -1,18 +1,6 @@
 """``keras.optimizers``: ``SGD``, ``Adam``, ``AdamW``, ``Adamax``, ``Nadam``, ``RMSprop`` and
-``Adagrad`` with Keras's update formulas, slot variables and checkpoint layout; learning-rate
-``schedules``; ``get``.
-
-Checkpoint layout (the legacy TF 2 Keras ``OptimizerV2`` edges): the step counter is the
-attribute ``iter`` (int64; also reachable as ``optimizer.iterations``); numeric
-hyperparameters are float32 variables in attributes named after them (``learning_rate``,
-``momentum``, ``beta_1``, ``beta_2``), so a traced training step reads their current value
-and ``optimizer.learning_rate = 0.01`` assigns. Slot variables (``momentum``; ``m``, ``v``
-and, with amsgrad, ``vhat``) are *not* attributes: they live in a private table that module
-reflection and checkpoints do not walk, and reach checkpoints through
-``_checkpoint_slots()`` (saved as ``<variable path>/.OPTIMIZER_SLOT/<optimizer path>/<slot>``).
-``optimizer.variables`` is ``(iter, *slots)`` (each once; hyperparameters excluded, as in
-TensorFlow).
-"""
+``Adagrad`` with Keras's update formulas, learning-rate ``schedules``, and ``get``. The base
+class and the checkpoint layout every optimizer shares are in ``optimizer.py``."""
 from __future__ import annotations
 
 from typing import Any

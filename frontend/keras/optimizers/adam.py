@@ -107,7 +107,29 @@ class AdamW(Adam):
         super()._resource_apply_dense(grad, var, coefficients)
 
 
-class Adamax(Optimizer):
+class _Moments(Optimizer):
+    """What Adamax and Nadam share: learning rate, ``beta_1``, ``beta_2`` and ``epsilon``,
+    and the first and second moment slots ``m`` and ``v`` (all ``m`` slots first, as TF)."""
+
+    def __init__(self, learning_rate: Any, beta_1: Any, beta_2: Any, epsilon: float,
+                 name: str, **kwargs: Any):
+        super().__init__(name, **kwargs)
+        self._set_hyper("learning_rate", learning_rate)
+        self._set_hyper("beta_1", beta_1)
+        self._set_hyper("beta_2", beta_2)
+        self.epsilon = float(epsilon)
+
+    def _create_slots(self, var_list: list[Variable]) -> None:
+        for var in var_list:
+            self.add_slot(var, "m")
+        for var in var_list:
+            self.add_slot(var, "v")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "epsilon": self.epsilon}
+
+
+class Adamax(_Moments):
     """Adamax, Adam with the infinity norm (Keras's formulas): ``m += (g - m) * (1 -
     beta_1)``, ``u = max(beta_2 * u, |g|)``, ``var -= lr / (1 - beta_1^t) * m / (u +
     epsilon)``.
@@ -121,17 +143,7 @@ class Adamax(Optimizer):
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: Any = 0.9, beta_2: Any = 0.999,
                  epsilon: float = 1e-7, name: str = "Adamax", **kwargs: Any):
-        super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", learning_rate)
-        self._set_hyper("beta_1", beta_1)
-        self._set_hyper("beta_2", beta_2)
-        self.epsilon = float(epsilon)
-
-    def _create_slots(self, var_list: list[Variable]) -> None:
-        for var in var_list:
-            self.add_slot(var, "m")
-        for var in var_list:
-            self.add_slot(var, "v")
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, name, **kwargs)
 
     def _prepare(self, dtype: _dt.DType) -> dict[str, Tensor]:
         out = super()._prepare(dtype)
@@ -151,11 +163,8 @@ class Adamax(Optimizer):
         var.assign_sub(_m.truediv(_m.multiply(c["lr_corrected"], m),
                                   _m.add(u, c["epsilon"])))
 
-    def get_config(self) -> dict:
-        return {**super().get_config(), "epsilon": self.epsilon}
 
-
-class Nadam(Optimizer):
+class Nadam(_Moments):
     """Adam with Nesterov momentum (Keras's formulas, with its momentum schedule
     ``mu_t = beta_1 * (1 - 0.5 * 0.96^(0.004 t))`` and their running product kept in the
     non-slot variable ``momentum_product``):
@@ -171,20 +180,10 @@ class Nadam(Optimizer):
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: Any = 0.9, beta_2: Any = 0.999,
                  epsilon: float = 1e-7, name: str = "Nadam", **kwargs: Any):
-        super().__init__(name, **kwargs)
-        self._set_hyper("learning_rate", learning_rate)
-        self._set_hyper("beta_1", beta_1)
-        self._set_hyper("beta_2", beta_2)
-        self.epsilon = float(epsilon)
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, name, **kwargs)
         with self.name_scope:
             self.momentum_product = Variable(1.0, trainable=False, name="momentum_product",
                                              dtype=_dt.float32)
-
-    def _create_slots(self, var_list: list[Variable]) -> None:
-        for var in var_list:
-            self.add_slot(var, "m")
-        for var in var_list:
-            self.add_slot(var, "v")
 
     def _prepare(self, dtype: _dt.DType) -> dict[str, Tensor]:
         out = super()._prepare(dtype)
@@ -226,6 +225,3 @@ class Nadam(Optimizer):
         out = super().apply_gradients(pairs, name, experimental_aggregate_gradients)
         self.momentum_product.assign(_m.multiply(self.momentum_product, u_t))
         return out
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "epsilon": self.epsilon}

@@ -29,7 +29,29 @@ class LearningRateSchedule:
         return {}
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _Decay(LearningRateSchedule):
+    """What exponential and inverse-time decay share: their arguments and the (optionally
+    floored) progress ``step / decay_steps``."""
+
+    def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
+                 staircase: bool = False, name: str | None = None):
+        if decay_steps <= 0:
+            raise ValueError(f"{type(self).__name__}: decay_steps must be positive; got "
+                             f"{decay_steps}.")
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.decay_rate, self.staircase, self.name = decay_rate, staircase, name
+
+    def _progress(self, step: Any) -> Tensor:
+        p = _m.truediv(_step(step), float(self.decay_steps))
+        return _m.floor(p) if self.staircase else p
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_Decay):
     """``initial_learning_rate * decay_rate ^ (step / decay_steps)`` (the exponent floored
     with ``staircase``).
 
@@ -39,25 +61,9 @@ class ExponentialDecay(LearningRateSchedule):
     (0.25, 0.7071067690849304)
     """
 
-    def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
-                 staircase: bool = False, name: str | None = None):
-        if decay_steps <= 0:
-            raise ValueError(f"ExponentialDecay: decay_steps must be positive; got "
-                             f"{decay_steps}.")
-        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
-        self.decay_rate, self.staircase, self.name = decay_rate, staircase, name
-
     def __call__(self, step: Any) -> Tensor:
-        p = _m.truediv(_step(step), float(self.decay_steps))
-        if self.staircase:
-            p = _m.floor(p)
         return _m.multiply(float(self.initial_learning_rate),
-                           _m.pow(float(self.decay_rate), p))
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+                           _m.pow(float(self.decay_rate), self._progress(step)))
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -125,7 +131,7 @@ class PolynomialDecay(LearningRateSchedule):
                 "power": self.power, "cycle": self.cycle, "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_Decay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (floored with
     ``staircase``).
 
@@ -134,22 +140,9 @@ class InverseTimeDecay(LearningRateSchedule):
     0.5
     """
 
-    def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
-                 staircase: bool = False, name: str | None = None):
-        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
-        self.decay_rate, self.staircase, self.name = decay_rate, staircase, name
-
     def __call__(self, step: Any) -> Tensor:
-        p = _m.truediv(_step(step), float(self.decay_steps))
-        if self.staircase:
-            p = _m.floor(p)
         return _m.truediv(float(self.initial_learning_rate),
-                          _m.add(1.0, _m.multiply(float(self.decay_rate), p)))
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+                          _m.add(1.0, _m.multiply(float(self.decay_rate), self._progress(step))))
 
 
 class CosineDecay(LearningRateSchedule):
