@@ -15,6 +15,7 @@ from stagecraft.eager.context import executing_eagerly
 from stagecraft.eager.conversion import constant, convert_to_tensor
 from stagecraft.ops import operators as _operators  # installs the tensor operators
 from stagecraft.ops.math_ops import *  # noqa: F401,F403  (TF exports math ops at the top level)
+from stagecraft.ops.math_ops import MATH_ONLY as _math_only
 from stagecraft.ops.array_ops import *  # noqa: F401,F403
 from stagecraft.ops.clip_ops import clip_by_norm
 from stagecraft import errors, linalg, math, nest, nn, random
@@ -59,6 +60,9 @@ def __dir__() -> list:
     return sorted(set(globals()) | set(_LAZY))
 
 del _operators  # imported for its effect only
+for _name in _math_only:  # TensorFlow has these in tf.math only
+    del globals()[_name]
+del _math_only, _name
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
 int32 = dtypes.int32

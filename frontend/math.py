@@ -1,5 +1,8 @@
 """``stagecraft.math``: TensorFlow's math namespace."""
 from stagecraft.ops.math_ops import *  # noqa: F401,F403
+from stagecraft.ops.math_ops import TOP_LEVEL_ONLY as _top_only
 from stagecraft.ops.math_ops import __all__ as _math_all
 
-__all__ = list(_math_all)
+for _name in _top_only:
+    del globals()[_name]
+__all__ = [n for n in _math_all if n not in _top_only]

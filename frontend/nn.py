@@ -1,3 +1,6 @@
 """``stagecraft.nn``: activations, softmax, cross-entropies and dropout."""
 from stagecraft.ops.nn_ops import *  # noqa: F401,F403
-from stagecraft.ops.nn_ops import __all__  # noqa: F401 (re-exported)
+from stagecraft.ops.math_ops import softsign  # noqa: F401 (tf.nn.softsign is tf.math's)
+from stagecraft.ops.nn_ops import __all__ as _nn_all
+
+__all__ = [*_nn_all, "softsign"]

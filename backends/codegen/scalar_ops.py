@@ -43,6 +43,13 @@ def _floormod(a: list, d: DType) -> str:
     return f"np.mod({a[0]}, {a[1]})" if d.is_floating else f"({a[0]} % {a[1]})"
 
 
+def _truncatediv(a: list, d: DType) -> str:
+    if d.is_floating:
+        return f"np.trunc({a[0]} / {a[1]})"
+    # rounds toward zero whatever the signs (Python's // rounds toward -inf)
+    return (f"((abs({a[0]}) // abs({a[1]})) * (1 if ({a[0]} < 0) == ({a[1]} < 0) else -1))")
+
+
 def _pow(a: list, d: DType) -> str:
     return f"np.power({a[0]}, {a[1]})" if d.is_floating else f"({a[0]} ** {a[1]})"
 
@@ -79,6 +86,25 @@ SCALAR: dict[str, Expr] = {
     "stop_gradient": _same,
     "zeros_like": _const(0),
     "ones_like": _const(1),
+    "expm1": _call("np.expm1"),
+    "tan": _call("np.tan"),
+    "atan": _call("np.arctan"),
+    "asin": _call("np.arcsin"),
+    "acos": _call("np.arccos"),
+    "sinh": _call("np.sinh"),
+    "cosh": _call("np.cosh"),
+    "asinh": _call("np.arcsinh"),
+    "acosh": _call("np.arccosh"),
+    "atanh": _call("np.arctanh"),
+    "reciprocal": lambda a, d: f"({literal(1, d)} / {a[0]})",
+    "softsign": lambda a, d: f"({a[0]} / ({literal(1, d)} + np.abs({a[0]})))",
+    "is_finite": _call("np.isfinite"),
+    "is_nan": _call("np.isnan"),
+    "is_inf": _call("np.isinf"),
+    "atan2": _call("np.arctan2"),
+    "squared_difference": lambda a, d: f"(({a[0]} - {a[1]}) * ({a[0]} - {a[1]}))",
+    "xlogy": lambda a, d: f"({literal(0, d)} if {a[0]} == 0 else {a[0]} * np.log({a[1]}))",
+    "truncatediv": _truncatediv,
     "add": _infix("+"),
     "subtract": _infix("-"),
     "multiply": _infix("*"),
@@ -105,6 +131,7 @@ SCALAR: dict[str, Expr] = {
 _INT_CHECKS: dict[str, tuple[Callable[[list], str], str]] = {
     "floordiv": (lambda a: f"{a[1]} == 0", "Integer division by zero."),
     "floormod": (lambda a: f"{a[1]} == 0", "Integer division by zero."),
+    "truncatediv": (lambda a: f"{a[1]} == 0", "Integer division by zero."),
     "pow": (lambda a: f"{a[1]} < 0", "Integers to negative integer powers are not allowed."),
 }
 

@@ -26,6 +26,7 @@ NOT_DIFFERENTIABLE = frozenset({
     "shape", "where_indices", "range", "eye", "random_normal", "random_uniform",
     "random_uniform_int", "random_truncated_normal", "random_normal_dynamic",
     "random_uniform_dynamic", "random_uniform_int_dynamic", "random_truncated_normal_dynamic",
+    "is_finite", "is_nan", "is_inf",
 })
 
 
@@ -145,6 +146,86 @@ def _add(g, out, x, y):
     return unbroadcast(g, x), unbroadcast(g, y)
 
 
+@vjp("expm1")
+def _expm1(g, out, x):
+    return (m.multiply(g, m.add(out, 1)),)
+
+
+@vjp("tan")
+def _tan(g, out, x):
+    return (m.multiply(g, m.add(1, m.square(out))),)
+
+
+@vjp("atan")
+def _atan(g, out, x):
+    return (m.truediv(g, m.add(1, m.square(x))),)
+
+
+@vjp("asin")
+def _asin(g, out, x):
+    return (m.multiply(g, m.rsqrt(m.subtract(1, m.square(x)))),)
+
+
+@vjp("acos")
+def _acos(g, out, x):
+    return (m.negative(m.multiply(g, m.rsqrt(m.subtract(1, m.square(x))))),)
+
+
+@vjp("sinh")
+def _sinh(g, out, x):
+    return (m.multiply(g, m.cosh(x)),)
+
+
+@vjp("cosh")
+def _cosh(g, out, x):
+    return (m.multiply(g, m.sinh(x)),)
+
+
+@vjp("asinh")
+def _asinh(g, out, x):
+    return (m.multiply(g, m.rsqrt(m.add(m.square(x), 1))),)
+
+
+@vjp("acosh")
+def _acosh(g, out, x):
+    return (m.multiply(g, m.rsqrt(m.subtract(m.square(x), 1))),)
+
+
+@vjp("atanh")
+def _atanh(g, out, x):
+    return (m.truediv(g, m.subtract(1, m.square(x))),)
+
+
+@vjp("reciprocal")
+def _reciprocal(g, out, x):
+    return (m.negative(m.multiply(g, m.square(out))),)
+
+
+@vjp("softsign")
+def _softsign(g, out, x):
+    return (m.truediv(g, m.square(m.add(1, m.abs(x)))),)
+
+
+@vjp("atan2")
+def _atan2(g, out, y, x):
+    scale = m.truediv(g, m.add(m.square(x), m.square(y)))
+    return unbroadcast(m.multiply(scale, x), y), unbroadcast(m.negative(m.multiply(scale, y)), x)
+
+
+@vjp("squared_difference")
+def _squared_difference(g, out, x, y):
+    d = m.multiply(m.multiply(g, 2), m.subtract(x, y))
+    return unbroadcast(d, x), unbroadcast(m.negative(d), y)
+
+
+@vjp("xlogy")
+def _xlogy(g, out, x, y):
+    nonzero = m.not_equal(x, 0)
+    safe_y = m.where(nonzero, y, a.ones_like(y) if y.shape == x.shape else y)
+    gx = m.where(nonzero, m.multiply(g, m.log(safe_y)), a.zeros_like(g))
+    return unbroadcast(gx, x), unbroadcast(m.truediv(m.multiply(g, x), y), y)
+
+
 @vjp("subtract")
 def _sub(g, out, x, y):
     return unbroadcast(g, x), unbroadcast(m.negative(g), y)
@@ -163,7 +244,7 @@ def _div(g, out, x, y):
     return unbroadcast(gx, x), unbroadcast(m.negative(m.multiply(gx, m.truediv(x, y))), y)
 
 
-@vjp("floordiv")
+@vjp("floordiv", "truncatediv")
 def _floordiv(g, out, x, y):
     return None, None
 

@@ -403,6 +403,81 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     return bind(_O["select"], condition, x, y)
 
 
+
+def _unary_wrapper(op: str, doc: str) -> Any:
+    def wrapper(x: Any, name: str | None = None) -> Tensor:
+        return bind(_O[op], x)
+    wrapper.__name__ = wrapper.__qualname__ = op
+    wrapper.__doc__ = doc
+    return wrapper
+
+
+expm1 = _unary_wrapper("expm1", """Elementwise exp(x) - 1, accurate for small x.
+
+    >>> import stagecraft as tf
+    >>> float(tf.math.expm1(1e-10))
+    1.000000013351432e-10
+    """)
+tan = _unary_wrapper("tan", "Elementwise tangent.")
+atan = _unary_wrapper("atan", "Elementwise inverse tangent.")
+asin = _unary_wrapper("asin", "Elementwise inverse sine.")
+acos = _unary_wrapper("acos", "Elementwise inverse cosine.")
+sinh = _unary_wrapper("sinh", "Elementwise hyperbolic sine.")
+cosh = _unary_wrapper("cosh", "Elementwise hyperbolic cosine.")
+asinh = _unary_wrapper("asinh", "Elementwise inverse hyperbolic sine.")
+acosh = _unary_wrapper("acosh", "Elementwise inverse hyperbolic cosine.")
+atanh = _unary_wrapper("atanh", "Elementwise inverse hyperbolic tangent.")
+reciprocal = _unary_wrapper("reciprocal", "Elementwise 1 / x.")
+softsign = _unary_wrapper("softsign", "Elementwise x / (1 + |x|).")
+is_finite = _unary_wrapper("is_finite", """True where x is neither infinite nor NaN.
+
+    >>> import stagecraft as tf
+    >>> tf.math.is_finite([1.0, float("inf"), float("nan")]).numpy().tolist()
+    [True, False, False]
+    """)
+is_nan = _unary_wrapper("is_nan", "True where x is NaN.")
+is_inf = _unary_wrapper("is_inf", "True where x is +inf or -inf.")
+
+
+def atan2(y: Any, x: Any, name: str | None = None) -> Tensor:
+    """The angle of the point (x, y): elementwise arctan(y / x) in the right quadrant.
+
+    >>> import stagecraft as tf
+    >>> f"{float(tf.math.atan2(1.0, -1.0)):.4f}"
+    '2.3562'
+    """
+    return bind(_O["atan2"], y, x)
+
+
+def squared_difference(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """Elementwise (x - y) * (x - y)."""
+    return bind(_O["squared_difference"], x, y)
+
+
+def xlogy(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """Elementwise x * log(y), 0 where x is 0.
+
+    >>> import stagecraft as tf
+    >>> tf.math.xlogy([0.0, 2.0], [0.0, 1.0]).numpy().tolist()
+    [0.0, 0.0]
+    """
+    return bind(_O["xlogy"], x, y)
+
+
+def truncatediv(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """Division rounding toward zero (``-7 / 2`` is ``-3``, where ``//`` gives ``-4``).
+
+    >>> import stagecraft as tf
+    >>> tf.truncatediv([-7, 7], [2, 2]).numpy().tolist()
+    [-3, 3]
+    """
+    return bind(_O["truncatediv"], x, y)
+
 __all__ = [n for n in dir() if not n.startswith("_") and not n.endswith("_") and n not in (
     "annotations", "Any", "Sequence", "bind", "convert_to_tensor", "OPS",
     "Tensor")]
+# TensorFlow exports these in tf.math only (not at the top level), and truncatediv at the top
+# level only.
+MATH_ONLY = ("expm1", "reciprocal", "softsign", "is_finite", "is_nan", "is_inf",
+             "squared_difference", "xlogy")
+TOP_LEVEL_ONLY = ("truncatediv",)

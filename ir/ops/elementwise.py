@@ -103,6 +103,28 @@ stop_gradient_op = unary("stop_gradient", lambda x: x, A,
 zeros_like_op = unary("zeros_like", np.zeros_like, A, "Zeros of the input's shape and dtype.")
 ones_like_op = unary("ones_like", np.ones_like, A, "Ones of the input's shape and dtype.")
 
+expm1_op = unary("expm1", np.expm1, F, "exp(x) - 1, accurate for small x.")
+tan_op = unary("tan", np.tan, F, "Elementwise tangent.", lo=-1.2, hi=1.2)
+atan_op = unary("atan", np.arctan, F, "Elementwise inverse tangent.")
+asin_op = unary("asin", np.arcsin, F, "Elementwise inverse sine (of x in [-1, 1]).", lo=-0.9,
+                hi=0.9)
+acos_op = unary("acos", np.arccos, F, "Elementwise inverse cosine (of x in [-1, 1]).", lo=-0.9,
+                hi=0.9)
+sinh_op = unary("sinh", np.sinh, F, "Elementwise hyperbolic sine.")
+cosh_op = unary("cosh", np.cosh, F, "Elementwise hyperbolic cosine.")
+asinh_op = unary("asinh", np.arcsinh, F, "Elementwise inverse hyperbolic sine.")
+acosh_op = unary("acosh", np.arccosh, F, "Elementwise inverse hyperbolic cosine (x >= 1).",
+                 lo=1.2, hi=3.0)
+atanh_op = unary("atanh", np.arctanh, F, "Elementwise inverse hyperbolic tangent (|x| < 1).",
+                 lo=-0.9, hi=0.9)
+reciprocal_op = unary("reciprocal", lambda x: 1 / x, F, "Elementwise 1 / x.", lo=0.3, hi=2.0)
+softsign_op = unary("softsign", lambda x: x / (1 + np.abs(x)), F, "x / (1 + |x|).",
+                    avoid=(0.0,))
+is_finite_op = unary("is_finite", np.isfinite, F, "True where x is neither infinite nor NaN.",
+                     out=dt.bool_)
+is_nan_op = unary("is_nan", np.isnan, F, "True where x is NaN.", out=dt.bool_)
+is_inf_op = unary("is_inf", np.isinf, F, "True where x is +inf or -inf.", out=dt.bool_)
+
 add_op = binary("add", np.add, N, "Elementwise x + y with broadcasting.")
 subtract_op = binary("subtract", np.subtract, N, "Elementwise x - y with broadcasting.")
 multiply_op = binary("multiply", np.multiply, N, "Elementwise x * y with broadcasting.")
@@ -125,6 +147,17 @@ less_equal_op = binary("less_equal", np.less_equal, N, "Elementwise x <= y.", ou
 greater_op = binary("greater", np.greater, N, "Elementwise x > y.", out=dt.bool_)
 greater_equal_op = binary("greater_equal", np.greater_equal, N, "Elementwise x >= y.",
                           out=dt.bool_)
+atan2_op = binary("atan2", np.arctan2, F,
+                  "The angle of the point (x, y) in radians: atan2(y, x), with its quadrant.")
+squared_difference_op = binary("squared_difference", lambda x, y: np.square(x - y), N,
+                               "Elementwise (x - y) * (x - y).")
+xlogy_op = binary("xlogy", lambda x, y: np.where(x == 0, np.zeros_like(x), x * np.log(
+    np.where(x == 0, np.ones_like(y), y))), F, "x * log(y), and 0 where x is 0 (even for y 0).",
+                  lo=0.2, hi=2.0)
+truncatediv_op = binary("truncatediv", _int_division(
+    lambda x, y: np.trunc(x / y).astype(x.dtype) if x.dtype.kind == "f"
+    else (np.abs(x) // np.abs(y) * np.sign(x) * np.sign(y)).astype(x.dtype)), N,
+    "Division rounding toward zero (C's integer division).", rhs_nonzero=True)
 logical_and_op = binary("logical_and", np.logical_and, B, "Elementwise AND of bool tensors.")
 logical_or_op = binary("logical_or", np.logical_or, B, "Elementwise OR of bool tensors.")
 logical_xor_op = binary("logical_xor", np.logical_xor, B, "Elementwise XOR of bool tensors.")

@@ -91,12 +91,22 @@ def _minimum(a, b):
     return b
 
 
+def _trunc(x):
+    # (math.trunc needs __trunc__, which NumPy scalars lack on the simulator)
+    return math.floor(x) if x >= 0 else math.ceil(x)
+
+
 # name -> plain Python implementation; each becomes a device function on the GPU.
 DEVICE_FUNCTIONS = {"rint": _rint, "sign": _sign, "logaddexp": _logaddexp, "mod": _mod,
-                    "floor_divide": _floor_divide, "maximum": _maximum, "minimum": _minimum}
+                    "floor_divide": _floor_divide, "maximum": _maximum, "minimum": _minimum,
+                    "trunc": _trunc}
 MATH = {"exp": math.exp, "log": math.log, "log1p": math.log1p, "sqrt": math.sqrt,
         "sin": math.sin, "cos": math.cos, "tanh": math.tanh, "floor": math.floor,
-        "ceil": math.ceil, "power": math.pow, "abs": abs}
+        "ceil": math.ceil, "power": math.pow, "abs": abs, "expm1": math.expm1,
+        "tan": math.tan, "arctan": math.atan, "arcsin": math.asin, "arccos": math.acos,
+        "sinh": math.sinh, "cosh": math.cosh, "arcsinh": math.asinh, "arccosh": math.acosh,
+        "arctanh": math.atanh, "isfinite": math.isfinite, "isnan": math.isnan,
+        "isinf": math.isinf, "arctan2": math.atan2}
 CONSTANTS = {"nan": np.nan, "inf": np.inf, "float32": np.float32, "float64": np.float64,
              "int32": np.int32, "int64": np.int64, "bool_": np.bool_}
 
