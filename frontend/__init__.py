@@ -17,8 +17,12 @@ from stagecraft.ops import operators as _operators  # installs the tensor operat
 from stagecraft.ops.math_ops import *  # noqa: F401,F403  (TF exports math ops at the top level)
 from stagecraft.ops.math_ops import MATH_ONLY as _math_only
 from stagecraft.ops.array_ops import *  # noqa: F401,F403
-from stagecraft.ops.clip_ops import clip_by_norm
+from stagecraft.ops.clip_ops import clip_by_global_norm, clip_by_norm
+from stagecraft.ops.functional_ops import foldl, foldr, map_fn, scan
+from stagecraft.ops.manip_ops import (linspace, meshgrid, pad, repeat, reverse, roll, slice,  # noqa: A004
+                                      split, tensordot)
 from stagecraft import errors, linalg, math, nest, nn, random
+from stagecraft.linalg import norm
 from stagecraft.autodiff.tape import GradientTape, UnconnectedGradients
 from stagecraft.autodiff.custom_gradient import custom_gradient
 from stagecraft.state.variables import Variable

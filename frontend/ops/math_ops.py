@@ -473,6 +473,7 @@ def truncatediv(x: Any, y: Any, name: str | None = None) -> Tensor:
     """
     return bind(_O["truncatediv"], x, y)
 
+
 __all__ = [n for n in dir() if not n.startswith("_") and not n.endswith("_") and n not in (
     "annotations", "Any", "Sequence", "bind", "convert_to_tensor", "OPS",
     "Tensor")]
