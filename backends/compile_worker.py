@@ -1,9 +1,9 @@
 """A compile worker: one process that compiles generated Numba modules into the disk
 cache while the main process goes on (Numba's compiler holds the GIL, so a thread would stall
 the main program). The main process later loads the machine code from the cache (a fraction of
-a second). The worker ends when the main process closes its input (at exit, or if it dies);
-a worker that dies on its own fails its pending jobs (they then say why) and is restarted by
-the next job."""
+a second). The worker ends with the main process (a compile that nobody waits for is
+abandoned; what was already written to the cache stays); a worker that dies on its own fails its
+pending jobs (they then say why) and is restarted by the next job."""
 from __future__ import annotations
 
 import itertools
@@ -107,17 +107,30 @@ def _receive(stream: Any) -> Any:
     return pickle.loads(stream.read(size))  # our own process's message, never a file
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Ends this worker when the main process is gone (its pid no longer our parent): a
+    compile nobody waits for must not keep using a core."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
 def serve() -> None:
     """The worker process's loop (``python -m stagecraft.backends.compile_worker``): jobs
-    on stdin, results on stdout, until stdin closes (the main process exited)."""
+    on stdin, results on stdout, until stdin closes or the main process exits."""
     jobs, results = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # what compiling prints must not corrupt the result pipe
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     while True:
         try:
             job = _receive(jobs)
         except EOFError:
             return
-        _send(results, _compile(job))
+        try:
+            _send(results, _compile(job))
+        except (BrokenPipeError, OSError):  # the main process went away meanwhile
+            return
 
 
 class _Worker:

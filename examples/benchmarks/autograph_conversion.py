@@ -19,6 +19,8 @@ from typing import Callable
 
 from timing import time_ms  # noqa: E402 (a sibling script module)
 import stagecraft as tf
+
+tf.config.set_compile_mode("sync")  # steady-state timings: compiled before the first timed call
 from stagecraft.converters import api
 
 

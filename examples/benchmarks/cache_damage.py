@@ -97,8 +97,8 @@ def run_child(root: pathlib.Path, timeout: float = 300) -> Run:
     script = root / "child.py"  # a file, so that AutoGraph can read the function's source
     if not script.exists():
         script.write_text(CHILD)
-    env = dict(os.environ, STAGECRAFT_BACKEND="numba", STAGECRAFT_CACHE_DIR=str(work / "cache"),
-               NUMBA_CACHE_DIR=str(work / "numba"))
+    env = dict(os.environ, STAGECRAFT_BACKEND="numba", STAGECRAFT_COMPILE_MODE="sync",
+               STAGECRAFT_CACHE_DIR=str(work / "cache"), NUMBA_CACHE_DIR=str(work / "numba"))
     try:
         done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                               text=True, timeout=timeout)

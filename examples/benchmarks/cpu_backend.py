@@ -49,6 +49,8 @@ from workloads_tf import (EPS, LEARNING_RATE, SIGMA, make_l2hmc_tf,  # noqa: E40
                           mlp_train_step_tf)
 from stagecraft import backends
 
+tf.config.set_compile_mode("sync")  # steady-state timings: compiled before the first timed call
+
 VARIANTS = ("eager", "staged", "numpy", "numba")
 NJIT = functools.partial(numba.njit, error_model="numpy", cache=False)
 

@@ -79,6 +79,13 @@ class CallbackList(Callback):
     def append(self, callback: Callback) -> None:
         self.callbacks.append(callback)
 
+    def overrides(self, *hooks: str) -> bool:
+        """Whether any callback defines one of ``hooks`` itself (not the base's no-op)."""
+        def own(c: Callback, h: str) -> bool:
+            fn = getattr(c, h)  # a bound method, or a LambdaCallback's plain function
+            return getattr(fn, "__func__", fn) is not getattr(Callback, h)
+        return any(own(c, h) for c in self.callbacks for h in hooks)
+
     def set_model(self, model: Any) -> None:
         super().set_model(model)
         for c in self.callbacks:

@@ -11,6 +11,7 @@ import numpy as np
 
 from stagecraft.autodiff.tape import GradientTape
 from stagecraft.data import Dataset, structure
+from stagecraft.eager.tensor import Tensor
 from stagecraft.keras import callbacks as callbacks_module
 from stagecraft.keras import losses as losses_module
 from stagecraft.keras import metrics as metrics_module
@@ -209,8 +210,15 @@ class Trainer:
         def call(data: Any) -> Any:
             if isinstance(data, list):
                 data = tuple(data)
+            if type(data) is tuple and all(type(v) is Tensor or v is None for v in data):
+                # the common batch, (x, y[, weights]) tensors: its layout without a walk
+                key = tuple(v is None for v in data)
+                fn = staged.get(key)
+                if fn is not None:
+                    return fn(*[v for v in data if v is not None])
             template = structure.map_structure(lambda v: None if v is None else 0, data)
-            key = repr(template)
+            key = tuple(v is None for v in data) if type(data) is tuple and all(
+                type(v) is Tensor or v is None for v in data) else repr(template)
             flat = [v for v in structure.flatten(data) if v is not None]
             fn = staged.get(key)
             if fn is None:
@@ -289,6 +297,8 @@ class Trainer:
         self.stop_training = False
         train = None
         logs: dict = {}
+        # Keras calls batch hooks (and reads the batch logs) only when a callback has them
+        batch_hooks = callback_list.overrides("on_train_batch_begin", "on_train_batch_end")
         callback_list.on_train_begin()
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -297,15 +307,18 @@ class Trainer:
                 if train is None:
                     self._first_batch(data)
                     train = self.make_train_function()
-                callback_list.on_train_batch_begin(step)
-                logs = _floats(train(data))
-                callback_list.on_train_batch_end(step, logs)
+                if batch_hooks:
+                    callback_list.on_train_batch_begin(step)
+                logs = train(data)
+                if batch_hooks:  # (reading the results back costs a few µs per metric)
+                    logs = _floats(logs)
+                    callback_list.on_train_batch_end(step, logs)
                 if self.stop_training:
                     break
             if train is None:
                 raise ValueError("fit: the data has no batches (an empty dataset, or "
                                  "steps_per_epoch=0).")
-            epoch_logs = dict(logs)
+            epoch_logs = _floats(logs)
             if validation_data is not None and (epoch + 1) % validation_freq == 0:
                 vx, vy, vsw = unpack(validation_data) if not _is_dataset(validation_data) \
                     else (validation_data, None, None)
