@@ -13,7 +13,7 @@ import numpy as np
 
 from stagecraft.staging.cond import emit_cond
 from stagecraft.staging.regions import Region
-from stagecraft.staging.while_loop import while_loop
+from stagecraft.staging.while_loop import and_extra_test, while_loop
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager import nest
@@ -474,7 +474,7 @@ def _range_operands(t: GraphTensor) -> tuple | None:
 def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: Callable | None,
                   body: Callable, get_state: Callable, set_state: Callable,
                   names: Sequence[str], loc: str, opts: dict | None = None) -> None:
-    from stagecraft.ops.math_ops import add, cast, greater, less, logical_and, where
+    from stagecraft.ops.math_ops import add, cast, greater, less, where
     start = start if isinstance(start, Tensor) else convert_to_tensor(start)
     dtype = start.dtype
     limit = cast(limit, dtype)
@@ -490,12 +490,8 @@ def _staged_range(start: Any, limit: Any, delta: Any, source: Any, extra_test: C
 
     def test() -> Any:
         i = index[0]
-        going = where(greater(delta, 0), less(i, limit), greater(i, limit))
-        if extra_test is not None:
-            extra = extra_test()
-            extra = extra if isinstance(extra, Tensor) else convert_to_tensor(bool(extra))
-            going = logical_and(going, extra)
-        return going
+        return and_extra_test(where(greater(delta, 0), less(i, limit), greater(i, limit)),
+                              extra_test)
 
     def body2() -> None:
         i = index[0]

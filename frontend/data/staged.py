@@ -19,13 +19,11 @@ import numpy as np
 
 from stagecraft.data import structure
 from stagecraft.data.dataset import register
-from stagecraft.eager.conversion import convert_to_tensor
-from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import OutOfRangeError
-from stagecraft.ops.math_ops import logical_and
 from stagecraft.ops.script_ops import py_function
 from stagecraft.staging.tensor_spec import TensorSpec
+from stagecraft.staging.while_loop import and_extra_test
 
 __all__ = ["GraphIterator", "open_iterator", "fetch"]
 
@@ -143,12 +141,7 @@ class GraphIterator:
             set_state(list(values[n:]))
 
         def test() -> Any:
-            going = current[0]
-            if extra_test is not None:
-                extra = extra_test()
-                extra = extra if isinstance(extra, Tensor) else convert_to_tensor(bool(extra))
-                going = logical_and(going, extra)
-            return going
+            return and_extra_test(current[0], extra_test)
 
         def body2() -> None:
             body(structure.pack(self.element_spec, current[1:]))

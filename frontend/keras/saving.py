@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 import zipfile
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

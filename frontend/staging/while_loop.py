@@ -30,7 +30,8 @@ from stagecraft.ops.array_ops import (concat, expand_dims, gather, ones_like, ra
                                       shape, zeros, zeros_like)
 from stagecraft.ops.logging_ops import emit_assert
 from stagecraft.ops.math_ops import (add, cast, equal, floordiv, greater_equal, less_equal,
-                                     maximum, negative, reduce_all, sign, subtract, where)
+                                     logical_and, maximum, negative, reduce_all, sign, subtract,
+                                     where)
 from stagecraft.state import random_state
 from stagecraft.eager.bind import user_location
 from stagecraft.eager.context import STATE
@@ -43,7 +44,7 @@ from stagecraft.ir.types import TensorType
 from stagecraft.eager.tensor import Tensor
 from stagecraft.staging.regions import (Region, record_on_tapes, region_vjp, shared_operands,
                                         trace_region)
-from stagecraft.ops.math_ops import less, logical_and
+from stagecraft.ops.math_ops import less
 from stagecraft.ops.tensor_array import allocate_for_loop
 
 
@@ -95,6 +96,21 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
         return out[0]
     return type(loop_vars)(out) if isinstance(loop_vars, list) else nest.pack_sequence_as(
         tuple(loop_vars), nest.flatten(out))
+
+
+def and_extra_test(going: Any, extra_test: Callable | None) -> Any:
+    """A loop test ``going`` combined with AutoGraph's ``extra_test`` (the flag a ``break``
+    or ``return`` sets), which may be a Python bool or a tensor.
+
+    >>> import stagecraft as tf
+    >>> bool(and_extra_test(tf.constant(True), lambda: False))
+    False
+    """
+    if extra_test is None:
+        return going
+    extra = extra_test()
+    extra = extra if isinstance(extra, Tensor) else convert_to_tensor(bool(extra))
+    return logical_and(going, extra)
 
 
 def _loop_over_components(cond: Callable, body: Callable, loop_vars: Any, vars_: list,

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.keras.optimizers.optimizer import Optimizer, _is_number
