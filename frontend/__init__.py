@@ -19,7 +19,7 @@ from stagecraft.ops.math_ops import MATH_ONLY as _math_only
 from stagecraft.ops.array_ops import *  # noqa: F401,F403
 from stagecraft.ops.clip_ops import clip_by_global_norm, clip_by_norm
 from stagecraft.ops.functional_ops import foldl, foldr, map_fn, scan
-from stagecraft.ops.indexing_ops import (boolean_mask, gather_nd, scatter_nd,
+from stagecraft.ops.indexing_ops import (argsort, boolean_mask, gather_nd, scatter_nd, sort,
                                         tensor_scatter_nd_add, tensor_scatter_nd_sub,
                                         tensor_scatter_nd_update)
 from stagecraft.ops.manip_ops import (linspace, meshgrid, pad, repeat, reverse, roll, slice,  # noqa: A004

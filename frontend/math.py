@@ -2,9 +2,10 @@
 from stagecraft.ops.math_ops import *  # noqa: F401,F403
 from stagecraft.ops.math_ops import TOP_LEVEL_ONLY as _top_only
 from stagecraft.ops.math_ops import __all__ as _math_all
+from stagecraft.ops.indexing_ops import top_k  # noqa: F401
 from stagecraft.ops.stable_math_ops import *  # noqa: F401,F403
 from stagecraft.ops.stable_math_ops import __all__ as _stable_all
 
 for _name in _top_only:
     del globals()[_name]
-__all__ = [n for n in _math_all if n not in _top_only] + list(_stable_all)
+__all__ = [n for n in _math_all if n not in _top_only] + list(_stable_all) + ["top_k"]

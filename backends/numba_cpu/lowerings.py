@@ -87,6 +87,14 @@ def _arg(cg, e: Eqn) -> None:
     cg.define(v, f"{res}.reshape({tuple_text(dims)})" if dims else f"{res}[0, 0]")
 
 
+@lowers("argsort")
+def _argsort(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    a = e.params
+    cg.define(v, f"K.argsort3({_scan_view(cg, x, a['axis'])}, {bool(a['descending'])})"
+                 f".reshape({tuple_text(cg.dims(x))})")
+
+
 @lowers("cumsum", "cumprod")
 def _scan(cg, e: Eqn) -> None:
     x, v = e.inputs[0], e.outputs[0]

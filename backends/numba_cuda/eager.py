@@ -117,6 +117,7 @@ TABLE["cumsum"] = lambda xs, a, t: reduce.scan(xs[0], a["axis"], a["exclusive"],
                                                product=False)
 TABLE["cumprod"] = lambda xs, a, t: reduce.scan(xs[0], a["axis"], a["exclusive"], a["reverse"],
                                                 product=True)
+TABLE["argsort"] = lambda xs, a, t: reduce.argsort(xs[0], a["axis"], a["descending"])
 TABLE["sum_like"] = lambda xs, a, t: reduce.sum_like(xs[0], tuple(xs[1].shape))
 
 

@@ -26,7 +26,7 @@ NOT_DIFFERENTIABLE = frozenset({
     "shape", "where_indices", "range", "eye", "random_normal", "random_uniform",
     "random_uniform_int", "random_truncated_normal", "random_normal_dynamic",
     "random_uniform_dynamic", "random_uniform_int_dynamic", "random_truncated_normal_dynamic",
-    "is_finite", "is_nan", "is_inf",
+    "is_finite", "is_nan", "is_inf", "argsort",
 })
 
 

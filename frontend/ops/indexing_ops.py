@@ -17,7 +17,67 @@ from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 
 __all__ = ["gather_nd", "boolean_mask", "scatter_nd", "tensor_scatter_nd_update",
-           "tensor_scatter_nd_add", "tensor_scatter_nd_sub"]
+           "tensor_scatter_nd_add", "tensor_scatter_nd_sub", "argsort", "sort", "top_k"]
+
+
+def argsort(values: Any, axis: int = -1, direction: str = "ASCENDING", stable: bool = False,
+            name: str | None = None) -> Tensor:
+    """The int32 positions that sort ``values`` along ``axis`` (always stable here: equal
+    values keep their order, which ``stable=False`` also allows).
+
+    >>> import stagecraft as tf
+    >>> tf.argsort([3.0, 1.0, 2.0], direction="DESCENDING").numpy().tolist()
+    [0, 2, 1]
+    """
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"argsort: direction must be ASCENDING or DESCENDING; got "
+                         f"{direction!r}.")
+    return bind(OPS["argsort"], values, axis=axis, descending=direction == "DESCENDING")
+
+
+def _take_along(values: Tensor, order: Tensor, axis: int) -> Tensor:
+    """``values`` rearranged along ``axis`` by ``order`` (a gather per line, differentiable
+    through ``gather``)."""
+    rank = values.shape.rank
+    axis %= rank
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    moved = _a.transpose(values, perm) if axis != rank - 1 else values
+    moved_order = _a.transpose(order, perm) if axis != rank - 1 else order
+    taken = _a.gather(moved, moved_order, axis=rank - 1, batch_dims=rank - 1)
+    if axis == rank - 1:
+        return taken
+    inverse = list(np.argsort(perm))
+    return _a.transpose(taken, inverse)
+
+
+def sort(values: Any, axis: int = -1, direction: str = "ASCENDING",
+         name: str | None = None) -> Tensor:
+    """``values`` sorted along ``axis``; its gradient flows back to the sorted elements.
+
+    >>> import stagecraft as tf
+    >>> tf.sort([[3, 1, 2]]).numpy().tolist()
+    [[1, 2, 3]]
+    """
+    values = convert_to_tensor(values)
+    return _take_along(values, argsort(values, axis, direction), axis)
+
+
+def top_k(input: Any, k: int = 1, sorted: bool = True,  # noqa: A002
+          name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The ``k`` largest values along the last axis and their int32 positions (of equal
+    values, the first come first).
+
+    >>> import stagecraft as tf
+    >>> values, indices = tf.math.top_k([1.0, 5.0, 3.0, 5.0], k=2)
+    >>> values.numpy().tolist(), indices.numpy().tolist()
+    ([5.0, 5.0], [1, 3])
+    """
+    x = convert_to_tensor(input)
+    n = x.shape[-1]
+    if n is not None and not 0 <= int(k) <= n:
+        raise ValueError(f"top_k: k must be in [0, {n}] (the last dimension); got {k}.")
+    indices = argsort(x, -1, "DESCENDING")[..., :int(k)]
+    return _take_along(x, indices, -1), indices
 
 
 def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: str | None = None) -> Tensor:

@@ -155,3 +155,31 @@ cumsum_op = scan("cumsum", np.cumsum, 0, "Cumulative sum along `axis` (optionall
                  "and/or reversed).")
 cumprod_op = scan("cumprod", np.cumprod, 1, "Cumulative product along `axis` (optionally "
                   "exclusive and/or reversed).", lo=0.5, hi=1.5)
+
+
+def _argsort_infer(types, axis, descending):
+    check_unified("argsort", ("values",), types, (0,), N)
+    if types[0].shape is not None and len(types[0].shape) == 0:
+        raise fail("argsort", "the input is a scalar; it needs at least one dimension.")
+    normalize_axis("argsort", axis, types[0].rank)
+    return [TensorType(dt.int32, types[0].shape)]
+
+
+def _argsort_kernel(x, axis, descending):
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable").astype(np.int32)
+    # descending and stable (ties keep their order; NaN counts as the largest): the stable
+    # ascending order of the reversed input, mapped back and reversed
+    n = x.shape[axis]
+    order = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return np.flip(n - 1 - order, axis).astype(np.int32)
+
+
+argsort_op = OpDef(
+    name="argsort", kind=Kind.REDUCE, inputs=("values",), attrs=("axis", "descending"),
+    infer=_argsort_infer, kernel=_argsort_kernel, dtypes=N, unify=(0,),
+    examples=lambda rng, d: [Example((values(rng, d, s, -5, 5),), {"axis": a, "descending": o})
+                             for s, a in [((6,), 0), ((3, 5), 1), ((4, 3), 0)]
+                             for o in (False, True)],
+    doc="The int32 positions that sort `values` along `axis` (stable: equal values keep their "
+        "order; `descending` puts the largest first; NaN counts as the largest).")

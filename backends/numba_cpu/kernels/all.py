@@ -4,7 +4,8 @@ from stagecraft.backends.numba_cpu.kernels.creation import (  # noqa: F401
 from stagecraft.backends.numba_cpu.kernels.linalg import (  # noqa: F401
     batch_index, batch_matmul3, diag2, diag_part3, matmul2)
 from stagecraft.backends.numba_cpu.kernels.reduce import (  # noqa: F401
-    all3, any3, argmax3, argmin3, cumprod3, cumsum3, max3, mean3, min3, prod3, sum3, to3)
+    all3, any3, argmax3, argmin3, argsort3, cumprod3, cumsum3, max3, mean3, min3, prod3, sum3,
+    to3)
 from stagecraft.backends.numba_cpu.kernels.shape import (  # noqa: F401
     broadcast_dim, broadcast_into, concat_part_into, gather_grad_into, gather_into, one_hot_into,
     reshape_dims, row_update, row_update1, sum_like_into, take1, tile_into)

@@ -444,6 +444,28 @@ def cumprod3(x3, exclusive, reverse):
     return _scan3(x3, exclusive, reverse, 1, "prod")
 
 
+# --------------------------------------------------------------------------- sorting
+
+@_jit
+def argsort3(x3, descending):
+    """Stable int32 sorting positions along axis 1 of a 3-D array (NaN last ascending, first
+    descending: the op table's rule), row by row with NumPy's mergesort."""
+    n0, n1, n2 = x3.shape
+    out = np.empty((n0, n1, n2), np.int32)
+    row = np.empty(n1, x3.dtype)
+    for i in range(n0):
+        for k in range(n2):
+            for j in range(n1):
+                row[j] = x3[i, n1 - 1 - j if descending else j, k]
+            order = np.argsort(row, kind="mergesort")
+            for j in range(n1):
+                if descending:
+                    out[i, n1 - 1 - j, k] = n1 - 1 - order[j]
+                else:
+                    out[i, j, k] = order[j]
+    return out
+
+
 # --------------------------------------------------------------------------- adapters
 # Plain Python: what generated code does, for tests and the eager path.  Not a hot path.
 

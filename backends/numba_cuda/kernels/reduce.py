@@ -335,6 +335,50 @@ def scan(x: Any, axis: int, exclusive: bool, reverse: bool, product: bool) -> An
     return out
 
 
+def argsort(x: Any, axis: int, descending: bool) -> Any:
+    """``argsort``: stable int32 sorting positions along ``axis``, one thread per line (an
+    insertion sort: lines are short in the programs that sort; NaN counts as the largest).
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> to_host(argsort(to_device(np.array([3.0, 1.0, 2.0, 1.0])), 0, False)).tolist()
+    [1, 3, 2, 0]
+    """
+    shape = tuple(x.shape)
+    axis %= len(shape)
+    outer, n, inner = _lines(shape, axis)
+    out = empty(shape, np.int32)
+    if out.size == 0:
+        return out
+    launch(_argsort_kernel(), grid(outer * inner), out, x, n, inner, bool(descending))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _argsort_kernel() -> Callable:
+    bind_cuda(globals())
+
+    @cuda.jit(device=True)
+    def before(a, b, descending):
+        # strict order, NaN largest: equal values never move past each other (stable)
+        if descending:
+            return a > b or (a != a and b == b)
+        return a < b or (b != b and a == a)
+
+    @cuda.jit
+    def kernel(out, x, n, inner, descending):
+        for line in range(cuda.grid(1), out.size // max(n, 1), cuda.gridsize(1)):
+            base = (line // inner) * n * inner + line % inner
+            for j in range(n):
+                v = x[base + j * inner]
+                k = j
+                while k > 0 and before(v, x[base + out[base + (k - 1) * inner] * inner],
+                                       descending):
+                    out[base + k * inner] = out[base + (k - 1) * inner]
+                    k -= 1
+                out[base + k * inner] = j
+    return kernel
+
+
 def sum_like(x: Any, like_shape: tuple) -> Any:
     """``sum_like``: sums the broadcast dims of ``x`` away, leaving ``like_shape``.
 
