@@ -325,7 +325,7 @@ ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     **{k: ("an int", _is_int) for k in ("batch_dims", "depth", "num_columns", "num_rows",
                                          "carry")},
     **{k: ("true or false", lambda v: type(v) is bool)
-       for k in ("exclusive", "keepdims", "reverse", "transpose_a", "transpose_b")},
+       for k in ("descending", "exclusive", "keepdims", "reverse", "transpose_a", "transpose_b")},
     **{k: ("a dtype", lambda v: isinstance(v, dt.DType))
        for k in ("dtype", "out_type", "output_type")},
     **{k: ("a tuple of ints", _INTS) for k in ("dims", "multiples", "perm", "shape")},
