@@ -3,6 +3,7 @@
 the nodes, so a dataset can be iterated many times and by several iterators at once."""
 from __future__ import annotations
 
+import abc
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -56,7 +57,7 @@ class Context:
         return n
 
 
-class Dataset:
+class Dataset(abc.ABC):
     """A sequence of elements, each a tensor or a tuple/dict structure of tensors, built from
     sources and transformations and iterated with ``for`` (or ``iter``/``next``).
 
@@ -73,9 +74,9 @@ class Dataset:
 
     # ------------------------------------------------------------------ what subclasses define
 
+    @abc.abstractmethod
     def _elements(self, ctx: Context) -> Iterator[Any]:
         """A new pass over the elements (structures of eager tensors)."""
-        raise NotImplementedError(type(self).__name__)
 
     def _cardinality(self) -> int:
         return UNKNOWN_CARDINALITY

@@ -346,3 +346,15 @@ def test_a_schedule_sets_the_rate_of_each_staged_step():
     for _ in range(3):
         step()
     assert float(v) == pytest.approx(1.0 + 1.0 + 0.1)  # steps 0 and 1 at 1.0, step 2 at 0.1
+
+
+def test_base_classes_need_their_methods():
+    class NoCall(tf.keras.optimizers.schedules.LearningRateSchedule):
+        pass
+    with pytest.raises(TypeError, match="abstract method"):
+        NoCall()
+
+    class NoElements(tf.data.Dataset):
+        pass
+    with pytest.raises(TypeError, match="abstract method"):
+        NoElements(None)

@@ -3,6 +3,7 @@ passed as ``learning_rate=`` to any optimizer. They compute with tensor ops, so 
 training step evaluates them at run time, step by step."""
 from __future__ import annotations
 
+import abc
 import math
 from typing import Any, Sequence
 
@@ -19,11 +20,13 @@ def _step(step: Any) -> Tensor:
     return _m.cast(convert_to_tensor(step), _dt.float32)
 
 
-class LearningRateSchedule:
-    """Base class: ``schedule(step)`` is the learning rate at ``step`` (a float tensor)."""
+class LearningRateSchedule(abc.ABC):
+    """Base class: ``schedule(step)`` is the learning rate at ``step`` (a float tensor);
+    subclasses define ``__call__`` (a subclass without it cannot be created)."""
 
+    @abc.abstractmethod
     def __call__(self, step: Any) -> Tensor:
-        raise NotImplementedError(f"{type(self).__name__} must define __call__(step).")
+        """The learning rate at ``step``."""
 
     def get_config(self) -> dict:
         return {}
