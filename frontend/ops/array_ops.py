@@ -14,7 +14,7 @@ from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.shapes import TensorShape, as_dims
 from stagecraft.eager.tensor import LATE_BOUND, Tensor
-from stagecraft.ops.math_ops import cast, equal, reduce_prod
+from stagecraft.ops.math_ops import cast, equal, reduce_prod, reduce_sum
 from stagecraft.staging.graph_tensor import GraphTensor
 from stagecraft.ir.graph import const_value, Literal
 from stagecraft.ir.ops.slicing import index_tuple
@@ -414,8 +414,17 @@ def size(input: Any, out_type: Any = _dt.int32, name: str | None = None) -> Tens
 
 
 def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
-    """The number of dimensions of ``input`` as a scalar int32 tensor."""
-    return convert_to_tensor(np.array(_t(input).ndim, np.int32))
+    """The number of dimensions of ``input`` as a scalar int32 tensor (computed when the
+    function runs if the rank is unknown while tracing).
+
+    >>> import stagecraft as tf
+    >>> int(tf.rank(tf.zeros([2, 3])))
+    2
+    """
+    t = _t(input)
+    if t.shape.rank is None:
+        return reduce_sum(ones_like(shape(t)))
+    return convert_to_tensor(np.array(t.shape.rank, np.int32))
 
 
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:

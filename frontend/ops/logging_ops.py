@@ -11,7 +11,6 @@ from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.eager.tensor import Tensor
-from stagecraft.ops.math_ops import equal, greater_equal, reduce_all
 
 
 def print_(*inputs: Any, output_stream: Any = "stderr", sep: str = " ", end: str = "\n",
@@ -90,17 +89,3 @@ def Assert(condition: Any, data: Any, summarize: int | None = None,  # noqa: N80
     text = " ".join(str(d) if not isinstance(d, Tensor) or d._value is None else
                     str(d.numpy()) for d in data)
     emit_assert(condition, f"assertion failed: {text}")
-
-
-def assert_equal(x: Any, y: Any, message: str | None = None, summarize: int | None = None,
-                 name: str | None = None) -> None:
-    """Raises InvalidArgumentError unless x == y everywhere."""
-    emit_assert(reduce_all(equal(x, y)),
-                f"{message + ': ' if message else ''}Condition x == y did not hold element-wise.")
-
-
-def assert_non_negative(x: Any, message: str | None = None, summarize: int | None = None,
-                        name: str | None = None) -> None:
-    """Raises InvalidArgumentError unless x >= 0 everywhere."""
-    emit_assert(reduce_all(greater_equal(x, 0)),
-                f"{message + ': ' if message else ''}Condition x >= 0 did not hold element-wise.")
