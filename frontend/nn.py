@@ -1,6 +1,8 @@
-"""``stagecraft.nn``: activations, softmax, cross-entropies and dropout."""
+"""``stagecraft.nn``: activations, softmax, cross-entropies, dropout and convolutions."""
 from stagecraft.ops.nn_ops import *  # noqa: F401,F403
 from stagecraft.ops.math_ops import softsign  # noqa: F401 (tf.nn.softsign is tf.math's)
 from stagecraft.ops.nn_ops import __all__ as _nn_all
+from stagecraft.ops.conv_ops import *  # noqa: F401,F403
+from stagecraft.ops.conv_ops import __all__ as _conv_all
 
-__all__ = [*_nn_all, "softsign"]
+__all__ = [*_nn_all, *_conv_all, "softsign"]

@@ -329,6 +329,10 @@ ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     **{k: ("a dtype", lambda v: isinstance(v, dt.DType))
        for k in ("dtype", "out_type", "output_type")},
     **{k: ("a tuple of ints", _INTS) for k in ("dims", "multiples", "perm", "shape")},
+    **{k: ("a tuple of ints", _INTS) for k in ("strides", "dilations", "filter_shape")},
+    "groups": ("an int", _is_int),
+    "padding": ("a tuple of (before, after) int pairs", _tuple_of(_INTS)),
+    "input_shape": ("a tuple of ints and nulls", _tuple_of(_either(_is_none, _is_int))),
     "axes": ("null or a tuple of ints", _either(_is_none, _INTS)),
     "axis": ("null, an int or a tuple of ints", _either(_is_none, _is_int, _INTS)),
     "static": ("a tuple of ints and nulls", _tuple_of(_either(_is_none, _is_int))),

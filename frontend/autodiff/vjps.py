@@ -538,3 +538,7 @@ def rule(name: str) -> Callable[..., tuple] | None:
 
 __all__ = ["VJPS", "NOT_DIFFERENTIABLE", "rule", "unbroadcast"]
 
+
+# Rule modules of other op families register into VJPS when this table loads.
+from stagecraft.autodiff import conv_vjps  # noqa: E402,F401
+

@@ -10,9 +10,10 @@ import types
 import warnings
 
 from stagecraft.ir.ops import creation, elementwise, linalg, random, reduce, shape, slicing
+from stagecraft.ir.ops import conv
 from stagecraft.ir.ops.opdef import Example, Kind, OpDef
 
-_FAMILIES = (elementwise, reduce, shape, slicing, linalg, creation, random)
+_FAMILIES = (elementwise, reduce, shape, slicing, linalg, creation, random, conv)
 
 OPS: types.MappingProxyType = types.MappingProxyType(
     {v.name: v for m in _FAMILIES for v in vars(m).values() if isinstance(v, OpDef)})
