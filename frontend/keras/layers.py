@@ -7,6 +7,9 @@ TensorShape([2, 3])
 from stagecraft.keras.attention import MultiHeadAttention
 from stagecraft.keras.base_layer import Layer
 from stagecraft.keras.basic_layers import Dropout, Embedding, LayerNormalization, Normalization
+from stagecraft.keras.conv_layers import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose,
+                                          Conv3D, Conv3DTranspose, DepthwiseConv1D,
+                                          DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from stagecraft.keras.core_layers import Activation, Dense, Flatten
 from stagecraft.keras.functional import Input, InputLayer
 from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,
@@ -14,7 +17,10 @@ from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, 
 from stagecraft.keras.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell,
                                         SimpleRNN, SimpleRNNCell)
 
-__all__ = ["Activation", "Add", "Average", "Bidirectional", "Concatenate", "Dense", "Dropout",
-           "Embedding", "Flatten", "GRU", "GRUCell", "Input", "InputLayer", "LSTM", "LSTMCell",
-           "Lambda", "Layer", "LayerNormalization", "Maximum", "Minimum", "MultiHeadAttention",
-           "Multiply", "Normalization", "RNN", "SimpleRNN", "SimpleRNNCell", "Subtract"]
+__all__ = ["Activation", "Add", "Average", "Bidirectional", "Concatenate", "Conv1D",
+           "Conv1DTranspose", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose",
+           "Dense", "DepthwiseConv1D", "DepthwiseConv2D", "Dropout", "Embedding",
+           "Flatten", "GRU", "GRUCell", "Input", "InputLayer", "LSTM", "LSTMCell",
+           "Lambda", "Layer", "LayerNormalization", "Maximum", "Minimum",
+           "MultiHeadAttention", "Multiply", "Normalization", "RNN", "SeparableConv1D",
+           "SeparableConv2D", "SimpleRNN", "SimpleRNNCell", "Subtract"]
