@@ -72,8 +72,14 @@ for _name in _math_only:  # TensorFlow has these in tf.math only
 del _math_only, _name
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
+int8 = dtypes.int8
+int16 = dtypes.int16
 int32 = dtypes.int32
 int64 = dtypes.int64
+uint8 = dtypes.uint8
+uint16 = dtypes.uint16
+uint32 = dtypes.uint32
+uint64 = dtypes.uint64
 float32 = dtypes.float32
 float64 = dtypes.float64
 

@@ -1,4 +1,4 @@
-"""The five element types of stagecraft and TensorFlow's rules for inferring them."""
+"""The element types of stagecraft and TensorFlow's rules for inferring them."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,7 +7,8 @@ import numpy as np
 
 
 class DType:
-    """An element type: ``bool``, ``int32``, ``int64``, ``float32`` or ``float64``.
+    """An element type: ``bool``, the signed integers ``int8/16/32/64``, the unsigned
+    ``uint8/16/32/64`` and ``float32``/``float64``.
 
     Compares equal to its name, its NumPy dtype and NumPy scalar type, like ``tf.DType``.
 
@@ -65,7 +66,7 @@ class DType:
 
     @property
     def is_unsigned(self) -> bool:
-        return False
+        return self.np.kind == "u"
 
     def is_compatible_with(self, other: Any) -> bool:
         return self == other
@@ -94,15 +95,29 @@ class DType:
 
 
 bool_ = DType("bool", "bool")
+int8 = DType("int8", "i8")
+int16 = DType("int16", "i16")
 int32 = DType("int32", "i32")
 int64 = DType("int64", "i64")
+uint8 = DType("uint8", "u8")
+uint16 = DType("uint16", "u16")
+uint32 = DType("uint32", "u32")
+uint64 = DType("uint64", "u64")
 float32 = DType("float32", "f32")
 float64 = DType("float64", "f64")
 
-ALL: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
+# The dtype sets ops declare (``OpDef.dtypes``), after TensorFlow's kernel registrations:
+INTS: tuple[DType, ...] = (int32, int64)  # index types (TF's Tidx): shapes, axes, indices
+SIGNED_INTS: tuple[DType, ...] = (int8, int16, int32, int64)
+UNSIGNED_INTS: tuple[DType, ...] = (uint8, uint16, uint32, uint64)
+INTEGERS: tuple[DType, ...] = SIGNED_INTS + UNSIGNED_INTS
 FLOATS: tuple[DType, ...] = (float32, float64)
-INTS: tuple[DType, ...] = (int32, int64)
-NUMERIC: tuple[DType, ...] = INTS + FLOATS
+NUMERIC: tuple[DType, ...] = INTEGERS + FLOATS  # real numbers: arithmetic, comparisons, sums
+SIGNED: tuple[DType, ...] = SIGNED_INTS + FLOATS  # negative, abs, sign, pow: not unsigned in TF
+ALL: tuple[DType, ...] = (bool_,) + NUMERIC
+# The dtypes stagecraft started with: the generated op tests run these by default and sample
+# the others (tests/support/op_examples.py; the whole matrix runs with --full-matrix).
+CLASSIC: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
 
 _BY_NAME = {d.name: d for d in ALL} | {d.short: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}

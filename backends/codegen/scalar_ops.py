@@ -13,6 +13,7 @@ from typing import Callable
 from stagecraft.backends.codegen.source import literal, np_type
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
+from stagecraft.ir.ops.elementwise import THROUGH_INT64
 
 Expr = Callable[[list, DType], str]
 
@@ -46,6 +47,8 @@ def _floormod(a: list, d: DType) -> str:
 def _truncatediv(a: list, d: DType) -> str:
     if d.is_floating:
         return f"np.trunc({a[0]} / {a[1]})"
+    if d.is_unsigned:  # (the sign test below would mix in int64: uint64 * int64 is float64)
+        return f"({a[0]} // {a[1]})"
     # rounds toward zero whatever the signs (Python's // rounds toward -inf)
     return (f"((abs({a[0]}) // abs({a[1]})) * (1 if ({a[0]} < 0) == ({a[1]} < 0) else -1))")
 
@@ -145,7 +148,19 @@ def check(op: str, args: list, d: DType) -> tuple[str, str] | None:
 
 
 def convert(expr: str, src: DType, dst: DType) -> str:
-    """``expr`` (of dtype ``src``, or wider after Numba's promotion) as a ``dst`` scalar."""
+    """``expr`` (of dtype ``src``, or wider after Numba's promotion) as a ``dst`` scalar; a
+    float becomes a small or unsigned integer as the ``cast`` kernel says (through int64, and
+    for uint64 directly from 2**63 up), never by LLVM's undefined out-of-range conversion.
+
+    >>> convert("x", dt.float32, dt.uint8)
+    'np.uint8(np.int64(x))'
+    """
     if dst == dt.bool_:
         return expr if src == dt.bool_ else f"({expr} != 0)"
+    if src.is_floating and dst.is_integer:
+        if dst.np in THROUGH_INT64:
+            return f"{np_type(dst)}(np.int64({expr}))"
+        if dst == dt.uint64:
+            return (f"(np.uint64({expr}) if {expr} >= 9223372036854775808.0 else "
+                    f"np.uint64(np.int64({expr})))")
     return f"{np_type(dst)}({expr})"

@@ -107,7 +107,14 @@ def _exact_scalar(x: Any, dtype: np.dtype) -> bool:
     kind = dtype.kind
     if kind == "f":
         return True
-    return kind == "i" and type(x) is int and -2**31 <= x < 2**31
+    if type(x) is not int or kind not in "iu":
+        return False
+    lo, hi = _INT_RANGES[dtype]
+    return lo <= x <= hi
+
+
+# The integer dtypes' ranges, for the scalar fast path (np.iinfo is slow to ask every time).
+_INT_RANGES = {d.np: (int(d.min), int(d.max)) for d in _dt.INTEGERS}
 
 
 def unify_target(op: OpDef, inputs: Sequence[Any]) -> _dt.DType | None:
@@ -150,8 +157,8 @@ def normalize(op: OpDef, inputs: tuple) -> tuple:
 def _adopt(op: OpDef, x: Any, dtype: _dt.DType, i: int) -> Tensor:
     """A Python value converted to ``dtype``; lossy conversions raise TypeError."""
     kind = type(x)
-    if kind is float and dtype.is_floating or kind is int and not dtype.is_bool and \
-            -2**31 <= x < 2**31:
+    if kind is float and dtype.is_floating or kind is int and (
+            dtype.is_floating or dtype.is_integer and _exact_scalar(x, dtype.np)):
         return wrap(dtype.np.type(x))  # the common `x * 2.0` case, without the general path
     try:
         return convert_to_tensor(x, dtype)

@@ -179,7 +179,7 @@ def to_eager(value: Any, dtype: Any = None, dtype_hint: Any = None) -> Tensor:
         if arr.dtype.kind in "USO":
             raise TypeError(f"Can't convert a NumPy array of dtype {arr.dtype} to a tensor.")
         if target is None:
-            _dt.from_numpy(arr.dtype)  # raises for dtypes stagecraft lacks (float16, uint8)
+            _dt.from_numpy(arr.dtype)  # raises for dtypes stagecraft lacks (float16, complex64)
             return wrap(arr.copy() if isinstance(value, np.ndarray) else arr)
         return wrap(_cast_python(arr, value, target))
     if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):

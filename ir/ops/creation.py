@@ -55,8 +55,12 @@ fill_dynamic_op = creation(
     "holds the dims known when tracing (None where unknown).", unify=(0,))
 
 
+# TensorFlow's Range kernels: no uint8 or uint64.
+_RANGE_DTYPES = tuple(d for d in dt.NUMERIC if d not in (dt.uint8, dt.uint64))
+
+
 def _range_infer(types):
-    d = check_unified("range", ("start", "limit", "delta"), types, (0, 1, 2), dt.NUMERIC)
+    d = check_unified("range", ("start", "limit", "delta"), types, (0, 1, 2), _RANGE_DTYPES)
     for t, n in zip(types, ("start", "limit", "delta")):
         if t.rank not in (0, None):
             raise fail("range", f"'{n}' must be a scalar.")
@@ -72,9 +76,9 @@ def _range_kernel(start, limit, delta):
 range_op = creation(
     "range", ("start", "limit", "delta"), (), _range_infer, _range_kernel,
     lambda rng, d: [Example(tuple(np.asarray(v, d.np) for v in t))
-                    for t in [(0, 5, 1), (1, 8, 3), (5, 0, -2)]],
+                    for t in [(0, 5, 1), (1, 8, 3), (5, 0, -2)] if t[2] > 0 or not d.is_unsigned],
     "The sequence start, start + delta, ... up to but excluding limit.", unify=(0, 1, 2),
-    dtypes=dt.NUMERIC)
+    dtypes=_RANGE_DTYPES)
 
 
 def _eye_infer(types, num_rows, num_columns, dtype):

@@ -51,7 +51,18 @@ def binary(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo
 
 
 def _to_float(d: DType) -> DType:
-    return d if d.is_floating else dt.float64
+    """True division's result dtype (TensorFlow's table): floats keep theirs, 8- and 16-bit
+    integers give float32, 32- and 64-bit integers float64."""
+    if d.is_floating:
+        return d
+    return dt.float32 if d.size <= 2 else dt.float64
+
+
+def _true_divide(x, y):
+    if x.dtype.kind in "iu":  # TensorFlow casts both to the result's float dtype first
+        f = np.float32 if x.dtype.itemsize <= 2 else np.float64
+        return np.true_divide(x, y, dtype=f)
+    return np.true_divide(x, y)
 
 
 def _sigmoid(x):
@@ -61,7 +72,7 @@ def _sigmoid(x):
 def _int_division(fn):
     def kernel(x, y):
         # TensorFlow raises for integer division by zero (NumPy returns 0 with a warning).
-        if x.dtype.kind == "i" and not np.all(y):
+        if x.dtype.kind in "iu" and not np.all(y):
             raise ZeroDivisionError("Integer division by zero.")
         return fn(x, y)
     return kernel
@@ -74,10 +85,12 @@ def _pow(x, y):
 
 
 F, N, A, B = dt.FLOATS, dt.NUMERIC, dt.ALL, (dt.bool_,)
+S = dt.SIGNED  # TensorFlow registers negative, abs, sign, round, pow and squared_difference
+# for signed types only
 
-negative_op = unary("negative", np.negative, N, "Elementwise -x.")
-abs_op = unary("abs", np.abs, N, "Elementwise |x|; its gradient at 0 is 0.", avoid=(0.0,))
-sign_op = unary("sign", np.sign, N, "Elementwise sign: -1, 0 or 1.", avoid=(0.0,))
+negative_op = unary("negative", np.negative, S, "Elementwise -x.")
+abs_op = unary("abs", np.abs, S, "Elementwise |x|; its gradient at 0 is 0.", avoid=(0.0,))
+sign_op = unary("sign", np.sign, S, "Elementwise sign: -1, 0 or 1.", avoid=(0.0,))
 square_op = unary("square", np.square, N, "Elementwise x*x.")
 exp_op = unary("exp", np.exp, F, "Elementwise e**x.")
 log_op = unary("log", np.log, F, "Natural logarithm; log(0) = -inf.", lo=0.2, hi=3.0)
@@ -94,7 +107,7 @@ relu_op = unary("relu", lambda x: np.maximum(x, 0), N,
 floor_op = unary("floor", np.floor, F, "Largest integer not greater than x.",
                  avoid=(0.0, 1.0, -1.0))
 ceil_op = unary("ceil", np.ceil, F, "Smallest integer not less than x.", avoid=(0.0, 1.0, -1.0))
-round_op = unary("round", np.round, N, "Round half to even (banker's rounding), like TensorFlow.",
+round_op = unary("round", np.round, S, "Round half to even (banker's rounding), like TensorFlow.",
                  avoid=(0.5, 1.5, -0.5, -1.5))
 logical_not_op = unary("logical_not", np.logical_not, B, "Elementwise NOT of a bool tensor.")
 identity_op = unary("identity", lambda x: x, A, "Returns its input unchanged.")
@@ -128,15 +141,16 @@ is_inf_op = unary("is_inf", np.isinf, F, "True where x is +inf or -inf.", out=dt
 add_op = binary("add", np.add, N, "Elementwise x + y with broadcasting.")
 subtract_op = binary("subtract", np.subtract, N, "Elementwise x - y with broadcasting.")
 multiply_op = binary("multiply", np.multiply, N, "Elementwise x * y with broadcasting.")
-divide_op = binary("divide", np.true_divide, N,
-                   "True division x / y; integer inputs give float64 like TensorFlow.",
+divide_op = binary("divide", _true_divide, N,
+                   "True division x / y; like TensorFlow, 8- and 16-bit integers give float32, "
+                   "32- and 64-bit integers float64.",
                    rhs_nonzero=True, out=_to_float)
 floordiv_op = binary("floordiv", _int_division(np.floor_divide), N,
                      "Floor division, rounding toward -inf.", rhs_nonzero=True)
 floormod_op = binary("floormod", _int_division(np.mod), N,
                      "Remainder of floor division; takes the sign of y like Python's %.",
                      rhs_nonzero=True)
-pow_op = binary("pow", _pow, N, "Elementwise x ** y.", lo=0.5, hi=2.0)
+pow_op = binary("pow", _pow, S, "Elementwise x ** y.", lo=0.5, hi=2.0)
 maximum_op = binary("maximum", np.maximum, N, "Elementwise max(x, y).")
 minimum_op = binary("minimum", np.minimum, N, "Elementwise min(x, y).")
 equal_op = binary("equal", np.equal, A, "Elementwise x == y.", out=dt.bool_, lo=-1, hi=1)
@@ -149,7 +163,7 @@ greater_equal_op = binary("greater_equal", np.greater_equal, N, "Elementwise x >
                           out=dt.bool_)
 atan2_op = binary("atan2", np.arctan2, F,
                   "The angle of the point (x, y) in radians: atan2(y, x), with its quadrant.")
-squared_difference_op = binary("squared_difference", lambda x, y: np.square(x - y), N,
+squared_difference_op = binary("squared_difference", lambda x, y: np.square(x - y), S,
                                "Elementwise (x - y) * (x - y).")
 xlogy_op = binary("xlogy", lambda x, y: np.where(x == 0, np.zeros_like(x), x * np.log(
     np.where(x == 0, np.ones_like(y), y))), F, "x * log(y), and 0 where x is 0 (even for y 0).",
@@ -172,11 +186,31 @@ def _cast_examples(rng, d):
             for s in UNARY_SHAPES for to in dt.ALL]
 
 
+# Integer targets that a float reaches through int64 (truncate, then keep the low bits): what
+# C's cast compiles to on x86, where TensorFlow's out-of-range casts are otherwise undefined.
+THROUGH_INT64 = frozenset(d.np for d in (dt.int8, dt.int16, dt.uint8, dt.uint16, dt.uint32))
+_TWO_63 = 2.0 ** 63
+
+
+def _cast_kernel(x, dtype):
+    x = np.asarray(x)
+    if x.dtype.kind == "f" and dtype.is_integer:
+        if dtype.np in THROUGH_INT64:
+            return x.astype(np.int64).astype(dtype.np)
+        if dtype is dt.uint64:  # [2**63, 2**64) directly, the rest through int64
+            big = x >= _TWO_63
+            return np.where(big, np.where(big, x, 0).astype(np.uint64),
+                            np.where(big, 0, x).astype(np.int64).astype(np.uint64))
+    return x.astype(dtype.np)
+
+
 cast_op = OpDef(
     name="cast", kind=Kind.ELEMENTWISE, inputs=("x",), attrs=("dtype",), infer=_cast_infer,
-    kernel=lambda x, dtype: np.asarray(x).astype(dtype.np), dtypes=A, unify=(0,),
-    examples=_cast_examples,
-    doc="Converts to another dtype; floats truncate toward zero when cast to integers.")
+    kernel=_cast_kernel, dtypes=A, unify=(0,), examples=_cast_examples,
+    doc="Converts to another dtype like C's casts: floats truncate toward zero when cast to "
+        "integers, integers wrap around (keep their low bits) when the target is narrower; "
+        "a float outside an 8-, 16- or unsigned 32-bit target's range goes through int64 first "
+        "(so -1.0 becomes 255 as uint8, as on x86).")
 
 
 def _select_infer(types):

@@ -10,12 +10,15 @@ from stagecraft.ir.dtypes import DType
 
 def values(rng: np.random.Generator, dtype: DType, shape: Sequence[int], lo: float = -2.0,
            hi: float = 2.0, avoid: Sequence[float] = (), nonzero: bool = False) -> np.ndarray:
-    """Uniform values in [lo, hi] of ``dtype``; floats keep 0.15 away from each point in
+    """Uniform values in [lo, hi] of ``dtype`` (for unsigned integers, [0, hi - lo] when lo is
+    negative); floats keep 0.15 away from each point in
     ``avoid`` (kinks where finite differences are meaningless); ``nonzero`` for divisors."""
     shape = tuple(shape)
     if dtype.is_bool:
         return rng.random(shape) < 0.5
     if dtype.is_integer:
+        if dtype.is_unsigned:  # the same count of draws, shifted to be non-negative
+            lo, hi = (0, hi - lo) if lo < 0 else (lo, hi)
         v = rng.integers(int(np.floor(lo)), int(np.ceil(hi)) + 1, shape)
         if nonzero:
             v = np.where(v == 0, 1, v)

@@ -31,13 +31,44 @@ def rng(*parts: Any) -> np.random.Generator:
 
 
 def dtypes_to_test(name: str) -> tuple:
-    """The dtypes an op's tests run (``OpDef.test_dtypes``, default ``dtypes``).
+    """The dtypes an op's generated tests run by default: ``OpDef.test_dtypes`` when the op
+    sets it, else its classic dtypes (``dt.CLASSIC``) plus one of its other dtypes, picked by
+    the op's name so that the suite covers each new dtype on many ops without running every
+    op in every dtype (``all_dtypes_to_test`` is the whole matrix, run with --full-matrix).
 
     >>> dtypes_to_test("logical_not")
     (stagecraft.bool,)
+    >>> [d.name for d in dtypes_to_test("add")]
+    ['int32', 'int64', 'float32', 'float64', 'int16']
+    """
+    op = OPS[name]
+    if op.test_dtypes is not None:
+        return op.test_dtypes
+    classic = tuple(d for d in op.dtypes if d in dt.CLASSIC)
+    others = tuple(d for d in op.dtypes if d not in dt.CLASSIC)
+    return classic + (others[seed(name) % len(others)],) if others else classic
+
+
+def all_dtypes_to_test(name: str) -> tuple:
+    """Every dtype an op declares (``OpDef.test_dtypes`` when set) — the full matrix.
+
+    >>> len(all_dtypes_to_test("add")) > len(dtypes_to_test("add"))
+    True
     """
     op = OPS[name]
     return op.test_dtypes if op.test_dtypes is not None else op.dtypes
+
+
+def extra_dtype_cases(name: str) -> list:
+    """``(dtype, example)`` for the dtypes of ``all_dtypes_to_test`` that the default sample
+    leaves out (the generated tests mark them ``full_matrix``).
+
+    >>> all(d not in dtypes_to_test("add") for d, _ in extra_dtype_cases("add"))
+    True
+    """
+    sample = dtypes_to_test(name)
+    return [(d, ex) for d in all_dtypes_to_test(name) if d not in sample
+            for ex in examples(name, d)]
 
 
 def examples(name: str, d: dt.DType, key: Sequence[Any] | None = None) -> list:
