@@ -471,3 +471,7 @@ def _random(cg, e: Eqn) -> None:
     else:
         dims = _dynamic_dims(cg, e, name)
     _into(cg, e, dims, lambda out: f"K.random_into({_RANDOM_KIND[name]}, {out}, {seed}, {bounds})")
+
+
+# Lowerings of other op families, kept in their own modules, register into LOWER here.
+from stagecraft.backends.numba_cpu import conv_lowerings  # noqa: E402,F401

@@ -34,6 +34,7 @@ from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.numba_cuda import memory
 from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul, random, reduce,
                                                     scatter, shape)
+from stagecraft.backends.numba_cuda.kernels import conv
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops import Kind
@@ -271,3 +272,10 @@ TABLE["random_uniform_dynamic"] = lambda xs, a, t: random.uniform(
     xs[0], _dims("random_uniform", xs, a), a["dtype"].np)
 TABLE["random_uniform_int_dynamic"] = lambda xs, a, t: random.uniform_int(
     xs[0], xs[2], xs[3], _dims("random_uniform_int", xs, a))
+
+
+# ------------------------------------------------------------------------- convolution
+
+TABLE["conv"] = lambda xs, a, t: conv.conv(xs[0], xs[1], a, t[0].shape)
+TABLE["conv_backprop_input"] = lambda xs, a, t: conv.conv_backprop_input(xs[0], xs[1], a)
+TABLE["conv_backprop_filter"] = lambda xs, a, t: conv.conv_backprop_filter(xs[0], xs[1], a)

@@ -1,0 +1,238 @@
+"""Convolution kernels (im2col / col2im + BLAS) for the ``conv``, ``conv_backprop_input`` and
+``conv_backprop_filter`` ops.
+
+Every convolution is handled as 3-D: generated code views a channels-last input of 1 to 3
+spatial dims as ``x5 [N, D, H, W, C]`` (unit dims in front) and the filters as
+``w5 [KD, KH, KW, Cg, O]``, and passes the geometry as one tuple of ints
+``(sd, sh, sw, rd, rh, rw, pd, ph, pw, groups)`` (strides, dilations, padding before; the
+padding after only shows in the output size, which the caller passes or the kernel reads from
+``dy``). The im2col matrix of group ``g`` is ``cols[g] [M, KD*KH*KW*Cg]`` (``M = N*OD*OH*OW``,
+channels fastest); each product is one ``np.dot`` on contiguous 2-D blocks, which Numba sends
+to BLAS (floats only, as the op table allows). A 1x1 convolution with stride 1 and no padding
+uses the input as its own im2col matrix.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+
+
+@_jit
+def _pointwise(kshape, geom):
+    """Whether im2col is the identity (1x1x1 kernel, stride 1, no padding)."""
+    for i in range(3):
+        if kshape[i] != 1 or geom[i] != 1 or geom[6 + i] != 0:
+            return False
+    return True
+
+
+@_jit
+def im2col5(x, kshape, geom, oshape):
+    """``[groups, M, KD*KH*KW*Cg]`` patches of ``x [N, D, H, W, C]``; zeros in the padding."""
+    n, d, h, w, c = x.shape
+    kd, kh, kw = kshape
+    od, oh, ow = oshape
+    groups = geom[9]
+    cg = c // groups
+    kk = kd * kh * kw
+    m = n * od * oh * ow
+    cols = np.empty((groups, m, kk * cg), x.dtype)
+    row = 0
+    for b in range(n):
+        for z in range(od):
+            for y in range(oh):
+                for v in range(ow):
+                    k = 0
+                    for a in range(kd):
+                        iz = z * geom[0] + a * geom[3] - geom[6]
+                        for e in range(kh):
+                            iy = y * geom[1] + e * geom[4] - geom[7]
+                            for f in range(kw):
+                                ix = v * geom[2] + f * geom[5] - geom[8]
+                                inside = 0 <= iz < d and 0 <= iy < h and 0 <= ix < w
+                                for g in range(groups):
+                                    dst = cols[g, row, k * cg:(k + 1) * cg]
+                                    if inside:
+                                        dst[:] = x[b, iz, iy, ix, g * cg:(g + 1) * cg]
+                                    else:
+                                        dst[:] = 0
+                                k += 1
+                    row += 1
+    return cols
+
+
+@_jit
+def col2im5(dcols, xshape, kshape, geom, oshape):
+    """The adjoint of :func:`im2col5`: ``dcols [groups, M, KD*KH*KW*Cg]`` summed into a new
+    ``[N, D, H, W, C]`` array (``xshape``); padding positions are dropped."""
+    n, d, h, w, c = xshape
+    kd, kh, kw = kshape
+    od, oh, ow = oshape
+    groups = geom[9]
+    cg = c // groups
+    dx = np.zeros((n, d, h, w, c), dcols.dtype)
+    row = 0
+    for b in range(n):
+        for z in range(od):
+            for y in range(oh):
+                for v in range(ow):
+                    k = 0
+                    for a in range(kd):
+                        iz = z * geom[0] + a * geom[3] - geom[6]
+                        for e in range(kh):
+                            iy = y * geom[1] + e * geom[4] - geom[7]
+                            for f in range(kw):
+                                ix = v * geom[2] + f * geom[5] - geom[8]
+                                if 0 <= iz < d and 0 <= iy < h and 0 <= ix < w:
+                                    for g in range(groups):
+                                        src = dcols[g, row, k * cg:(k + 1) * cg]
+                                        dst = dx[b, iz, iy, ix, g * cg:(g + 1) * cg]
+                                        for q in range(cg):
+                                            dst[q] += src[q]
+                                k += 1
+                    row += 1
+    return dx
+
+
+@_jit
+def _columns(x, kshape, geom, oshape):
+    if _pointwise(kshape, geom):
+        n, d, h, w, c = x.shape
+        if geom[9] == 1:
+            return x.reshape((1, n * d * h * w, c))
+    return im2col5(x, kshape, geom, oshape)
+
+
+@_jit
+def _filters2(w):
+    """``w5 [KD, KH, KW, Cg, O]`` as the 2-D ``[KD*KH*KW*Cg, O]``."""
+    kd, kh, kw, cg, o = w.shape
+    return w.reshape((kd * kh * kw * cg, o))
+
+
+@_jit
+def _split_columns(a, groups):
+    """``[M, groups * k]`` -> contiguous ``[groups, M, k]``."""
+    m, total = a.shape
+    k = total // groups
+    out = np.empty((groups, m, k), a.dtype)
+    for g in range(groups):
+        out[g] = a[:, g * k:(g + 1) * k]
+    return out
+
+
+@_jit
+def conv5(x, w, geom, oshape):
+    """``conv`` of ``x5`` with ``w5``; returns ``[N, OD, OH, OW, O]``."""
+    n = x.shape[0]
+    o = w.shape[4]
+    groups = geom[9]
+    cols = _columns(x, (w.shape[0], w.shape[1], w.shape[2]), geom, oshape)
+    w2 = _filters2(w)
+    m = cols.shape[1]
+    if groups == 1:
+        out = np.dot(cols[0], w2)
+    else:
+        wg = _split_columns(w2, groups)
+        og = o // groups
+        out = np.empty((m, o), x.dtype)
+        for g in range(groups):
+            out[:, g * og:(g + 1) * og] = np.dot(cols[g], wg[g])
+    return out.reshape((n, oshape[0], oshape[1], oshape[2], o))
+
+
+@_jit
+def conv_backprop_filter5(x, dy, fshape, geom):
+    """``conv_backprop_filter``: ``dw5 [KD, KH, KW, Cg, O]`` (``fshape``) from ``x5`` and
+    ``dy5``."""
+    kd, kh, kw, cg, o = fshape
+    groups = geom[9]
+    oshape = (dy.shape[1], dy.shape[2], dy.shape[3])
+    cols = _columns(x, (kd, kh, kw), geom, oshape)
+    dy2 = dy.reshape((-1, o))
+    if groups == 1:
+        dw = np.dot(cols[0].T, dy2)
+    else:
+        dyg = _split_columns(dy2, groups)
+        og = o // groups
+        dw = np.empty((kd * kh * kw * cg, o), x.dtype)
+        for g in range(groups):
+            dw[:, g * og:(g + 1) * og] = np.dot(cols[g].T, dyg[g])
+    return dw.reshape((kd, kh, kw, cg, o))
+
+
+@_jit
+def conv_backprop_input5(w, dy, xshape, geom):
+    """``conv_backprop_input``: ``dx5`` of shape ``(N,) + xshape`` (``xshape`` = D, H, W, C)
+    from ``w5`` and ``dy5``."""
+    kd, kh, kw, cg, o = w.shape
+    groups = geom[9]
+    n = dy.shape[0]
+    oshape = (dy.shape[1], dy.shape[2], dy.shape[3])
+    full = (n, xshape[0], xshape[1], xshape[2], xshape[3])
+    dy2 = dy.reshape((-1, o))
+    w2 = _filters2(w)
+    if groups == 1:
+        dcols = np.dot(dy2, w2.T)
+        if _pointwise((kd, kh, kw), geom):
+            return dcols.reshape(full)
+        return col2im5(dcols.reshape((1,) + dcols.shape), full, (kd, kh, kw), geom, oshape)
+    dyg = _split_columns(dy2, groups)
+    wg = _split_columns(w2, groups)
+    m = dy2.shape[0]
+    dc = np.empty((groups, m, kd * kh * kw * cg), w.dtype)
+    for g in range(groups):
+        dc[g] = np.dot(dyg[g], wg[g].T)
+    return col2im5(dc, full, (kd, kh, kw), geom, oshape)
+
+
+# --------------------------------------------------------------------------- adapters
+# Plain Python: what generated code does, for tests. Not a hot path.
+
+def as5(a, lead: int):
+    """A channels-last array of 1-3 spatial dims as 5-D (unit spatial dims after ``lead``
+    leading dims)."""
+    a = np.ascontiguousarray(a)
+    missing = 5 - a.ndim
+    return a.reshape(a.shape[:lead] + (1,) * missing + a.shape[lead:])
+
+
+def geometry(strides, dilations, padding, groups) -> tuple:
+    """The kernels' geometry tuple from the op's attributes."""
+    missing = 3 - len(strides)
+    s = (1,) * missing + tuple(strides)
+    r = (1,) * missing + tuple(dilations)
+    p = (0,) * missing + tuple(lo for lo, _ in padding)
+    return tuple(int(v) for v in s + r + p) + (int(groups),)
+
+
+def out_shape5(xshape, kshape, strides, dilations, padding) -> tuple:
+    from stagecraft.ir.ops.conv import output_size
+    missing = 3 - len(strides)
+    return (1,) * missing + tuple(output_size(n, k, s, d, p) for n, k, s, d, p in
+                                  zip(xshape, kshape, strides, dilations, padding))
+
+
+def run_conv(x, w, strides, dilations, padding, groups):
+    r = x.ndim - 2
+    o = out_shape5(x.shape[1:-1], w.shape[:r], strides, dilations, padding)
+    y = conv5(as5(x, 1), as5(w, 0), geometry(strides, dilations, padding, groups), o)
+    return y.reshape((x.shape[0],) + o[3 - r:] + (w.shape[-1],))
+
+
+def run_conv_backprop_filter(x, dy, filter_shape, strides, dilations, padding, groups):
+    r = x.ndim - 2
+    f5 = (1,) * (3 - r) + tuple(filter_shape)
+    dw = conv_backprop_filter5(as5(x, 1), as5(dy, 1), f5,
+                               geometry(strides, dilations, padding, groups))
+    return dw.reshape(tuple(filter_shape))
+
+
+def run_conv_backprop_input(w, dy, input_shape, strides, dilations, padding, groups):
+    r = w.ndim - 2
+    x4 = (1,) * (3 - r) + tuple(input_shape[1:])
+    dx = conv_backprop_input5(as5(w, 0), as5(dy, 1), x4,
+                              geometry(strides, dilations, padding, groups))
+    return dx.reshape((dy.shape[0],) + tuple(input_shape[1:]))
