@@ -24,6 +24,7 @@ from stagecraft.ops.indexing_ops import (argsort, boolean_mask, gather_nd, scatt
                                         tensor_scatter_nd_update)
 from stagecraft.ops.manip_ops import (linspace, meshgrid, pad, repeat, reverse, roll, slice,  # noqa: A004
                                       split, tensordot)
+from stagecraft.ops.segment_ops import searchsorted, unique, unique_with_counts
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft.linalg import norm
 from stagecraft.autodiff.tape import GradientTape, UnconnectedGradients

@@ -9,3 +9,12 @@ from stagecraft.ops.stable_math_ops import __all__ as _stable_all
 for _name in _top_only:
     del globals()[_name]
 __all__ = [n for n in _math_all if n not in _top_only] + list(_stable_all) + ["top_k"]
+from stagecraft.ops.segment_ops import (  # noqa: F401
+    bincount, segment_max, segment_mean, segment_min, segment_prod, segment_sum,
+    unsorted_segment_max, unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod,
+    unsorted_segment_sqrt_n, unsorted_segment_sum)
+
+__all__ += ["bincount", "segment_max", "segment_mean", "segment_min", "segment_prod",
+            "segment_sum", "unsorted_segment_max", "unsorted_segment_mean",
+            "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
+            "unsorted_segment_sum"]

@@ -325,7 +325,8 @@ ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     **{k: ("an int", _is_int) for k in ("batch_dims", "depth", "num_columns", "num_rows",
                                          "carry")},
     **{k: ("true or false", lambda v: type(v) is bool)
-       for k in ("descending", "exclusive", "keepdims", "reverse", "transpose_a", "transpose_b")},
+       for k in ("descending", "exclusive", "keepdims", "reverse", "transpose_a", "transpose_b",
+                 "sorted")},
     **{k: ("a dtype", lambda v: isinstance(v, dt.DType))
        for k in ("dtype", "out_type", "output_type")},
     **{k: ("a tuple of ints", _INTS) for k in ("dims", "multiples", "perm", "shape")},
@@ -339,7 +340,8 @@ ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "summarize": ("null or an int", _either(_is_none, _is_int)),
     "spec": ("a tuple of tuples of strings, ints and nulls", _ITEMS),
     "template": ("a tuple of tuples of strings, ints and nulls", _ITEMS),
-    **{k: ("a string", _is_str) for k in ("mode", "name", "message", "sep", "end", "stream")},
+    **{k: ("a string", _is_str) for k in ("mode", "name", "message", "sep", "end", "stream",
+                                          "side")},
     "value": ("an array", lambda v: isinstance(v, np.ndarray)),
 }
 # Strings that are printed as data rather than names (``tf.print``'s text) may hold line

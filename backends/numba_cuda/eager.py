@@ -279,3 +279,14 @@ TABLE["random_uniform_int_dynamic"] = lambda xs, a, t: random.uniform_int(
 TABLE["conv"] = lambda xs, a, t: conv.conv(xs[0], xs[1], a, t[0].shape)
 TABLE["conv_backprop_input"] = lambda xs, a, t: conv.conv_backprop_input(xs[0], xs[1], a)
 TABLE["conv_backprop_filter"] = lambda xs, a, t: conv.conv_backprop_filter(xs[0], xs[1], a)
+
+
+# ------------------------------------------------------------------- segments and search
+
+from stagecraft.backends.numba_cuda.kernels import segment  # noqa: E402
+
+TABLE["segment_reduce"] = lambda xs, a, t: segment.segment_reduce(*xs, a["mode"], a["sorted"],
+                                                                  a["static"])
+TABLE["unique_index"] = lambda xs, a, t: segment.unique_index(xs[0], a["out_type"].np)
+TABLE["searchsorted"] = lambda xs, a, t: segment.searchsorted(xs[0], xs[1], a["side"] == "right",
+                                                              a["out_type"].np)

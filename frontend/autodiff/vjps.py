@@ -26,7 +26,7 @@ NOT_DIFFERENTIABLE = frozenset({
     "shape", "where_indices", "range", "eye", "random_normal", "random_uniform",
     "random_uniform_int", "random_truncated_normal", "random_normal_dynamic",
     "random_uniform_dynamic", "random_uniform_int_dynamic", "random_truncated_normal_dynamic",
-    "is_finite", "is_nan", "is_inf", "argsort",
+    "is_finite", "is_nan", "is_inf", "argsort", "unique_index", "searchsorted",
 })
 
 
@@ -541,4 +541,4 @@ __all__ = ["VJPS", "NOT_DIFFERENTIABLE", "rule", "unbroadcast"]
 
 # Rule modules of other op families register into VJPS when this table loads.
 from stagecraft.autodiff import conv_vjps  # noqa: E402,F401
-
+from stagecraft.autodiff import segment_vjps  # noqa: E402,F401

@@ -1,0 +1,58 @@
+"""Numba lowerings of ``segment_reduce``, ``unique_index`` and ``searchsorted``: calls into
+``kernels/segment.py`` on 2-D views (rows by the segment ids, the rest flattened)."""
+from __future__ import annotations
+
+from stagecraft.backends.codegen.source import literal, rank as _rank, tuple_text
+from stagecraft.backends.numba_cpu.lowerings import lowers
+from stagecraft.ir.graph import Eqn
+from stagecraft.ir.ops.segment import REDUCTIONS, identity
+
+
+def _product(dims: list) -> str:
+    return " * ".join(dims) if dims else "1"
+
+
+@lowers("segment_reduce")
+def _segment_reduce(cg, e: Eqn) -> None:
+    data, ids, num = e.inputs
+    v = e.outputs[0]
+    a = e.params
+    k = _rank(ids)
+    ddims, idims = cg.dims(data), cg.dims(ids)
+    rows, width = _product(ddims[:k]), _product(ddims[k:])
+    n = cg.fresh("n")
+    cg.line(f"{n} = np.int64({cg.operand(num)})")
+    if a["static"][0] is not None:
+        cg.fail(f"{n} != {int(a['static'][0])}",
+                f"segment_reduce: num_segments differs from its value when the function was "
+                f"traced ({a['static'][0]}).")
+    init = literal(identity(a["mode"], data.type.dtype.np).item(), data.type.dtype)
+    ids_shape = f"np.array({tuple_text(idims)}, np.int64)" if idims else "np.empty(0, np.int64)"
+    call = (f"K.segment_reduce(np.ascontiguousarray({cg.array(data)}).reshape(({rows}, {width})), "
+            f"np.ascontiguousarray({cg.array(ids)}).reshape(-1), {ids_shape}, {n}, "
+            f"{REDUCTIONS.index(a['mode'])}, {bool(a['sorted'])}, {init})")
+    cg.define(v, f"{call}.reshape({tuple_text([n] + ddims[k:])})")
+
+
+@lowers("unique_index")
+def _unique_index(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    out = cg.empty(v, cg.dims(x))
+    cg.define(v, f"K.unique_index({cg.operand(x)}, {out})")
+
+
+@lowers("searchsorted")
+def _searchsorted(cg, e: Eqn) -> None:
+    seq, vals = e.inputs
+    v = e.outputs[0]
+    sd, vd = cg.dims(seq), cg.dims(vals)
+    rows = _product(vd[:-1])
+    if sd[:-1] != vd[:-1]:
+        cg.fail(f"{_product(sd[:-1])} != {rows}",
+                "searchsorted: Leading dim_size of both tensors must match.")
+    out = cg.empty(v, [rows, vd[-1]])
+    right = e.params["side"] == "right"
+    cg.define(v, f"K.searchsorted2(np.ascontiguousarray({cg.operand(seq)}).reshape(({rows}, "
+                 f"{sd[-1]})), np.ascontiguousarray({cg.operand(vals)}).reshape(({rows}, "
+                 f"{vd[-1]})), {right}, {out}).reshape({tuple_text(vd)})")
+
