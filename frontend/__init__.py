@@ -26,6 +26,7 @@ from stagecraft.ops.manip_ops import (linspace, meshgrid, pad, repeat, reverse, 
                                       split, tensordot)
 from stagecraft.ops.segment_ops import searchsorted, unique, unique_with_counts
 from stagecraft import errors, linalg, math, nest, nn, random
+from stagecraft import bitwise
 from stagecraft.linalg import norm
 from stagecraft.autodiff.tape import GradientTape, UnconnectedGradients
 from stagecraft.autodiff.custom_gradient import custom_gradient

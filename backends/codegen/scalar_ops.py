@@ -65,6 +65,15 @@ def _same(a: list, d: DType) -> str:
     return a[0]   # identity; for cast, the generator's cast to the output dtype converts
 
 
+def _shift(op: str) -> Expr:
+    def expr(a: list, d: DType) -> str:
+        # TensorFlow clamps the amount to [0, bits - 1]; literals of d's type keep Numba from
+        # mixing signed and unsigned 64-bit integers (which it would widen to float64).
+        amount = f"min(max({a[1]}, {literal(0, d)}), {literal(d.size * 8 - 1, d)})"
+        return f"({a[0]} {op} {amount})"
+    return expr
+
+
 SCALAR: dict[str, Expr] = {
     "negative": lambda a, d: f"(-{a[0]})",
     "abs": _call("np.abs"),
@@ -128,6 +137,12 @@ SCALAR: dict[str, Expr] = {
     "logical_xor": _infix("!="),
     "cast": _same,
     "select": lambda a, d: f"({a[1]} if {a[0]} else {a[2]})",
+    "bitwise_and": _infix("&"),
+    "bitwise_or": _infix("|"),
+    "bitwise_xor": _infix("^"),
+    "invert": lambda a, d: f"(~{a[0]})",
+    "left_shift": _shift("<<"),
+    "right_shift": _shift(">>"),
 }
 
 # op -> (condition on the element sources, message) for integer inputs only.

@@ -128,32 +128,39 @@ def logical_not(x: Any, name: str | None = None) -> Tensor:
     return bind(_O["logical_not"], x)
 
 
+# The operators on integer tensors: TensorFlow's bitwise ops.
+_BITWISE = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "not": "invert"}
+
+
 def _bool_operator(symbol: str, op: str, *args: Any) -> Tensor:
     ts = [convert_to_tensor(a) if not isinstance(a, (bool, int)) else a for a in args]
+    first = next((t for t in ts if isinstance(t, Tensor)), None)
+    if first is not None and first.dtype.is_integer:
+        return bind(_O[_BITWISE[op]], *args)
     for t in ts:
         if isinstance(t, Tensor) and t.dtype != _dt.bool_:
-            raise TypeError(f"'{symbol}' is defined for bool tensors (logical {op}); got a "
-                            f"{t.dtype.name} tensor. stagecraft has no bitwise ops on integers.")
+            raise TypeError(f"'{symbol}' is defined for bool tensors (logical {op}) and "
+                            f"integer tensors (tf.bitwise); got a {t.dtype.name} tensor.")
     return bind(_O["logical_" + op], *args)
 
 
 def and_(x: Any, y: Any) -> Tensor:
-    """``x & y`` on bool tensors (the operator; logical_and is the op)."""
+    """``x & y``: logical on bool tensors, bitwise on integer ones (the operator)."""
     return _bool_operator("&", "and", x, y)
 
 
 def or_(x: Any, y: Any) -> Tensor:
-    """``x | y`` on bool tensors."""
+    """``x | y``: logical on bool tensors, bitwise on integer ones."""
     return _bool_operator("|", "or", x, y)
 
 
 def xor_(x: Any, y: Any) -> Tensor:
-    """``x ^ y`` on bool tensors."""
+    """``x ^ y``: logical on bool tensors, bitwise on integer ones."""
     return _bool_operator("^", "xor", x, y)
 
 
 def invert_(x: Any) -> Tensor:
-    """``~x`` on bool tensors."""
+    """``~x``: logical NOT of a bool tensor, bitwise inversion of an integer one."""
     return _bool_operator("~", "not", x)
 
 
