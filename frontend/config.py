@@ -11,8 +11,10 @@ from stagecraft.devices.device import (LogicalDevice, PhysicalDevice, get_device
                                get_soft_device_placement, list_logical_devices,
                                list_physical_devices, set_device_policy,
                                set_soft_device_placement)
+from stagecraft.distribute.connect import experimental_connect_to_cluster
 
 __all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "enable_checks", "experimental",
+           "experimental_connect_to_cluster",
            "functions_run_eagerly",
            "get_compile_mode", "get_soft_device_placement", "list_logical_devices",
            "list_physical_devices", "run_functions_eagerly", "set_compile_mode",

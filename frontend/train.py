@@ -8,11 +8,12 @@ functions that inspect checkpoint files.
 >>> _ = v.assign(5.0); _ = ckpt.restore(path).assert_consumed(); float(v.numpy())
 1.0
 """
+from stagecraft.distribute.cluster_spec import ClusterSpec
 from stagecraft.state.checkpoint.checkpoint import Checkpoint
 from stagecraft.state.checkpoint.manager import CheckpointManager
 from stagecraft.state.checkpoint.reader import CheckpointReader, list_variables, load_checkpoint
 from stagecraft.state.checkpoint.restore import CheckpointLoadStatus, InitializationOnlyStatus
 from stagecraft.state.checkpoint.state import latest_checkpoint
 
-__all__ = ["Checkpoint", "CheckpointLoadStatus", "CheckpointManager", "CheckpointReader",
+__all__ = ["Checkpoint", "CheckpointLoadStatus", "ClusterSpec", "CheckpointManager", "CheckpointReader",
            "InitializationOnlyStatus", "latest_checkpoint", "list_variables", "load_checkpoint"]

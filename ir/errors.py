@@ -45,6 +45,10 @@ class UnavailableError(OpError):
     """A device or remote worker cannot be reached."""
 
 
+class DeadlineExceededError(OpError):
+    """An operation did not finish within its time limit (e.g. a call to a remote worker)."""
+
+
 class FailedPreconditionError(OpError):
     """The system is not in a state in which the operation can run (e.g. uninitialized)."""
 

@@ -18,6 +18,9 @@ PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"
 # What the Numba-CUDA backend reports ("gpu", "simulator" or "none"); None until first asked,
 # so that `import stagecraft` never imports numba.cuda.
 _detected: str | None = None
+# The full names of the devices of the connected cluster's workers (stagecraft.distribute fills
+# it on connect and empties it on disconnect): listed after this process's devices.
+REMOTE_DEVICES: list[str] = []
 _soft_placement = [True]
 _device_policy = ["silent"]
 POLICIES = ("silent", "silent_for_int32", "warn", "explicit")
@@ -62,14 +65,16 @@ def _local_devices() -> list[tuple[str, str]]:
 
 def list_devices() -> list[str]:
     """★ The full names of every device this process can run ops on: the CPU always, GPU:0
-    when a CUDA GPU (or Numba's CUDA simulator) is present. The names are the ones
+    when a CUDA GPU (or Numba's CUDA simulator) is present, then the devices of the cluster
+    this program is connected to (``tf.distribute.connect``). The names are the ones
     ``Tensor.device`` reports and ``device()`` accepts.
 
     >>> import stagecraft as tf
     >>> tf.list_devices()[0]
     '/job:localhost/replica:0/task:0/device:CPU:0'
     """
-    return [f"/job:localhost/replica:0/task:0/device:{t}:{i}" for t, i in _local_devices()]
+    return [f"/job:localhost/replica:0/task:0/device:{t}:{i}" for t, i in _local_devices()] + \
+        list(REMOTE_DEVICES)
 
 
 def _check_type(device_type: str | None) -> str | None:
@@ -81,15 +86,19 @@ def _check_type(device_type: str | None) -> str | None:
 
 def list_logical_devices(device_type: str | None = None) -> list[LogicalDevice]:
     """The logical devices (``LogicalDevice(name='/device:CPU:0', device_type='CPU')``), all of
-    them or those of one type.
+    them or those of one type; a connected cluster's devices follow with their full names
+    (``'/job:worker/replica:0/task:1/device:CPU:0'``), as in TensorFlow.
 
     >>> import stagecraft as tf
     >>> tf.config.list_logical_devices("CPU")
     [LogicalDevice(name='/device:CPU:0', device_type='CPU')]
     """
     _check_type(device_type)
-    return [LogicalDevice(f"/device:{t}:{i}", t) for t, i in _local_devices()
-            if device_type is None or t == device_type.upper()]
+    local = [LogicalDevice(f"/device:{t}:{i}", t) for t, i in _local_devices()]
+    remote = [LogicalDevice(name, DeviceSpec.from_string(name).device_type)
+              for name in REMOTE_DEVICES]
+    return [d for d in local + remote
+            if device_type is None or d.device_type == device_type.upper()]
 
 
 def list_physical_devices(device_type: str | None = None) -> list[PhysicalDevice]:

@@ -19,6 +19,7 @@ from stagecraft.ir.types import TensorType
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.devices import device as _device
 from stagecraft.eager.device_tensor import DeviceTensor, wrap_device
+from stagecraft.eager.remote import RemoteTensor, is_remote, runtime
 from stagecraft.eager.locations import leaked, user_location
 from stagecraft.eager import placement as _placement
 
@@ -65,7 +66,8 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
         normalized = normalize(op, inputs)
         for x in normalized:
             if type(x) is not Tensor:
-                if type(x) is DeviceTensor:  # (the raw inputs: Python values are not copies)
+                if type(x) is DeviceTensor or type(x) is RemoteTensor:
+                    # (the raw inputs: Python values are not copies)
                     return execute(op, inputs, attrs)
                 if x._value is None:
                     raise leaked(op, normalized)
@@ -184,7 +186,7 @@ def diagnose(op: OpDef, values: list, attrs: dict, error: Exception | None) -> E
 
 def execute(op: OpDef, inputs: tuple, attrs: dict) -> Any:
     """Runs ``op`` eagerly on its device: the ``device`` scope's if it names one, else the
-    device of its (GPU) inputs. Inputs elsewhere are copied there first."""
+    device of its (GPU or remote) inputs. Inputs elsewhere are copied there first."""
     state = STATE.get()
     given = [isinstance(x, Tensor) or hasattr(x, "read_value") for x in inputs]
     inputs = normalize(op, inputs)
@@ -194,7 +196,7 @@ def execute(op: OpDef, inputs: tuple, attrs: dict) -> Any:
             state.device.device_type is not None:
         target = _placement.resolve(state.device, f"op '{op.name}'")
     else:
-        target = _placement.GPU_DEVICE if any(type(x) is DeviceTensor for x in inputs) else _placement.CPU_DEVICE
+        target = _placement.inputs_device(inputs)
     moved = []
     for i, x in enumerate(inputs):
         if _placement.device_of(x) != target:
@@ -204,6 +206,8 @@ def execute(op: OpDef, inputs: tuple, attrs: dict) -> Any:
         moved.append(x)
     if target == _placement.GPU_DEVICE:
         return _run_gpu(op, moved, attrs, state)
+    if is_remote(target):
+        return _run_remote(op, moved, attrs, state, target)
     if state.place is None:
         return bind(op, *moved, **attrs)
     token = STATE.set(state.replace(place=None))  # CPU inputs only: bind's own eager path
@@ -231,6 +235,14 @@ def _run_gpu(op: OpDef, inputs: list, attrs: dict, state: Any) -> Any:
         results: tuple = (wrap_device(out),)
     else:
         results = tuple(wrap_device(o) for o in out)
+    for tape in state.tapes:
+        tape.record(op, attrs, inputs, results)
+    return results[0] if op.num_outputs == 1 else results
+
+
+def _run_remote(op: OpDef, inputs: list, attrs: dict, state: Any, target: str) -> Any:
+    """Runs ``op`` on a remote worker (``stagecraft.distribute``); recorded like a local op."""
+    results = runtime().run_op(op, inputs, attrs, target)
     for tape in state.tapes:
         tape.record(op, attrs, inputs, results)
     return results[0] if op.num_outputs == 1 else results

@@ -28,10 +28,11 @@ def memory() -> Any:
     return _memory
 
 
-class DeviceTensor(Tensor):
-    """A tensor on GPU:0. It behaves like any eager tensor; reading its value (``.numpy()``,
-    printing, ``float()``, ``bool()``) copies it to the host, and ``.cpu()`` makes a CPU copy.
-    Ops on it run on the GPU (see ``stagecraft.device``).
+class OffHostTensor(Tensor):
+    """An eager tensor whose buffer is not a NumPy array in this process: a GPU tensor
+    (``DeviceTensor``) or a tensor on a remote worker (``stagecraft.eager.remote``). Its
+    ``_value`` has ``shape`` and ``dtype``; reading the value (``.numpy()``, printing,
+    ``float()``, ``bool()``) copies it here through ``_host``, which subclasses define.
     """
 
     __slots__ = ()
@@ -47,13 +48,6 @@ class DeviceTensor(Tensor):
     @property
     def ndim(self) -> int:
         return len(self._value.shape)
-
-    @property
-    def device(self) -> str:
-        return GPU_DEVICE
-
-    def _host(self) -> np.ndarray:
-        return memory().to_host(self._value)
 
     def numpy(self) -> Any:
         """The value copied to the host (a NumPy scalar for 0-d tensors)."""
@@ -91,6 +85,22 @@ class DeviceTensor(Tensor):
     def __repr__(self) -> str:
         return (f"<stagecraft.Tensor: shape={self.shape}, dtype={self.dtype.name}, "
                 f"numpy={_numpy_text(self._host(), is_repr=True)}>")
+
+
+class DeviceTensor(OffHostTensor):
+    """A tensor on GPU:0. It behaves like any eager tensor; reading its value (``.numpy()``,
+    printing, ``float()``, ``bool()``) copies it to the host, and ``.cpu()`` makes a CPU copy.
+    Ops on it run on the GPU (see ``stagecraft.device``).
+    """
+
+    __slots__ = ()
+
+    @property
+    def device(self) -> str:
+        return GPU_DEVICE
+
+    def _host(self) -> np.ndarray:
+        return memory().to_host(self._value)
 
 
 _new = object.__new__

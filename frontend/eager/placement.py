@@ -20,6 +20,7 @@ from stagecraft.eager.context import STATE
 from stagecraft.devices.device import CPU_DEVICE, GPU_DEVICE, full_name
 from stagecraft.devices.device_spec import DeviceSpec
 from stagecraft.eager.device_tensor import DeviceTensor, memory, wrap_device
+from stagecraft.eager.remote import RemoteTensor, is_remote, is_remote_spec, runtime
 from stagecraft.ir import OPS
 from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.eager.locations import leaked, user_location
@@ -51,8 +52,11 @@ def _unsatisfiable(spec: DeviceSpec, why: str, what: str) -> InvalidArgumentErro
     hint = ("Turn soft placement on (tf.config.set_soft_device_placement(True)) to run such "
             "ops on the CPU, or place them on an available device (e.g. "
             "`with tf.device('/cpu:0'):`)." if why == "device" else
-            "Remove the job/replica/task part of the device name: stagecraft runs ops in this "
-            "process only (/job:localhost/replica:0/task:0).")
+            "This program is not connected to a cluster: connect first "
+            "(tf.distribute.connect(num_workers=N) starts local workers; "
+            "tf.config.experimental_connect_to_cluster(cluster_spec) joins one), or remove the "
+            "job/replica/task part of the device name to run in this process "
+            "(/job:localhost/replica:0/task:0).")
     gpu_hint = (" Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1 before importing stagecraft) "
                 "provides a GPU:0 for testing." if spec.device_type == "GPU" else "")
     return InvalidArgumentError(
@@ -62,11 +66,15 @@ def _unsatisfiable(spec: DeviceSpec, why: str, what: str) -> InvalidArgumentErro
 
 
 def resolve(spec: DeviceSpec, what: str = "an op") -> str:
-    """The device (CPU_DEVICE or GPU_DEVICE) that ops under ``spec`` run on; a device this
-    machine lacks means the CPU with soft placement on, else InvalidArgumentError."""
-    if spec.job not in (None, "localhost") or spec.replica not in (None, 0) or \
-            spec.task not in (None, 0):
-        raise _unsatisfiable(spec, "remote", what)
+    """The device (CPU_DEVICE, GPU_DEVICE or a remote device's full name) that ops under
+    ``spec`` run on; a local device this machine lacks means the CPU with soft placement on,
+    else InvalidArgumentError. Remote names need a connected cluster (``stagecraft.distribute``).
+    """
+    if is_remote_spec(spec):
+        connected = runtime()
+        if connected is None:
+            raise _unsatisfiable(spec, "remote", what)
+        return connected.resolve(spec, what)
     kind, index = spec.device_type, spec.device_index
     if kind is None or kind == "CPU" and index in (None, 0):
         return CPU_DEVICE
@@ -81,6 +89,8 @@ def device_of(x: Any) -> str:
     """Where an eager tensor (or variable) lives."""
     if type(x) is DeviceTensor:
         return GPU_DEVICE
+    if type(x) is RemoteTensor:
+        return x._value.device
     if getattr(x, "_device", None) is not None:  # a variable
         return x._device
     return CPU_DEVICE
@@ -98,8 +108,23 @@ def call_device(flat: Sequence[Any]) -> str | None:
     elif state.device is not None and state.device.device_type == "CPU":
         return None
     else:
-        target = GPU_DEVICE if any(type(x) is DeviceTensor for x in flat) else CPU_DEVICE
+        target = inputs_device(flat)
     return None if target == CPU_DEVICE else target
+
+
+def inputs_device(inputs: Sequence[Any]) -> str:
+    """Where an op or call without a device scope runs: on the device of its first remote
+    input (tensor or variable), else on the GPU when an input is a GPU tensor, else on the CPU.
+    """
+    gpu = False
+    for x in inputs:
+        kind = type(x)
+        if kind is RemoteTensor:
+            return x._value.device
+        if is_remote(getattr(x, "_device", None)):
+            return x._device
+        gpu = gpu or kind is DeviceTensor
+    return GPU_DEVICE if gpu else CPU_DEVICE
 
 
 # ------------------------------------------------------------------------- copies
@@ -122,7 +147,7 @@ def copy(x: Tensor, target: str) -> Tensor:
     source = device_of(x)
     if source == target:
         return x
-    if target == GPU_DEVICE and not _device.has_gpu():
+    if target == GPU_DEVICE and not is_remote(source) and not _device.has_gpu():
         raise InvalidArgumentError(
             "Cannot copy a tensor to GPU:0: this machine has no CUDA GPU (stagecraft found "
             f"{', '.join(_device.list_devices())}). Keep the tensor on the CPU, or set "
@@ -135,8 +160,10 @@ def copy(x: Tensor, target: str) -> Tensor:
         if graph is None:
             raise leaked(_IDENTITY, (x,))
         return graph.bind(_IDENTITY, (x,), {})
-    if target == GPU_DEVICE:
-        out: Tensor = wrap_device(to_device_array(x._value))
+    if is_remote(target) or is_remote(source):
+        out: Tensor = _connected(source if is_remote(source) else target).transfer(x, target)
+    elif target == GPU_DEVICE:
+        out = wrap_device(to_device_array(x._value))
     else:
         out = wrap(to_host_array(x._value))
     tapes = STATE.get().tapes
@@ -146,6 +173,17 @@ def copy(x: Tensor, target: str) -> Tensor:
 
 
 LATE_BOUND["copy"] = copy  # Tensor.gpu() / cpu()
+
+
+def _connected(device: str) -> Any:
+    """The connected runtime, for a tensor or variable that lives on remote ``device``."""
+    connected = runtime()
+    if connected is None:
+        raise InvalidArgumentError(
+            f"The remote device {device} is no longer connected (tf.distribute.disconnect() "
+            f"was called, or the program reconnected): its tensors and variables are gone. "
+            f"Fetch values with .numpy() before disconnecting.\n  at {user_location()}")
+    return connected
 
 
 def _copy_back(source: str, gouts: list) -> tuple:

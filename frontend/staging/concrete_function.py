@@ -15,6 +15,7 @@ from stagecraft.eager import nest, placement
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.device_tensor import DeviceTensor, wrap_device
+from stagecraft.eager.remote import is_remote, runtime
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.ir.graph import Graph
 from stagecraft.staging import function_grad
@@ -67,9 +68,11 @@ class ConcreteFunction:
         # The device of this trace (None: the CPU). A GPU trace compiles its graph with the
         # "cuda" backend (staged GPU kernels, device arrays in and out) unless the function
         # asked for the reference interpreter, which runs on host copies (placement.host_call);
-        # backend="cuda" runs every call on the GPU.
+        # backend="cuda" runs every call on the GPU. A remote device's trace is shipped to its
+        # worker, which compiles it with its own backend (stagecraft.distribute).
         self._device = device
-        self._on_gpu = backend == "cuda" or device is not None and backend != "reference"
+        self._on_gpu = not is_remote(device) and (
+            backend == "cuda" or device is not None and backend != "reference")
 
     @classmethod
     def from_traced(cls, traced: TracedGraph, name: str, backend: str | None = None,
@@ -220,7 +223,11 @@ class ConcreteFunction:
             if any(isinstance(a, GraphTensor) for a in args):
                 raise TypeError(f"{self.name}: a symbolic tensor from a finished trace was "
                                 f"passed to an eager call.")
-            if self._on_gpu:
+            remote = self._device if is_remote(self._device) else placement.inputs_device(args)
+            if is_remote(remote):
+                # on a worker; also a trace made for the CPU (a SavedModel's) given remote values
+                outs = runtime().call_function(self, args, remote)
+            elif self._on_gpu:
                 outs = [wrap_device(o) for o in self.executable(values)]
             elif self._device is None and not any(
                     type(a) is DeviceTensor or getattr(a, "_device", None) is not None
@@ -244,8 +251,8 @@ class ConcreteFunction:
         if fast is not None:
             return fast
         extras = self.captured_inputs + self._captured_variables
-        if any(isinstance(c, GraphTensor) for c in extras):
-            return self._call_flat  # raises the slow path's error
+        if any(isinstance(c, GraphTensor) for c in extras) or is_remote(self._device):
+            return self._call_flat  # raises the slow path's error; or runs on a worker
         # "gpu": the staged GPU executable; "host": a CPU executable on host copies of GPU
         # values (placement.host_call); "cpu": the CPU executable.
         mode = "gpu" if self._on_gpu else "host" if self._device is not None or any(

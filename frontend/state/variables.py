@@ -17,6 +17,9 @@ from stagecraft.state.variable_slices import read_slice, scatter_nd
 from stagecraft.eager.tensor import CPU_DEVICE, Reference, Tensor, TensorOperators, _numpy_text, wrap
 
 _uids = itertools.count()
+# Variables of other kinds register here: each function gets the constructor's arguments and
+# returns the Variable subclass to create, or None (stagecraft.distribute's remote variables).
+PLACED_VARIABLES: list = []
 
 # The active name scope ("mlp/" inside `with module.name_scope:`), prefixed to variable names.
 
@@ -42,6 +45,14 @@ class Variable(TensorOperators):
 
     # _value: a NumPy array, or a device array when _device is GPU_DEVICE (None: the CPU).
     __slots__ = ("_value", "_shape", "_trainable", "_name", "_uid", "_device", "__weakref__")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Variable":
+        if cls is Variable:
+            for pick in PLACED_VARIABLES:
+                subclass = pick(*args, **kwargs)
+                if subclass is not None:
+                    return object.__new__(subclass)
+        return object.__new__(cls)
 
     def __init__(self, initial_value: Any = None, trainable: bool | None = None,
                  validate_shape: bool = True, caching_device: Any = None,

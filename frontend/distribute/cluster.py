@@ -1,0 +1,382 @@
+"""``Cluster``: the connected runtime (``stagecraft.eager.remote.Runtime``) that runs eager ops,
+copies, graph functions and variables on the tasks of a job, over any ``Transport``.
+
+Remote tensors are handles (``RemoteHandle``): an id on one task, with the dtype and shape the
+main program already knows. Ops are dispatched without waiting when shape inference gives
+their result shapes (else they wait for the reply, which carries them); requests to one task
+run in order, so a later op may use a result before it is computed. Reading a value waits:
+small results come back in the reply of the op that computed them (one round trip for op and
+read), larger ones are fetched. A failed op's results carry its error to whoever reads or
+uses them; a dead or silent worker raises ``UnavailableError`` / ``DeadlineExceededError``
+naming its device.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+
+from stagecraft.devices.device_spec import DeviceSpec
+from stagecraft.eager.locations import user_location
+from stagecraft.eager.remote import RemoteTensor, Runtime, wrap_remote
+from stagecraft.eager.tensor import Tensor, wrap
+from stagecraft.ir import errors as _errors
+from stagecraft.ir import serialize
+from stagecraft.ir.types import TensorType
+from stagecraft.state.variables import Variable
+from stagecraft.distribute import wire
+from stagecraft.distribute.transport import Transport, WorkerLost
+from stagecraft.distribute.worker import RemoteFailure
+
+_BUILTIN_ERRORS = {"ValueError": ValueError, "TypeError": TypeError,
+                   "IndexError": IndexError, "ZeroDivisionError": ZeroDivisionError}
+
+
+class RemoteHandle:
+    """A tensor held by a task: its id there, dtype (NumPy) and shape, and how to get its
+    value (the reply of the request that computes it, or a fetch)."""
+
+    __slots__ = ("cluster", "task", "id", "dtype", "shape", "pending", "slot", "value",
+                 "unsent", "__weakref__")
+
+    def __init__(self, cluster: "Cluster", task: int, dtype: np.dtype, shape: tuple):
+        self.cluster, self.task = cluster, task
+        self.id = next(cluster.ids)
+        self.dtype, self.shape = np.dtype(dtype), tuple(shape)
+        self.pending: Any = None  # the Pending reply of the request that computes it
+        self.slot = 0             # which result of that request it is
+        self.value: np.ndarray | None = None  # the value, once known here
+        self.unsent = False       # a copy not yet sent: the next request to its task carries it
+
+    @property
+    def device(self) -> str:
+        return self.cluster.devices[self.task]
+
+    def fetch(self) -> np.ndarray:
+        """The value (waits for the ops computing it; raises their error if they failed)."""
+        if self.value is None:
+            self.value = self.cluster.fetch(self)
+        return self.value
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.fetch()
+        return a if dtype is None else a.astype(dtype)
+
+    # Python numbers from a scalar (for code that reads ``tensor._value`` of an eager scalar)
+    def __int__(self) -> int:
+        return int(self.fetch())
+
+    def __index__(self) -> int:
+        return int(self.fetch())
+
+    def __float__(self) -> float:
+        return float(self.fetch())
+
+    def __del__(self) -> None:
+        cluster = self.cluster
+        if not cluster.closed and not self.unsent:
+            cluster.garbage[self.task].append(self.id)  # freed with the next request
+
+
+class VariableHandle:
+    """A variable held by a task (``RemoteVariable._value``)."""
+
+    __slots__ = ("cluster", "task", "id", "dtype", "shape")
+
+    def __init__(self, cluster: "Cluster", task: int, dtype: np.dtype, shape: tuple):
+        self.cluster, self.task, self.id = cluster, task, next(cluster.ids)
+        self.dtype, self.shape = np.dtype(dtype), tuple(shape)
+
+    @property
+    def device(self) -> str:
+        return self.cluster.devices[self.task]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.cluster.variable_value(self)
+        return a if dtype is None else a.astype(dtype)
+
+    def __del__(self) -> None:
+        cluster = self.cluster
+        if not cluster.closed:
+            cluster.dead_variables[self.task].append(self.id)
+
+
+class Cluster(Runtime):
+    """The tasks of one job reached through ``transport`` (see the module docstring).
+    ``timeout`` bounds every wait for a worker, in seconds (None: no limit)."""
+
+    def __init__(self, transport: Transport, job: str, num_workers: int, compile_mode: str,
+                 timeout: float | None, backend: str):
+        self.transport, self.job, self.timeout, self.backend = transport, job, timeout, backend
+        self.closed = False
+        self.ids = itertools.count(1)
+        self.lock = threading.RLock()
+        try:
+            hellos = transport.start(job, num_workers, compile_mode, timeout)
+        except (WorkerLost, TimeoutError, RemoteFailure) as e:
+            transport.shutdown()
+            raise _errors.UnavailableError(f"Could not start the {num_workers} worker(s) of job "
+                                           f"'{job}': {e}") from None
+        self.devices = [h["device"] for h in hellos]
+        self.specs = [DeviceSpec.from_string(d) for d in self.devices]
+        self.lost: dict[int, str] = {}  # task -> why it is unavailable
+        self.garbage: list[list[int]] = [[] for _ in self.devices]
+        self.dead_variables: list[list[int]] = [[] for _ in self.devices]
+        self.registered: list[set[str]] = [set() for _ in self.devices]
+        self.shipped: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+
+    # ------------------------------------------------------------------ names
+    def device_names(self) -> list[str]:
+        return list(self.devices)
+
+    def resolve(self, spec: DeviceSpec, what: str) -> str:
+        for full in self.specs:
+            if (spec.job in (None, full.job) and spec.replica in (None, 0)
+                    and spec.task in (None, full.task)
+                    and spec.device_type in (None, "CPU")
+                    and spec.device_index in (None, 0)):
+                if spec.task is None and len(self.specs) > 1:
+                    break  # ambiguous: name the task
+                return full.to_string()
+        raise _errors.InvalidArgumentError(
+            f"Could not satisfy device specification '{spec.to_string()}' for {what}: the "
+            f"connected cluster has the devices [{', '.join(self.devices)}] (and this "
+            f"process's /job:localhost devices). Name one of them, e.g. "
+            f"tf.device('{self.devices[0]}').\n  at {user_location()}")
+
+    def task_of(self, device: str) -> int:
+        return self.devices.index(device)
+
+    # ------------------------------------------------------------------ requests
+    def submit(self, task: int, request: str, *args: Any) -> Any:
+        """Sends a request to ``task`` (UnavailableError at once if the task is lost)."""
+        self._check(task)
+        return self.transport.submit(task, request, *args)
+
+    def wait(self, task: int, pending: Any) -> Any:
+        """A request's reply; transport errors become stagecraft's, naming the device."""
+        try:
+            return pending.result(self.timeout)
+        except RemoteFailure as e:
+            raise self.error(task, e) from None
+        except WorkerLost as e:
+            self.lost[task] = str(e)
+            raise self._unavailable(task) from None
+        except TimeoutError:
+            raise _errors.DeadlineExceededError(
+                f"No reply from {self.devices[task]} within {self.timeout} s: the worker is "
+                f"busy or stuck. Raise the limit with tf.distribute.connect(..., timeout=...), "
+                f"or disconnect (tf.distribute.disconnect()) and connect again.\n"
+                f"  at {user_location()}") from None
+
+    def _check(self, task: int) -> None:
+        if self.closed:
+            raise _errors.UnavailableError(
+                f"{self.devices[task]} belongs to a cluster this program disconnected from: "
+                f"its tensors and variables are gone. Fetch values with .numpy() before "
+                f"disconnecting.\n  at {user_location()}")
+        if task in self.lost:
+            raise self._unavailable(task)
+
+    def _unavailable(self, task: int) -> _errors.UnavailableError:
+        return _errors.UnavailableError(
+            f"The worker {self.devices[task]} is unavailable: {self.lost[task]}. Its tensors "
+            f"and variables are lost. Disconnect (tf.distribute.disconnect()) and connect "
+            f"again to start new workers.\n  at {user_location()}")
+
+    def error(self, task: int, failure: RemoteFailure) -> Exception:
+        """The main program's exception for an error raised on ``task``: the same class
+        (stagecraft's errors, ValueError, TypeError...; else InternalError), naming the device
+        and quoting the remote traceback."""
+        cls = getattr(_errors, failure.kind, None) or _BUILTIN_ERRORS.get(failure.kind)
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            cls = _errors.InternalError
+        tb = failure.remote_traceback.strip()
+        text = (f"{failure.kind}: {failure.message}" if cls is _errors.InternalError
+                else failure.message)
+        where = f"\n  at {user_location()}"
+        if tb:
+            text += f"\n\nRemote traceback (on {self.devices[task]}):\n{tb}"
+        return cls(f"on {self.devices[task]}: {text}{where}")
+
+    def _free_lists(self, task: int) -> list:
+        garbage = self.garbage[task]
+        if not garbage:
+            return []
+        self.garbage[task] = []
+        return garbage
+
+    # ------------------------------------------------------------------ values
+    def fetch(self, handle: RemoteHandle) -> np.ndarray:
+        with self.lock:
+            if handle.unsent:
+                return handle.value
+            task = handle.task
+            self._check(task)
+            if handle.pending is not None:
+                reply = self.wait(task, handle.pending)
+                if reply[0] == "error":
+                    raise self.error(task, RemoteFailure(*reply[1]))
+                small = reply[1][handle.slot][2]
+                if small is not None:
+                    return small
+            pending = self.submit(task, "fetch", [handle.id], self._free_lists(task))
+            return self.wait(task, pending)[0]
+
+    def argument(self, x: Any, task: int) -> tuple:
+        """How tensor ``x`` (local, GPU or remote) is passed to a request for ``task``."""
+        if type(x) is RemoteTensor:
+            h = x._value
+            if h.task == task and h.cluster is self:
+                if h.unsent:
+                    h.unsent = False
+                    return "p", h.id, h.value
+                return "h", h.id
+            return "v", np.asarray(h.fetch())
+        return "v", np.asarray(x._host() if isinstance(x, Tensor) else x)
+
+    def transfer(self, x: Any, target: str) -> Any:
+        value = np.asarray(x._host())  # a local copy (fetched when x is remote)
+        if target not in self.devices:
+            return wrap(value)  # to this process's CPU
+        with self.lock:
+            task = self.task_of(target)
+            self._check(task)
+            h = RemoteHandle(self, task, value.dtype, value.shape)
+            h.value, h.unsent = value, True  # sent with the first request that uses it
+            return wrap_remote(h)
+
+    # ------------------------------------------------------------------ eager ops
+    def run_op(self, op: Any, inputs: Sequence[Any], attrs: dict, target: str) -> tuple:
+        task = self.task_of(target)
+        in_types = [TensorType(x.dtype, tuple(x.shape.as_list())) for x in inputs]
+        try:
+            out_types = op.infer(in_types, **attrs)
+        except _errors.InvalidArgumentError as e:
+            raise type(e)(f"{e}\n  at {user_location()}") from None
+        with self.lock:
+            self._check(task)
+            text, arrays = wire.encode_op(op, attrs, in_types, out_types)
+            args = [self.argument(x, task) for x in inputs]
+            return self._dispatch(task, "op", (text, arrays, args), out_types)[0]
+
+    def _dispatch(self, task: int, request: str, args: tuple, out_types: Sequence[Any]
+                  ) -> tuple:
+        """Sends an op or call whose results have ``out_types``; returns their tensors and the
+        request's Pending. Known shapes: without waiting; else after the reply, which gives
+        them."""
+        known = all(t.shape is not None and None not in t.shape for t in out_types)
+        handles = [RemoteHandle(self, task, t.dtype.np, t.shape if known else ())
+                   for t in out_types]
+        pending = self.submit(task, request, *args, [h.id for h in handles],
+                              self._free_lists(task))
+        for i, h in enumerate(handles):
+            h.pending, h.slot = pending, i
+        if not known:
+            reply = self.wait(task, pending)
+            if reply[0] == "error":
+                raise self.error(task, RemoteFailure(*reply[1]))
+            for h, (dtype, shape, _) in zip(handles, reply[1]):
+                h.dtype, h.shape = np.dtype(dtype), tuple(shape)
+        return tuple(wrap_remote(h) for h in handles), pending
+
+    # ------------------------------------------------------------------ functions
+    def _shipment(self, concrete: Any) -> tuple:
+        """(digest, document, arrays, backend) of a concrete function's graph (made once)."""
+        entry = self.shipped.get(concrete)
+        if entry is None:
+            try:
+                text, arrays = serialize.dumps(concrete.graph)
+            except ValueError as e:
+                raise _errors.InvalidArgumentError(
+                    f"{concrete.name}: cannot run on a remote device: its graph cannot be "
+                    f"sent to a worker ({e})\n  at {user_location()}") from None
+            entry = (wire.graph_digest(text, arrays), text, arrays,
+                     concrete._backend_name or self.backend)
+            self.shipped[concrete] = entry
+        return entry
+
+    def call_function(self, concrete: Any, args: Sequence[Any], target: str) -> list:
+        task = self.task_of(target)
+        digest, text, arrays, backend = self._shipment(concrete)
+        with self.lock:
+            self._check(task)
+            if digest not in self.registered[task]:
+                self.submit(task, "register", digest, text, arrays, backend)
+                self.registered[task].add(digest)
+            wired, local_vars = [], []
+            for i, a in enumerate(args):
+                if isinstance(a, Variable):
+                    wired.append(self._variable_argument(a, task, concrete.name))
+                    if wired[-1][0] == "lv":
+                        local_vars.append((i, a))
+                else:
+                    wired.append(self.argument(a, task))
+            out_types = [r.type for r in concrete.graph.results]
+            outs, pending = self._dispatch(task, "call", (digest, wired), out_types)
+            if local_vars:  # write back what the call assigned to this process's variables
+                reply = self.wait(task, pending)
+                if reply[0] == "error":
+                    raise self.error(task, RemoteFailure(*reply[1]))
+                for i, value in reply[2]:
+                    args[i].assign(value, read_value=False)
+            return list(outs)
+
+    def _variable_argument(self, v: Variable, task: int, name: str) -> tuple:
+        handle = v._value
+        if isinstance(handle, VariableHandle):
+            if handle.cluster is self and handle.task == task:
+                return "var", handle.id
+            raise _errors.InvalidArgumentError(
+                f"{name}: the variable '{v.name}' lives on {v.device}, but the function runs "
+                f"on {self.devices[task]}. Call it under tf.device('{v.device}'), or pass the "
+                f"variable's value as an argument.\n  at {user_location()}")
+        return "lv", np.asarray(v._host())
+
+    # ------------------------------------------------------------------ variables
+    def new_variable(self, initial: Any, target: str, name: str, trainable: bool
+                     ) -> VariableHandle:
+        task = self.task_of(target)
+        with self.lock:
+            self._check(task)
+            handle = VariableHandle(self, task, initial.dtype.np, tuple(initial.shape.as_list()))
+            arg = self.argument(initial, task)
+            self.wait(task, self.submit(task, "variable", handle.id, "new", arg, None, name,
+                                        trainable, self._free_lists(task)))
+            return handle
+
+    def read_variable(self, handle: VariableHandle, shape: tuple) -> RemoteTensor:
+        with self.lock:
+            self._check(handle.task)
+            out = RemoteHandle(self, handle.task, handle.dtype, shape)
+            # (not waited for: reading the tensor later fetches it, after this request)
+            self.submit(handle.task, "variable", handle.id, "read", None, out.id)
+            return wrap_remote(out)
+
+    def update_variable(self, handle: VariableHandle, action: str, value: Any) -> None:
+        with self.lock:
+            self._check(handle.task)
+            arg = self.argument(value, handle.task)
+            self.wait(handle.task, self.submit(handle.task, "variable", handle.id, action, arg,
+                                               None, "", True, self._free_lists(handle.task)))
+
+    def variable_value(self, handle: VariableHandle) -> np.ndarray:
+        with self.lock:
+            self._check(handle.task)
+            return self.wait(handle.task, self.submit(handle.task, "variable", handle.id,
+                                                      "fetch"))
+
+    # ------------------------------------------------------------------ ending
+    def kill(self, task: int) -> None:
+        """Ends one worker's process (tests of failure handling)."""
+        self.transport.kill(task)
+
+    def close(self) -> None:
+        """Ends every worker; handles made by this cluster raise UnavailableError after."""
+        if not self.closed:
+            self.closed = True
+            self.transport.shutdown()
+

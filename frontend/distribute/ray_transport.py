@@ -1,0 +1,125 @@
+"""``RayTransport``: each task of the job is a Ray actor holding a ``WorkerServer``.
+
+Why Ray: it is an existing, maintained distributed engine that already provides what the
+paper's runtime needs (a long-lived process per task with ordered method calls, an object
+store that moves NumPy arrays without copies where it can, failure detection, and a local
+cluster on one machine for tests), so stagecraft adds only the placement logic above it.
+
+Ray is optional (``pip install "stagecraft[distributed]"``): it is imported when a program
+connects, never by ``import stagecraft``. With no address a local cluster is started, bound
+to 127.0.0.1 (no dashboard), and shut down again on disconnect; with an address (or when Ray
+is already initialized in this process) the existing cluster is used and left running.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from stagecraft.distribute.transport import Pending, Transport, WorkerLost
+from stagecraft.distribute.worker import RemoteFailure, WorkerServer
+
+_ray: Any = None
+_actor_class: Any = None
+
+
+def ray_module() -> Any:
+    """The ``ray`` package, imported on first use (ImportError says how to install it)."""
+    global _ray
+    if _ray is None:
+        try:
+            # lazy import: Ray is an optional extra and takes about a second to import
+            import ray
+        except ImportError:
+            raise ImportError("stagecraft.distribute needs Ray: pip install \"ray>=2.9\" (or "
+                              "install stagecraft with the 'distributed' extra).") from None
+        _ray = ray
+    return _ray
+
+
+class _Actor:
+    """The body of each task's actor: one entry point that delivers requests to its server."""
+
+    def __init__(self, job: str, task: int, compile_mode: str):
+        self.server = WorkerServer(job, task, compile_mode)
+
+    def handle(self, request: str, args: tuple) -> Any:
+        return self.server.handle(request, args)
+
+
+def _actor() -> Any:
+    global _actor_class
+    if _actor_class is None:
+        _actor_class = ray_module().remote(_Actor)
+    return _actor_class
+
+
+class _RayPending(Pending):
+    __slots__ = ("_ref", "_task")
+
+    def __init__(self, ref: Any, task: int):
+        self._ref, self._task = ref, task
+
+    def result(self, timeout: float | None) -> Any:
+        ray = ray_module()
+        try:
+            return ray.get(self._ref, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise TimeoutError(f"no reply from task {self._task}") from None
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, RemoteFailure):
+                raise RemoteFailure(cause.kind, cause.message, cause.remote_traceback) from None
+            raise RemoteFailure(type(cause or e).__name__, str(cause or e), str(e)) from None
+        except ray.exceptions.RayActorError as e:
+            raise WorkerLost(f"the worker process of task {self._task} died "
+                             f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") \
+                from None
+
+
+class RayTransport(Transport):
+    """Tasks as Ray actors; ``address`` joins an existing cluster (None: start a local one,
+    or use the one this process already initialized). ``init_options`` go to ``ray.init``
+    when a local cluster is started. Actors reserve ``worker_cpus`` CPUs each (0: Ray's
+    default for placing an actor, so that tests on a small machine never wait for cores)."""
+
+    def __init__(self, address: str | None = None, worker_cpus: float = 0,
+                 init_options: dict | None = None):
+        self.address = address
+        self.worker_cpus = worker_cpus
+        self.init_options = dict(init_options or {})
+        self.actors: list = []
+        self.started_ray = False
+
+    def start(self, job: str, num_workers: int, compile_mode: str,
+              timeout: float | None = None) -> list[dict]:
+        ray = ray_module()
+        if not ray.is_initialized():
+            if self.address is None:
+                options = {"num_cpus": max(num_workers, 1), "include_dashboard": False,
+                           "log_to_driver": False, "_node_ip_address": "127.0.0.1",
+                           "configure_logging": False}
+                options.update(self.init_options)
+                ray.init(**options)
+            else:
+                ray.init(address=self.address, log_to_driver=False)
+            self.started_ray = True
+        actor = _actor().options(num_cpus=self.worker_cpus)
+        self.actors = [actor.remote(job, i, compile_mode) for i in range(num_workers)]
+        return [self.submit(i, "hello").result(timeout) for i in range(num_workers)]
+
+    def submit(self, task: int, request: str, *args: Any) -> Pending:
+        return _RayPending(self.actors[task].handle.remote(request, args), task)
+
+    def kill(self, task: int) -> None:
+        ray_module().kill(self.actors[task], no_restart=True)
+
+    def shutdown(self) -> None:
+        ray = ray_module()
+        for a in self.actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # already dead or Ray already shut down: nothing to end
+                pass
+        self.actors = []
+        if self.started_ray and ray.is_initialized():
+            ray.shutdown()
+        self.started_ray = False
