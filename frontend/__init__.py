@@ -49,6 +49,7 @@ from stagecraft import autograph
 from stagecraft.autograph import show_converted
 from stagecraft.staging.compiled import compiled_source, show_compiled
 from stagecraft import train
+from stagecraft import distribute
 from stagecraft import saved_model
 
 # Namespaces imported on first use (PEP 562), which keeps `import stagecraft` quick: Keras's
