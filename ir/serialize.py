@@ -332,6 +332,7 @@ ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     **{k: ("a tuple of ints", _INTS) for k in ("dims", "multiples", "perm", "shape")},
     **{k: ("a tuple of ints", _INTS) for k in ("strides", "dilations", "filter_shape")},
     "groups": ("an int", _is_int),
+    "ksize": ("a tuple of ints", _INTS),
     "padding": ("a tuple of (before, after) int pairs", _tuple_of(_INTS)),
     "input_shape": ("a tuple of ints and nulls", _tuple_of(_either(_is_none, _is_int))),
     "axes": ("null or a tuple of ints", _either(_is_none, _INTS)),

@@ -476,3 +476,7 @@ def _random(cg, e: Eqn) -> None:
 # Lowerings of other op families, kept in their own modules, register into LOWER here.
 from stagecraft.backends.numba_cpu import conv_lowerings  # noqa: E402,F401
 from stagecraft.backends.numba_cpu import segment_lowerings  # noqa: E402,F401
+from stagecraft.backends.numba_cpu.pooling_lowerings import LOWERINGS as _POOLING  # noqa: E402
+
+for _name, _fn in _POOLING.items():
+    lowers(_name)(_fn)

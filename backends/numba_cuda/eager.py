@@ -34,6 +34,7 @@ from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.numba_cuda import memory
 from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul, random, reduce,
                                                     scatter, shape)
+from stagecraft.backends.numba_cuda.kernels import pooling
 from stagecraft.backends.numba_cuda.kernels import conv
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
@@ -279,6 +280,16 @@ TABLE["random_uniform_int_dynamic"] = lambda xs, a, t: random.uniform_int(
 TABLE["conv"] = lambda xs, a, t: conv.conv(xs[0], xs[1], a, t[0].shape)
 TABLE["conv_backprop_input"] = lambda xs, a, t: conv.conv_backprop_input(xs[0], xs[1], a)
 TABLE["conv_backprop_filter"] = lambda xs, a, t: conv.conv_backprop_filter(xs[0], xs[1], a)
+
+
+# ----------------------------------------------------------------------------- pooling
+
+TABLE["max_pool"] = lambda xs, a, t: pooling.pool(xs[0], a, t[0].shape, average=False)
+TABLE["avg_pool"] = lambda xs, a, t: pooling.pool(xs[0], a, t[0].shape, average=True)
+TABLE["max_pool_grad"] = lambda xs, a, t: pooling.max_pool_grad(xs[0], xs[1], a)
+TABLE["max_pool_grad_grad"] = lambda xs, a, t: pooling.max_pool_grad_grad(xs[0], xs[1], a,
+                                                                          t[0].shape)
+TABLE["avg_pool_grad"] = lambda xs, a, t: pooling.avg_pool_grad(xs[0], a)
 
 
 # ------------------------------------------------------------------- segments and search

@@ -24,7 +24,7 @@ from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import backend, serialization, initializers
+from stagecraft.keras import backend, call_context, serialization, initializers
 from stagecraft.state.module import Module, _camel_to_snake
 from stagecraft.eager.scopes import init_scope, name_scope
 from stagecraft.eager.tensor import Tensor
@@ -125,13 +125,19 @@ class Layer(Module):
                 all(_is_python_number(x) for x in nest.flatten(inputs)):
             inputs = convert_to_tensor(inputs)  # `model([[1., 2.]])`: one tensor, not many
         inputs = nest.map_structure(self._convert_input, inputs)
+        training = kwargs.get("training")
+        if training is None:  # Keras's call context: the enclosing call's mode, if any
+            training = call_context.training()
+            if training is not None and _accepts(type(self).call, "training"):
+                kwargs["training"] = training
         for optional in ("training", "mask"):
             # Keras passes these only to a `call` that declares them.
             if optional in kwargs and not _accepts(type(self).call, optional):
                 del kwargs[optional]
         # Keras nests the scope where the layer is called: a model's layers build their
         # weights as 'my_model/dense/kernel:0'.
-        with name_scope(STATE.get().name_scope + self.name + "/"):
+        with name_scope(STATE.get().name_scope + self.name + "/"), \
+                call_context.training_scope(training):
             if not self.built:
                 self._maybe_build(inputs)
             if STATE.get().graph is not None and _is_user_code(type(self).call):

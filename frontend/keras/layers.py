@@ -12,6 +12,16 @@ from stagecraft.keras.conv_layers import (Conv1D, Conv1DTranspose, Conv2D, Conv2
                                           DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from stagecraft.keras.core_layers import Activation, Dense, Flatten
 from stagecraft.keras.functional import Input, InputLayer
+from stagecraft.keras.normalization_layers import BatchNormalization
+from stagecraft.keras.pooling_layers import (AveragePooling1D, AveragePooling2D,
+                                             AveragePooling3D, AvgPool1D, AvgPool2D, AvgPool3D,
+                                             GlobalAveragePooling1D, GlobalAveragePooling2D,
+                                             GlobalAveragePooling3D, GlobalAvgPool1D,
+                                             GlobalAvgPool2D, GlobalAvgPool3D, GlobalMaxPool1D,
+                                             GlobalMaxPool2D, GlobalMaxPool3D,
+                                             GlobalMaxPooling1D, GlobalMaxPooling2D,
+                                             GlobalMaxPooling3D, MaxPool1D, MaxPool2D, MaxPool3D,
+                                             MaxPooling1D, MaxPooling2D, MaxPooling3D)
 from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,
                                              Multiply, Subtract)
 from stagecraft.keras.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell,
@@ -24,3 +34,10 @@ __all__ = ["Activation", "Add", "Average", "Bidirectional", "Concatenate", "Conv
            "Lambda", "Layer", "LayerNormalization", "Maximum", "Minimum",
            "MultiHeadAttention", "Multiply", "Normalization", "RNN", "SeparableConv1D",
            "SeparableConv2D", "SimpleRNN", "SimpleRNNCell", "Subtract"]
+__all__ += ["AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D",
+            "AvgPool3D", "BatchNormalization", "GlobalAveragePooling1D",
+            "GlobalAveragePooling2D", "GlobalAveragePooling3D", "GlobalAvgPool1D",
+            "GlobalAvgPool2D", "GlobalAvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D",
+            "GlobalMaxPool3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
+            "MaxPool1D", "MaxPool2D", "MaxPool3D", "MaxPooling1D", "MaxPooling2D",
+            "MaxPooling3D"]

@@ -13,9 +13,10 @@ from stagecraft.ir.ops import creation, elementwise, linalg, random, reduce, sha
 from stagecraft.ir.ops import conv
 from stagecraft.ir.ops import search, segment
 from stagecraft.ir.ops import bitwise
+from stagecraft.ir.ops import pooling
 from stagecraft.ir.ops.opdef import Example, Kind, OpDef
 
-_FAMILIES = (elementwise, reduce, shape, slicing, linalg, creation, random, conv,
+_FAMILIES = (elementwise, reduce, shape, slicing, linalg, creation, random, conv, pooling,
              segment, search, bitwise)
 
 OPS: types.MappingProxyType = types.MappingProxyType(

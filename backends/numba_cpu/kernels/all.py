@@ -13,5 +13,7 @@ from stagecraft.backends.numba_cpu.kernels.slicing import (  # noqa: F401
     check_update_shape, slice_bounds, strided_slice_grad_into, strided_slice_into,
     strided_slice_update_into)
 from stagecraft.backends.numba_cpu.kernels.scatter import scatter_nd  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.pooling import (  # noqa: F401
+    avg_pool5, avg_pool_grad5, max_pool5, max_pool_grad5, max_pool_grad_grad5)
 from stagecraft.backends.numba_cpu.kernels.segment import (  # noqa: F401
     searchsorted2, segment_reduce, unique_index)
