@@ -20,9 +20,10 @@ def register_conversion(cls: type, fn: Any) -> None:
     CONVERTERS[cls] = fn
 
 
-def _natural_array(value: Any, to_float: bool = False) -> np.ndarray:
+def _natural_array(value: Any, to_float: bool = False, to_int: bool = False) -> np.ndarray:
     """A Python scalar or (nested) list as an array with TensorFlow's default dtypes
-    (``to_float``: a float dtype was asked for, so ints beyond 64 bits are fine)."""
+    (``to_float``: a float dtype was asked for, so ints beyond 64 bits are fine; ``to_int``:
+    an integer dtype was asked for, whose own range check follows, e.g. uint64's)."""
     try:
         arr = np.array(value)
     except ValueError:
@@ -41,14 +42,14 @@ def _natural_array(value: Any, to_float: bool = False) -> np.ndarray:
     kind = arr.dtype.kind
     if kind == "f":
         return arr.astype(np.float32)
-    if kind in "iu":
+    if kind in "iu" and not to_int:
         if arr.size and (arr.min() < -2**31 or arr.max() > 2**31 - 1):
             if arr.min() < -2**63 or arr.max() > 2**63 - 1:
                 raise ValueError(f"Can't convert Python int {_short(value)} to a tensor: it does "
                                  f"not fit in int64.")
             return arr.astype(np.int64)
         return arr.astype(np.int32)
-    if kind == "b":
+    if kind in "iu" or kind == "b":
         return arr
     if kind in "USO":
         raise TypeError(f"Can't convert {_short(value)} to a tensor: stagecraft tensors hold "
@@ -184,7 +185,8 @@ def to_eager(value: Any, dtype: Any = None, dtype_hint: Any = None) -> Tensor:
         return wrap(_cast_python(arr, value, target))
     if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
         return to_eager(np.asarray(value), dtype)
-    arr = _natural_array(value, to_float=target is not None and target.is_floating)
+    arr = _natural_array(value, to_float=target is not None and target.is_floating,
+                         to_int=target is not None and target.is_integer)
     if arr is None:  # a list holding tensors: pack them like tf.stack
         return LATE_BOUND["stack"]([convert_to_tensor(v, target) for v in value])
     if target is not None:
