@@ -543,6 +543,7 @@ __all__ = ["VJPS", "NOT_DIFFERENTIABLE", "rule", "unbroadcast"]
 # Rule modules of other op families register into VJPS when this table loads.
 from stagecraft.autodiff import conv_vjps  # noqa: E402,F401
 from stagecraft.autodiff import segment_vjps  # noqa: E402,F401
+from stagecraft.autodiff import special_vjps  # noqa: E402,F401
 from stagecraft.autodiff.pooling_vjps import RULES as _POOLING_RULES  # noqa: E402
 
 VJPS.update(_POOLING_RULES)

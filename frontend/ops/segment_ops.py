@@ -178,8 +178,8 @@ def unsorted_segment_sqrt_n(data: Any, segment_ids: Any, num_segments: Any,
     (0 for an empty segment); floating data only.
 
     >>> import stagecraft as tf
-    >>> tf.math.unsorted_segment_sqrt_n([3.0, 1.0], [0, 0], 1).numpy().tolist()
-    [2.8284271247461903]
+    >>> tf.math.unsorted_segment_sqrt_n([[3.0], [1.0]], [0, 0], 1).numpy()
+    array([[2.828427]], dtype=float32)
     """
     data, ids = convert_to_tensor(data), convert_to_tensor(segment_ids)
     if not data.dtype.is_floating:

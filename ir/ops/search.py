@@ -27,6 +27,8 @@ def unique_positions(x: np.ndarray) -> np.ndarray:
     value's place among the distinct values in order of first occurrence); NaNs never equal
     each other, as in TensorFlow's hash-map ``unique``."""
     x = np.asarray(x)
+    if x.ndim != 1:
+        raise ValueError(f"unique expects a 1D vector, got shape {list(x.shape)}.")
     if x.size == 0:
         return np.zeros(0, np.int64)
     _, first, inverse = np.unique(x, return_index=True, return_inverse=True, equal_nan=False)

@@ -17,3 +17,5 @@ from stagecraft.backends.numba_cpu.kernels.pooling import (  # noqa: F401
     avg_pool5, avg_pool_grad5, max_pool5, max_pool_grad5, max_pool_grad_grad5)
 from stagecraft.backends.numba_cpu.kernels.segment import (  # noqa: F401
     searchsorted2, segment_reduce, unique_index)
+from stagecraft.backends.numba_cpu.kernels.special import (  # noqa: F401
+    digamma, erf, erfc, erfinv, lgamma, zeta)

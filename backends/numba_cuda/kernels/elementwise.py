@@ -70,8 +70,9 @@ def _kernel(op: str, in_dtypes: tuple, out_dtype: DType, modes: tuple, device_np
         np_module = np
     name = f"{op}_{'_'.join(d.short for d in in_dtypes)}_{'_'.join(m[:2] for m in modes)}"
     text = source(op, in_dtypes, out_dtype, modes).replace("def kernel", f"def {name}", 1)
+    from stagecraft.backends.numba_cuda.kernels.device_special import module as special
     return jit_source(name, text, {"np": np_module, "cuda": cuda_module(),
-                                   "offset": offset_function()})
+                                   "offset": offset_function(), "K": special()})
 
 
 def _mode(shape: tuple, out: tuple) -> str:

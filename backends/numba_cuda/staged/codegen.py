@@ -39,8 +39,8 @@ from stagecraft.ir.types import TensorType
 ENTRY = "build"
 HOST_FN = "graph_fn"
 # Names the generated code uses at module or build() level.
-_RESERVED = ("cuda", "rt", "np", "offset", "C", "S", "err", "run", "grid", "launch", "empty",
-             "build", HOST_FN, "_CACHE", "_MESSAGES")
+_RESERVED = ("cuda", "rt", "np", "K", "offset", "C", "S", "err", "run", "grid", "launch",
+             "empty", "build", HOST_FN, "_CACHE", "_MESSAGES")
 _DECORATOR = "@cuda.jit(cache=_CACHE)"
 
 
@@ -118,6 +118,7 @@ class _Codegen(SourceEmitter):
             "from stagecraft.backends.numba_cuda.staged import runtime as rt", "",
             "np = rt.kernel_numpy()  # NumPy's names as device code (NumPy on the simulator)",
             "offset = rt.offset()",
+            "K = rt.kernel_special()  # special functions as device code",
             "_CACHE = rt.disk_cache()",
             f"_MESSAGES = {tuple(self.messages)!r}", "", "",
             *[s + "\n\n" for s in self.kernel_sources],

@@ -249,6 +249,12 @@ def kernel_numpy() -> Any:
     return module()
 
 
+def kernel_special() -> Any:
+    """The ``K`` generated kernels see: the special functions (``kernels.device_special``)."""
+    from stagecraft.backends.numba_cuda.kernels.device_special import module
+    return module()
+
+
 @functools.lru_cache(maxsize=None)
 def offset() -> Callable:
     """The device function giving the element offset of a flat index through strides."""

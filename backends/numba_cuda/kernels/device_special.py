@@ -1,0 +1,28 @@
+"""The module generated CUDA kernels see as ``K``: the scalar special functions of
+``backends/codegen/special.py`` (``K.digamma(x)`` in an elementwise expression), as device
+functions on a GPU and as the plain Python functions under the simulator (where kernels run
+as Python)."""
+from __future__ import annotations
+
+import functools
+import types
+
+from stagecraft.backends.codegen import special
+from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+
+NAMES = ("lgamma", "digamma", "erf", "erfc", "erfinv", "zeta")
+
+
+@functools.lru_cache(maxsize=None)
+def module() -> types.ModuleType:
+    """``K`` for generated kernels.
+
+    >>> module().erfinv(0.0)
+    0.0
+    """
+    if simulated():
+        return special
+    m = types.ModuleType("stagecraft_cuda_special")
+    for name in NAMES:
+        setattr(m, name, cuda_module().jit(device=True)(getattr(special, name)))
+    return m
