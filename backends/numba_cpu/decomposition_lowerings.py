@@ -1,0 +1,86 @@
+"""Numba lowerings of the matrix decompositions and solvers (``ir/ops/decompositions.py``):
+the inputs are viewed as ``(batch, rows, cols)``, the kernels of
+:mod:`stagecraft.backends.numba_cpu.kernels.decompositions` return 3-D / 2-D / 1-D results,
+viewed back with the batch dimensions. Registered in ``LOWER`` when :mod:`.lowerings` loads.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from stagecraft.backends.codegen.source import tuple_text
+from stagecraft.backends.codegen.source_emitter import LoweringError
+from stagecraft.backends.numba_cpu.kernels.linalg import matmul_plan
+from stagecraft.backends.numba_cpu.lowerings import lowers
+from stagecraft.ir.graph import Eqn
+
+
+def _as3(cg, x) -> str:
+    """A (batch of) matrices as a contiguous 3-D array."""
+    m, n = cg.dims(x)[-2:]
+    return f"np.ascontiguousarray({cg.operand(x)}).reshape((-1, {m}, {n}))"
+
+
+def _bind(cg, e: Eqn, call: str) -> None:
+    """Binds every output of ``e`` to the matching result of ``call`` (one array, or a tuple
+    with one per output), reshaped to the output's dims (batch dims from the input)."""
+    batch = cg.dims(e.inputs[0])[:-2]
+    results = [call]
+    if len(e.outputs) > 1:
+        r = cg.fresh("dec")
+        cg.line(f"{r} = {call}")
+        results = [f"{r}[{k}]" for k in range(len(e.outputs))]
+    for v, res in zip(e.outputs, results):
+        tail = [str(d) if d is not None else f"{res}.shape[{k - v.type.rank}]"
+                for k, d in enumerate(v.type.shape[len(batch):], start=len(batch))]
+        dims = batch + tail
+        cg.define(v, f"{res}.reshape({tuple_text(dims)})" if dims else f"{res}[0]")
+
+
+@lowers("matrix_inverse")
+def _inverse(cg, e: Eqn) -> None:
+    _bind(cg, e, f"K.inverse3({_as3(cg, e.inputs[0])}, {bool(e.params['adjoint'])})")
+
+
+@lowers("matrix_determinant", "log_matrix_determinant", "cholesky", "eigh")
+def _square(cg, e: Eqn) -> None:
+    kernel = {"matrix_determinant": "determinant3", "log_matrix_determinant": "slogdet3",
+              "cholesky": "cholesky3", "eigh": "eigh3"}[e.op]
+    _bind(cg, e, f"K.{kernel}({_as3(cg, e.inputs[0])})")
+
+
+@lowers("qr", "svd")
+def _factor(cg, e: Eqn) -> None:
+    _bind(cg, e, f"K.{e.op}3({_as3(cg, e.inputs[0])}, {bool(e.params['full_matrices'])})")
+
+
+@lowers("matrix_solve")
+def _solve(cg, e: Eqn) -> None:
+    a, b = e.inputs
+    _bind(cg, e, f"K.solve3({_as3(cg, a)}, {_as3(cg, b)}, {bool(e.params['adjoint'])})")
+
+
+def _static(shape: Sequence) -> bool:
+    return None not in shape
+
+
+@lowers("triangular_solve")
+def _triangular_solve(cg, e: Eqn) -> None:
+    a, b = e.inputs
+    v = e.outputs[0]
+    flags = f"{bool(e.params['lower'])}, {bool(e.params['adjoint'])}"
+    if a.type.rank == 2 and b.type.rank == 2:
+        zero = "np.zeros(1, np.int64)"
+        cg.define(v, f"K.triangular_solve3({_as3(cg, a)}, {_as3(cg, b)}, {zero}, {zero}, "
+                     f"{flags})[0]")
+        return
+    if not (_static(a.type.shape) and _static(b.type.shape)):
+        raise LoweringError(
+            f"triangular_solve at {e.loc}: the Numba backend needs static shapes for batched "
+            f"triangular solves (got {list(a.type.shape)} and {list(b.type.shape)}); give the "
+            f"shapes or compile this function with backend=\"reference\".")
+    ab, bb, a3, b3, _, out_shape = matmul_plan(a.type.shape, b.type.shape, False, False)
+    ia, ib = cg.fresh("ia"), cg.fresh("ib")
+    cg.line(f"{ia}, {ib} = K.batch_index({ab}, {bb})")
+    cg.define(v, f"K.triangular_solve3(np.ascontiguousarray({cg.operand(a)}).reshape({a3}), "
+                 f"np.ascontiguousarray({cg.operand(b)}).reshape({b3}), {ia}, {ib}, {flags})"
+                 f".reshape({tuple_text(out_shape)})")

@@ -1,0 +1,341 @@
+"""``tf.linalg`` decompositions and solvers: wrappers of the primitives of
+``ir/ops/decompositions.py`` (inv, det, slogdet, cholesky, qr, svd, eigh, solve,
+triangular_solve) and compositions of them (eigvalsh, cholesky_solve, lstsq, logdet, pinv,
+matrix_rank, set_diag, adjoint), all batched over the leading dimensions, with TensorFlow's
+argument names, defaults and output conventions. Float32 and float64 only (as TensorFlow's
+real kernels); the compositions are differentiated through their primitives.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from stagecraft.eager.bind import bind
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
+from stagecraft.ir import OPS
+from stagecraft.ops.array_ops import expand_dims, transpose, zeros_like
+from stagecraft.ops.math_ops import (cast, greater, log, matmul, reduce_max, reduce_sum,
+                                     where)
+
+
+class Slogdet(NamedTuple):
+    sign: Tensor
+    log_abs_determinant: Tensor
+
+
+class Qr(NamedTuple):
+    q: Tensor
+    r: Tensor
+
+
+class Eigh(NamedTuple):
+    e: Tensor
+    v: Tensor
+
+
+def _float_matrix(x: Any, fn: str) -> Tensor:
+    """``x`` as a tensor of known rank >= 2 (the compositions below need the rank)."""
+    x = convert_to_tensor(x)
+    if x.shape.rank is None or x.shape.rank < 2:
+        raise ValueError(f"tf.linalg.{fn}: expected a matrix or a batch of matrices (rank >= "
+                         f"2), got shape {x.shape}.")
+    return x
+
+
+def _static_dims(x: Tensor, fn: str) -> tuple[int, int]:
+    m, n = x.shape[-2], x.shape[-1]
+    if m is None or n is None:
+        raise ValueError(f"tf.linalg.{fn}: the matrix dimensions must be known (got shape "
+                         f"{x.shape}); give the function an input_signature with them.")
+    return m, n
+
+
+def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = False) -> Tensor:
+    """Swaps the last two dimensions (``conjugate`` changes nothing for real dtypes, the only
+    ones stagecraft has).
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.matrix_transpose([[1, 2, 3]]).numpy().tolist()
+    [[1], [2], [3]]
+    """
+    a = convert_to_tensor(a)
+    perm = list(range(a.ndim))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return transpose(a, perm)
+
+
+def adjoint(matrix: Any, name: str | None = None) -> Tensor:
+    """The conjugate transpose of the last two dimensions (the transpose, for real dtypes).
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.adjoint([[1.0, 2.0], [3.0, 4.0]]).numpy().tolist()
+    [[1.0, 3.0], [2.0, 4.0]]
+    """
+    return matrix_transpose(matrix)
+
+
+def keep_triangle(x: Tensor, lower: bool) -> Tensor:
+    """``x`` with the strict upper (``lower``) or strict lower triangle set to zero."""
+    m, n = _static_dims(x, "band_part")
+    mask = np.tri(m, n, dtype=bool) if lower else np.tri(n, m, dtype=bool).T
+    return where(convert_to_tensor(mask), x, zeros_like(x))
+
+
+# --------------------------------------------------------------------------- primitives
+
+def inv(input: Any, adjoint: bool = False, name: str | None = None) -> Tensor:  # noqa: A002
+    """The inverse of each square matrix of ``input`` [..., M, M] (of its transpose with
+    ``adjoint``). A singular matrix raises InvalidArgumentError ("Input is not invertible.").
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.inv([[2.0, 0.0], [0.0, 4.0]]).numpy().tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
+    return bind(OPS["matrix_inverse"], input, adjoint=bool(adjoint))
+
+
+def det(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """The determinant of each square matrix of ``input`` [..., M, M] (shape [...]).
+
+    >>> import stagecraft as tf
+    >>> round(float(tf.linalg.det([[1.0, 2.0], [3.0, 4.0]])), 6)
+    -2.0
+    """
+    return bind(OPS["matrix_determinant"], input)
+
+
+def slogdet(input: Any, name: str | None = None) -> Slogdet:  # noqa: A002
+    """``(sign, log_abs_determinant)`` of each square matrix: det = sign * exp(log_abs_det),
+    without overflow for large matrices. A singular matrix gives (0, -inf).
+
+    >>> import stagecraft as tf
+    >>> sign, logdet = tf.linalg.slogdet([[-2.0, 0.0], [0.0, 4.0]])
+    >>> float(sign), round(float(logdet), 6)
+    (-1.0, 2.079442)
+    """
+    return Slogdet(*bind(OPS["log_matrix_determinant"], input))
+
+
+def cholesky(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """The lower-triangular L with L @ L^T = input, for each symmetric positive definite
+    matrix; only the lower triangle of ``input`` is read. A matrix that is not positive
+    definite raises InvalidArgumentError ("Cholesky decomposition was not successful. The
+    input might not be valid.").
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.cholesky([[4.0, 2.0], [2.0, 2.0]]).numpy().tolist()
+    [[2.0, 0.0], [1.0, 1.0]]
+    """
+    return bind(OPS["cholesky"], input)
+
+
+def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> Qr:  # noqa: A002
+    """``(q, r)`` with input = q @ r for each [M, N] matrix: q [M, P] has orthonormal columns
+    and r [P, N] is upper triangular (P = min(M, N)); with ``full_matrices``, q is [M, M] and
+    r [M, N]. Signs follow LAPACK's Householder QR.
+
+    >>> import stagecraft as tf
+    >>> q, r = tf.linalg.qr([[3.0, 1.0], [4.0, 2.0]])
+    >>> abs(r.numpy()).round(6).tolist()
+    [[5.0, 2.2], [0.0, 0.4]]
+    """
+    return Qr(*bind(OPS["qr"], input, full_matrices=bool(full_matrices)))
+
+
+def svd(tensor: Any, full_matrices: bool = False, compute_uv: bool = True,
+        name: str | None = None) -> Any:
+    """The singular value decomposition tensor = u @ diag(s) @ v^T of each [M, N] matrix:
+    ``(s, u, v)`` with s [P] descending (P = min(M, N)), u [M, P], v [N, P] (v, not its
+    transpose); [M, M] and [N, N] with ``full_matrices``. With ``compute_uv=False`` only s.
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.svd([[3.0, 0.0], [0.0, -4.0]], compute_uv=False).numpy().tolist()
+    [4.0, 3.0]
+    """
+    s, u, v = bind(OPS["svd"], tensor, full_matrices=bool(full_matrices))
+    return (s, u, v) if compute_uv else s
+
+
+def eigh(tensor: Any, name: str | None = None) -> Eigh:
+    """``(e, v)``: the eigenvalues (ascending) and eigenvectors (the columns of v) of each
+    self-adjoint matrix; only the lower triangle of ``tensor`` is read.
+
+    >>> import stagecraft as tf
+    >>> e, v = tf.linalg.eigh([[2.0, 1.0], [1.0, 2.0]])
+    >>> e.numpy().round(6).tolist()
+    [1.0, 3.0]
+    """
+    return Eigh(*bind(OPS["eigh"], tensor))
+
+
+def eigvalsh(tensor: Any, name: str | None = None) -> Tensor:
+    """The eigenvalues (ascending) of each self-adjoint matrix (lower triangle read).
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.eigvalsh([[2.0, 0.0], [0.0, 1.0]]).numpy().tolist()
+    [1.0, 2.0]
+    """
+    return eigh(tensor).e
+
+
+def solve(matrix: Any, rhs: Any, adjoint: bool = False, name: str | None = None) -> Tensor:
+    """x with matrix @ x = rhs (matrix^T @ x = rhs with ``adjoint``): matrix [..., M, M],
+    rhs [..., M, K] with the same batch dimensions. A singular matrix raises
+    InvalidArgumentError ("Input matrix is not invertible.").
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.solve([[2.0, 0.0], [0.0, 4.0]], [[1.0], [1.0]]).numpy().tolist()
+    [[0.5], [0.25]]
+    """
+    return bind(OPS["matrix_solve"], matrix, rhs, adjoint=bool(adjoint))
+
+
+def triangular_solve(matrix: Any, rhs: Any, lower: bool = True, adjoint: bool = False,
+                     name: str | None = None) -> Tensor:
+    """x with matrix @ x = rhs for triangular matrices, reading only the ``lower`` (else the
+    upper) triangle of ``matrix``; ``adjoint`` solves matrix^T @ x = rhs. Batch dimensions
+    broadcast. A zero on the diagonal gives inf / nan (not an error), as in TensorFlow.
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.triangular_solve([[2.0, 0.0], [1.0, 1.0]], [[2.0], [3.0]]).numpy().tolist()
+    [[1.0], [2.0]]
+    """
+    return bind(OPS["triangular_solve"], matrix, rhs, lower=bool(lower), adjoint=bool(adjoint))
+
+
+# --------------------------------------------------------------------------- compositions
+
+def cholesky_solve(chol: Any, rhs: Any, name: str | None = None) -> Tensor:
+    """x with A @ x = rhs, given ``chol`` = tf.linalg.cholesky(A): two triangular solves.
+
+    >>> import stagecraft as tf
+    >>> chol = tf.linalg.cholesky([[4.0, 2.0], [2.0, 2.0]])
+    >>> tf.linalg.cholesky_solve(chol, [[6.0], [4.0]]).numpy().tolist()
+    [[1.0], [1.0]]
+    """
+    y = triangular_solve(chol, rhs, lower=True, adjoint=False)
+    return triangular_solve(chol, y, lower=True, adjoint=True)
+
+
+def logdet(matrix: Any, name: str | None = None) -> Tensor:
+    """log(det(matrix)) of each symmetric positive definite matrix, from its Cholesky factor
+    (2 * sum(log(diag(L)))): no overflow, and an error for a matrix that is not positive
+    definite.
+
+    >>> import stagecraft as tf
+    >>> round(float(tf.linalg.logdet([[4.0, 2.0], [2.0, 2.0]])), 6)
+    1.386294
+    """
+    chol = cholesky(matrix)
+    return 2.0 * reduce_sum(log(bind(OPS["diag_part"], chol)), axis=-1)
+
+
+def lstsq(matrix: Any, rhs: Any, l2_regularizer: Any = 0.0, fast: bool = True,
+          name: str | None = None) -> Tensor:
+    """The least-squares solution x of matrix @ x ≈ rhs for each [M, N] matrix and [M, K]
+    right-hand sides. ``fast`` (the default) solves the regularized normal equations with a
+    Cholesky factorization, (A^T A + l2 I) x = A^T b when M >= N and x = A^T (A A^T + l2 I)^-1
+    b otherwise, so A must have full rank unless ``l2_regularizer`` > 0. ``fast=False`` gives
+    the minimum-norm solution for any rank (through the pseudo-inverse, computed with an SVD)
+    and, as in TensorFlow, ignores ``l2_regularizer``.
+
+    >>> import stagecraft as tf
+    >>> a = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    >>> tf.linalg.lstsq(a, [[1.0], [1.0], [2.0]]).numpy().round(6).tolist()
+    [[1.0], [1.0]]
+    """
+    a = _float_matrix(matrix, "lstsq")
+    b = convert_to_tensor(rhs, dtype=a.dtype)
+    if not fast:
+        return matmul(pinv(a), b)
+    m, n = _static_dims(a, "lstsq")
+    l2 = cast(convert_to_tensor(l2_regularizer), a.dtype)
+    gram = matmul(a, a, transpose_a=m >= n, transpose_b=m < n)
+    chol = cholesky(gram + l2 * np.eye(min(m, n), dtype=a.dtype.np))
+    if m >= n:
+        return cholesky_solve(chol, matmul(a, b, transpose_a=True))
+    return matmul(a, cholesky_solve(chol, b), transpose_a=True)
+
+
+def pinv(a: Any, rcond: Any = None, validate_args: bool = False,
+         name: str | None = None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse [..., N, M] of each [M, N] matrix, from its SVD:
+    singular values at most ``rcond`` times the largest count as zero (``rcond`` defaults to
+    10 * max(M, N) * the dtype's machine epsilon, as in TensorFlow).
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.pinv([[2.0, 0.0], [0.0, 0.0]]).numpy().tolist()
+    [[0.5, 0.0], [0.0, 0.0]]
+    """
+    a = _float_matrix(a, "pinv")
+    m, n = _static_dims(a, "pinv")
+    if rcond is None:
+        rcond = 10.0 * max(m, n) * float(np.finfo(a.dtype.np).eps)
+    s, u, v = svd(a, full_matrices=False)
+    cutoff = cast(convert_to_tensor(rcond), a.dtype) * reduce_max(s, axis=-1, keepdims=True)
+    # 1 / inf = 0 drops the small singular values; the gradient through them is zero too.
+    s = where(greater(s, cutoff), s, np.inf * np.ones((), a.dtype.np))
+    return matmul(v / expand_dims(s, -2), u, transpose_b=True)
+
+
+def matrix_rank(a: Any, tol: Any = None, validate_args: bool = False,
+                name: str | None = None) -> Tensor:
+    """The number of singular values above ``tol`` (int32) of each matrix; ``tol`` defaults
+    to the largest singular value times max(M, N) times the dtype's machine epsilon.
+
+    >>> import stagecraft as tf
+    >>> int(tf.linalg.matrix_rank([[1.0, 2.0], [2.0, 4.0]]))
+    1
+    """
+    a = _float_matrix(a, "matrix_rank")
+    s = svd(a, compute_uv=False)
+    if tol is None:
+        m, n = _static_dims(a, "matrix_rank")
+        eps = float(np.finfo(a.dtype.np).eps)
+        tol = reduce_max(s, axis=-1, keepdims=True) * (max(m, n) * eps)
+    else:
+        tol = cast(convert_to_tensor(tol), a.dtype)
+        tol = expand_dims(tol, -1) if tol.ndim else tol
+    return reduce_sum(cast(greater(s, tol), "int32"), axis=-1)
+
+
+def _diagonal_maps(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """0/1 matrices L [m, d] and R [d, n] with (L @ diag(x) @ R) placing x on diagonal ``k``
+    of an [m, n] matrix (d its length)."""
+    rows = np.arange(max(0, -k), min(m, n - k))
+    d = len(rows)
+    if d <= 0:
+        raise ValueError(f"tf.linalg.set_diag: diagonal k={k} is outside a {m}x{n} matrix.")
+    left = np.zeros((m, d))
+    right = np.zeros((d, n))
+    left[rows, np.arange(d)] = 1.0
+    right[np.arange(d), rows + k] = 1.0
+    return left, right
+
+
+def set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: Any = 0,  # noqa: A002
+             align: str = "RIGHT_LEFT") -> Tensor:
+    """``input`` with its diagonal ``k`` (0: the main one, > 0 above it, < 0 below) replaced
+    by ``diagonal`` [..., D]. One diagonal only: a (low, high) band of them raises.
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.set_diag(tf.zeros([2, 3]), [1.0, 2.0], k=1).numpy().tolist()
+    [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
+    """
+    x = _float_matrix(input, "set_diag")
+    if not isinstance(k, (int, np.integer)):
+        raise ValueError(f"tf.linalg.set_diag: k must be one int (a single diagonal); got "
+                         f"{k!r}. Set the diagonals of a band one at a time.")
+    m, n = _static_dims(x, "set_diag")
+    left, right = _diagonal_maps(m, n, int(k))
+    d = convert_to_tensor(diagonal, dtype=x.dtype)
+    placed = matmul(left.astype(x.dtype.np) * expand_dims(d, -2), right.astype(x.dtype.np))
+    mask = convert_to_tensor((left @ right) > 0)
+    return where(mask, placed, x)
+
+
+__all__ = ["inv", "det", "slogdet", "cholesky", "qr", "svd", "eigh", "eigvalsh", "solve",
+           "triangular_solve", "cholesky_solve", "logdet", "lstsq", "pinv", "matrix_rank",
+           "set_diag", "adjoint", "matrix_transpose", "keep_triangle"]
