@@ -25,7 +25,7 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ir.ops import Kind
 
 from support.compare import assert_tensors_match
-from support.op_examples import apply_all, as_list, examples, inputs
+from support.op_examples import apply_all, as_list, dtypes_to_test, examples, inputs
 from support.ptx import check_ptx_script
 
 pytestmark = pytest.mark.cuda
@@ -291,10 +291,11 @@ BATCHES = {kind.name: sorted(n for n, op in OPS.items() if op.kind is kind and n
 
 
 def _dtypes(name: str) -> list:
-    """Every dtype for elementwise ops (their kernels are generated here); the first one for
-    the others, whose kernels are the eager library's (tested per dtype in test_cuda_ops.py):
-    what staging adds for them is the orchestration, and the simulator is slow."""
-    dtypes = list(OPS[name].test_dtypes or OPS[name].dtypes)
+    """Every sampled dtype (``dtypes_to_test``) for elementwise ops (their kernels are
+    generated here); the first one for the others, whose kernels are the eager library's
+    (tested per dtype in test_cuda_ops.py): what staging adds for them is the orchestration,
+    and the simulator is slow."""
+    dtypes = list(dtypes_to_test(name))
     return dtypes if OPS[name].kind is Kind.ELEMENTWISE else dtypes[:1]
 
 
