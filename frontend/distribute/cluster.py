@@ -65,15 +65,10 @@ class RemoteHandle:
         a = self.fetch()
         return a if dtype is None else a.astype(dtype)
 
-    # Python numbers from a scalar (for code that reads ``tensor._value`` of an eager scalar)
-    def __int__(self) -> int:
+    def __int__(self) -> int:  # (code that reads an eager scalar's ``_value`` as a number)
         return int(self.fetch())
 
-    def __index__(self) -> int:
-        return int(self.fetch())
-
-    def __float__(self) -> float:
-        return float(self.fetch())
+    __index__ = __int__
 
     def __del__(self) -> None:
         cluster = self.cluster

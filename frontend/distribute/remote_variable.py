@@ -15,7 +15,7 @@ import numpy as np
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor, register_conversion
 from stagecraft.eager.remote import RemoteTensor, is_remote_spec, runtime
-from stagecraft.ir.shapes import TensorShape, as_dims, format_dims, is_compatible
+from stagecraft.ir.shapes import as_dims, format_dims, is_compatible
 from stagecraft.state import variables as _variables
 from stagecraft.state.variables import Variable
 
@@ -35,19 +35,7 @@ class RemoteVariable(Variable):
 
     __slots__ = ()
 
-    def __init__(self, initial_value: Any = None, trainable: bool | None = None,
-                 validate_shape: bool = True, caching_device: Any = None,
-                 name: str | None = None, variable_def: Any = None, dtype: Any = None,
-                 import_scope: Any = None, constraint: Any = None, synchronization: Any = None,
-                 aggregation: Any = None, shape: Any = None):
-        if initial_value is None:
-            raise ValueError("Variable: initial_value must be specified (a tensor, a value "
-                             "convertible to one, or a zero-argument callable).")
-        if callable(initial_value) and not isinstance(initial_value, (RemoteTensor, Variable)):
-            initial_value = initial_value()
-        if isinstance(initial_value, Variable):
-            initial_value = initial_value.read_value()
-        t = convert_to_tensor(initial_value, dtype)
+    def _store_initial(self, t: Any, graph: Any, shape: Any) -> None:
         state = STATE.get()
         cluster = runtime()
         target = cluster.resolve(state.device, "a new variable") if \
@@ -56,9 +44,6 @@ class RemoteVariable(Variable):
         if not is_compatible(self._shape, tuple(t.shape.as_list())):
             raise ValueError(f"Variable: initial value of shape {t.shape.as_list()} does not "
                              f"match shape={format_dims(self._shape)}.")
-        self._trainable = True if trainable is None else bool(trainable)
-        self._name = state.name_scope + (name if name is not None else "Variable")
-        self._uid = next(_variables._uids)
         self._device = target
         self._value = cluster.new_variable(t, target, self._name, self._trainable)
 
@@ -76,15 +61,7 @@ class RemoteVariable(Variable):
     value = read_value
 
     def _host(self) -> np.ndarray:
-        return np.asarray(self._value)
-
-    def numpy(self) -> Any:
-        v = self._host()
-        return v[()] if v.ndim == 0 else v
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = self._host()
-        return a if dtype is None else a.astype(dtype)
+        return np.asarray(self._value)  # fetched from the worker
 
     def _checked(self, value: Any, what: str) -> Any:
         t = convert_to_tensor(value, self.dtype)
@@ -101,10 +78,6 @@ class RemoteVariable(Variable):
     def _update(self, delta: Any, op: str, what: str) -> None:
         t = self._checked(delta, what)
         self._value.cluster.update_variable(self._value, "add" if op == "add" else "sub", t)
-
-    @property
-    def shape(self) -> TensorShape:
-        return TensorShape(self._shape)
 
     def __deepcopy__(self, memo: dict) -> "RemoteVariable":
         return RemoteVariable(self.read_value(), trainable=self._trainable,

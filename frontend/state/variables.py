@@ -70,6 +70,14 @@ class Variable(TensorOperators):
         if isinstance(initial_value, Variable):
             initial_value = initial_value.read_value()
         t = convert_to_tensor(initial_value, dtype)
+        self._trainable = True if trainable is None else bool(trainable)
+        self._name = STATE.get().name_scope + (name if name is not None else "Variable")
+        self._uid = next(_uids)
+        self._store_initial(t, graph, shape)
+
+    def _store_initial(self, t: Tensor, graph: Any, shape: Any) -> None:
+        """Sets ``_device``, ``_value`` and ``_shape`` from the initial value ``t`` (subclasses
+        that keep the value elsewhere override it)."""
         self._device = _placement_of(t)
         if t._value is None:
             # The initial value depends on the arguments of the function being traced: the
@@ -86,9 +94,6 @@ class Variable(TensorOperators):
         if not is_compatible(self._shape, self._value.shape):
             raise ValueError(f"Variable: initial value of shape {list(self._value.shape)} does "
                              f"not match shape={format_dims(self._shape)}.")
-        self._trainable = True if trainable is None else bool(trainable)
-        self._name = STATE.get().name_scope + (name if name is not None else "Variable")
-        self._uid = next(_uids)
         if self._device is not None and not _placement.memory().is_device_array(self._value):
             self._value = to_device_array(self._value)
 
@@ -134,14 +139,15 @@ class Variable(TensorOperators):
     value = read_value
 
     def numpy(self) -> Any:
-        v = self._value if self._device is None else to_host_array(self._value)
+        v = self._host()
         return v[()] if v.ndim == 0 else v.copy()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = np.array(self._value) if self._device is None else to_host_array(self._value)
+        a = np.array(self._host())
         return a if dtype is None else a.astype(dtype)
 
     def _host(self) -> np.ndarray:
+        """The value as a NumPy array (the buffer itself on the CPU: do not write to it)."""
         return self._value if self._device is None else to_host_array(self._value)
 
     def __hash__(self) -> int:
