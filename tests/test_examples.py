@@ -121,3 +121,14 @@ def test_flagship_example_stages_tensor_control_flow() -> None:
     assert "sc__.while_stmt(loop_test, loop_body" in out  # the converted code is shown
     assert "staged: 11 Newton steps, first call " in out
     assert "steady state: eager " in out
+
+
+def test_conv_benchmark_runs_quick(tmp_path) -> None:
+    import json
+    path = tmp_path / "bench.json"
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks",
+                                                       "conv.py"), "--quick", "--json", str(path)],
+                         capture_output=True, text=True, check=True)
+    rows = json.loads(path.read_text())
+    assert len(rows) == 2 and all(r["fwd+bwd staged"] > 0 for r in rows)
+    assert "st/np" in out.stdout

@@ -29,37 +29,83 @@ def _pointwise(kshape, geom):
 
 
 @_jit
-def im2col5(x, kshape, geom, oshape):
-    """``[groups, M, KD*KH*KW*Cg]`` patches of ``x [N, D, H, W, C]``; zeros in the padding."""
-    n, d, h, w, c = x.shape
+def _taps(v, k, stride, rate, pad, size):
+    """The kernel taps ``[f0, f1)`` of output position ``v`` that read inside ``[0, size)``."""
+    start = v * stride - pad
+    f0 = 0 if start >= 0 else (-start + rate - 1) // rate
+    last = size - 1 - start
+    f1 = 0 if last < 0 else min(k, last // rate + 1)
+    return f0, max(f0, f1)
+
+
+@_jit
+def _patch_copy(src, dst, kshape, geom, xshape, oshape, m, add):
+    """The loops shared by im2col and col2im over flat buffers: for every output position and
+    kernel tap, the input channels of each group. ``add``: False copies input -> columns
+    (zeros in the padding); True adds columns -> input. With one group and no dilation along
+    the width, the taps of a kernel row read one contiguous run of the input."""
+    n, d, h, w, c = xshape
     kd, kh, kw = kshape
     od, oh, ow = oshape
     groups = geom[9]
     cg = c // groups
-    kk = kd * kh * kw
-    m = n * od * oh * ow
-    cols = np.empty((groups, m, kk * cg), x.dtype)
+    width = kd * kh * kw * cg
+    gstride = m * width
+    run = groups == 1 and geom[5] == 1
     row = 0
     for b in range(n):
         for z in range(od):
             for y in range(oh):
                 for v in range(ow):
-                    k = 0
+                    f0, f1 = _taps(v, kw, geom[2], geom[5], geom[8], w)
+                    ix0 = v * geom[2] + f0 * geom[5] - geom[8]
                     for a in range(kd):
                         iz = z * geom[0] + a * geom[3] - geom[6]
                         for e in range(kh):
                             iy = y * geom[1] + e * geom[4] - geom[7]
-                            for f in range(kw):
-                                ix = v * geom[2] + f * geom[5] - geom[8]
-                                inside = 0 <= iz < d and 0 <= iy < h and 0 <= ix < w
+                            k0 = row * width + (a * kh + e) * kw * cg
+                            inside = 0 <= iz < d and 0 <= iy < h
+                            if not add:  # zeros where the taps fall into the padding
+                                lo, hi = (f0, f1) if inside else (0, 0)
                                 for g in range(groups):
-                                    dst = cols[g, row, k * cg:(k + 1) * cg]
-                                    if inside:
-                                        dst[:] = x[b, iz, iy, ix, g * cg:(g + 1) * cg]
+                                    base = g * gstride + k0
+                                    for q in range(lo * cg):
+                                        dst[base + q] = 0
+                                    for q in range(hi * cg, kw * cg):
+                                        dst[base + q] = 0
+                            if not inside:
+                                continue
+                            pos = (((b * d + iz) * h + iy) * w + ix0) * c
+                            if run:
+                                at = k0 + f0 * c
+                                if add:
+                                    for q in range((f1 - f0) * c):
+                                        dst[pos + q] += src[at + q]
+                                else:
+                                    for q in range((f1 - f0) * c):
+                                        dst[at + q] = src[pos + q]
+                                continue
+                            for f in range(f0, f1):
+                                px = pos + (f - f0) * geom[5] * c
+                                for g in range(groups):
+                                    col = g * gstride + k0 + f * cg
+                                    if add:
+                                        for q in range(cg):
+                                            dst[px + g * cg + q] += src[col + q]
                                     else:
-                                        dst[:] = 0
-                                k += 1
+                                        for q in range(cg):
+                                            dst[col + q] = src[px + g * cg + q]
                     row += 1
+
+
+@_jit
+def im2col5(x, kshape, geom, oshape):
+    """``[groups, M, KD*KH*KW*Cg]`` patches of ``x [N, D, H, W, C]``; zeros in the padding."""
+    n, d, h, w, c = x.shape
+    groups = geom[9]
+    m = n * oshape[0] * oshape[1] * oshape[2]
+    cols = np.empty((groups, m, kshape[0] * kshape[1] * kshape[2] * (c // groups)), x.dtype)
+    _patch_copy(x.reshape(-1), cols.reshape(-1), kshape, geom, x.shape, oshape, m, False)
     return cols
 
 
@@ -67,32 +113,9 @@ def im2col5(x, kshape, geom, oshape):
 def col2im5(dcols, xshape, kshape, geom, oshape):
     """The adjoint of :func:`im2col5`: ``dcols [groups, M, KD*KH*KW*Cg]`` summed into a new
     ``[N, D, H, W, C]`` array (``xshape``); padding positions are dropped."""
-    n, d, h, w, c = xshape
-    kd, kh, kw = kshape
-    od, oh, ow = oshape
-    groups = geom[9]
-    cg = c // groups
-    dx = np.zeros((n, d, h, w, c), dcols.dtype)
-    row = 0
-    for b in range(n):
-        for z in range(od):
-            for y in range(oh):
-                for v in range(ow):
-                    k = 0
-                    for a in range(kd):
-                        iz = z * geom[0] + a * geom[3] - geom[6]
-                        for e in range(kh):
-                            iy = y * geom[1] + e * geom[4] - geom[7]
-                            for f in range(kw):
-                                ix = v * geom[2] + f * geom[5] - geom[8]
-                                if 0 <= iz < d and 0 <= iy < h and 0 <= ix < w:
-                                    for g in range(groups):
-                                        src = dcols[g, row, k * cg:(k + 1) * cg]
-                                        dst = dx[b, iz, iy, ix, g * cg:(g + 1) * cg]
-                                        for q in range(cg):
-                                            dst[q] += src[q]
-                                k += 1
-                    row += 1
+    dx = np.zeros(xshape, dcols.dtype)
+    _patch_copy(dcols.reshape(-1), dx.reshape(-1), kshape, geom, xshape, oshape,
+                dcols.shape[1], True)
     return dx
 
 
