@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 from stagecraft.ir import dtypes as _dt
+from stagecraft.keras.call_context import learning_phase, set_learning_phase
 
 _FLOATX = ["float32"]
 _name_counts: dict[str, int] = {}
@@ -76,4 +77,5 @@ def clear_session() -> None:
         _name_counts.clear()
 
 
-__all__ = ["clear_session", "floatx", "set_floatx", "unique_object_name"]
+__all__ = ["clear_session", "floatx", "learning_phase", "set_floatx", "set_learning_phase",
+           "unique_object_name"]

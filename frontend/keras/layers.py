@@ -24,6 +24,10 @@ from stagecraft.keras.pooling_layers import (AveragePooling1D, AveragePooling2D,
                                              MaxPooling1D, MaxPooling2D, MaxPooling3D)
 from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,
                                              Multiply, Subtract)
+from stagecraft.keras.reshaping_layers import (Cropping1D, Cropping2D, Cropping3D, Permute,
+                                               RepeatVector, Reshape, UpSampling1D,
+                                               UpSampling2D, UpSampling3D, ZeroPadding1D,
+                                               ZeroPadding2D, ZeroPadding3D)
 from stagecraft.keras.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell,
                                         SimpleRNN, SimpleRNNCell)
 
@@ -41,3 +45,6 @@ __all__ += ["AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool
             "GlobalMaxPool3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
             "MaxPool1D", "MaxPool2D", "MaxPool3D", "MaxPooling1D", "MaxPooling2D",
             "MaxPooling3D"]
+__all__ += ["Cropping1D", "Cropping2D", "Cropping3D", "Permute", "RepeatVector", "Reshape",
+            "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D",
+            "ZeroPadding3D"]

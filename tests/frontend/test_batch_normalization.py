@@ -191,3 +191,19 @@ def test_config_round_trip_and_errors():
     with pytest.raises(ValueError, match="should have a defined dimension"):
         tf.function(lambda t: _bn()(t), input_signature=[tf.TensorSpec([2, None])])(
             tf.ones([2, 3]))
+
+
+def test_learning_phase_decides_when_no_call_does():
+    layer = _bn(momentum=0.0)
+    x = rng.normal(size=(4, 2)).astype(np.float32) + 5.0
+    keras.backend.set_learning_phase(1)
+    try:
+        assert keras.backend.learning_phase() == 1
+        layer(x)  # no training argument: the learning phase trains
+        layer(x * 0, training=False)  # an explicit argument wins
+    finally:
+        keras.backend.set_learning_phase(0)
+    np.testing.assert_allclose(layer.moving_mean.numpy(), x.mean(0), rtol=1e-6)
+    assert keras.backend.learning_phase() == 0
+    with pytest.raises(ValueError, match="^set_learning_phase: the learning phase must be 0 or 1"):
+        keras.backend.set_learning_phase(2)

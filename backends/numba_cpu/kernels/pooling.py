@@ -92,34 +92,13 @@ def avg_pool5(x, g):
 
 
 @_jit
-def _argmax_window(x, b, d0, d1, h0, h1, w0, w1, best, at):
-    """Fills ``at[c]`` with the flat (d, h, w) position of the first maximum of channel c
-    in the window."""
-    nh, nw, nc = x.shape[2], x.shape[3], x.shape[4]
-    first = True
-    for d in range(d0, d1):
-        for h in range(h0, h1):
-            for w in range(w0, w1):
-                row = x[b, d, h, w]
-                pos = (d * nh + h) * nw + w
-                for c in range(nc):
-                    v = row[c]
-                    if first or v > best[c]:
-                        best[c] = v
-                        at[c] = pos
-                first = False
-
-
-@_jit
-def max_pool_grad5(x, dy, g):
-    """``max_pool_grad``: zeros shaped like ``x`` plus each window's ``dy`` at its first
-    maximum of ``x``."""
+def argmax5(x, g):
+    """The flat ``(depth, height, width)`` position of each window's first maximum, per
+    channel: an int64 array shaped like the pooled output (TensorFlow's routing)."""
     nb, nd, nh, nw, nc = x.shape
     od, oh, ow = _out_dims(x.shape, g)
-    dx = np.zeros(x.shape, x.dtype)
-    flat = dx.reshape((nb, nd * nh * nw, nc))
+    at = np.empty((nb, od, oh, ow, nc), np.int64)
     best = np.empty(nc, x.dtype)
-    at = np.empty(nc, np.int64)
     for b in range(nb):
         for i in range(od):
             d0, d1 = _span(i, g[0], g[3], g[6], nd)
@@ -127,9 +106,34 @@ def max_pool_grad5(x, dy, g):
                 h0, h1 = _span(j, g[1], g[4], g[7], nh)
                 for k in range(ow):
                     w0, w1 = _span(k, g[2], g[5], g[8], nw)
-                    _argmax_window(x, b, d0, d1, h0, h1, w0, w1, best, at)
-                    for c in range(nc):
-                        flat[b, at[c], c] += dy[b, i, j, k, c]
+                    where = at[b, i, j, k]
+                    first = True
+                    for d in range(d0, d1):
+                        for h in range(h0, h1):
+                            for w in range(w0, w1):
+                                row = x[b, d, h, w]
+                                pos = (d * nh + h) * nw + w
+                                for c in range(nc):
+                                    if first or row[c] > best[c]:
+                                        best[c] = row[c]
+                                        where[c] = pos
+                                first = False
+    return at
+
+
+@_jit
+def max_pool_grad5(x, dy, g):
+    """``max_pool_grad``: zeros shaped like ``x`` plus each window's ``dy`` at its first
+    maximum of ``x``."""
+    nb, nd, nh, nw, nc = x.shape
+    at = argmax5(x, g).reshape((nb, -1, nc))
+    dy3 = dy.reshape((nb, -1, nc))
+    dx = np.zeros(x.shape, x.dtype)
+    flat = dx.reshape((nb, nd * nh * nw, nc))
+    for b in range(nb):
+        for o in range(at.shape[1]):
+            for c in range(nc):
+                flat[b, at[b, o, c], c] += dy3[b, o, c]
     return dx
 
 
@@ -138,21 +142,14 @@ def max_pool_grad_grad5(x, grad, g):
     """``max_pool_grad_grad``: ``grad`` (shaped like ``x``) read at each window's first
     maximum of ``x``."""
     nb, nd, nh, nw, nc = x.shape
-    od, oh, ow = _out_dims(x.shape, g)
-    out = np.empty((nb, od, oh, ow, nc), x.dtype)
-    flat = grad.reshape((nb, nd * nh * nw, nc))
-    best = np.empty(nc, x.dtype)
-    at = np.empty(nc, np.int64)
+    at = argmax5(x, g)
+    out = np.empty(at.shape, x.dtype)
+    src = grad.reshape((nb, nd * nh * nw, nc))
+    at3, out3 = at.reshape((nb, -1, nc)), out.reshape((nb, -1, nc))
     for b in range(nb):
-        for i in range(od):
-            d0, d1 = _span(i, g[0], g[3], g[6], nd)
-            for j in range(oh):
-                h0, h1 = _span(j, g[1], g[4], g[7], nh)
-                for k in range(ow):
-                    w0, w1 = _span(k, g[2], g[5], g[8], nw)
-                    _argmax_window(x, b, d0, d1, h0, h1, w0, w1, best, at)
-                    for c in range(nc):
-                        out[b, i, j, k, c] = flat[b, at[c], c]
+        for o in range(at3.shape[1]):
+            for c in range(nc):
+                out3[b, o, c] = src[b, at3[b, o, c], c]
     return out
 
 
