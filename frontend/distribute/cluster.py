@@ -117,6 +117,7 @@ class Cluster(Runtime):
                                            f"'{job}': {e}") from None
         self.devices = [h["device"] for h in hellos]
         self.specs = [DeviceSpec.from_string(d) for d in self.devices]
+        self.resolved: dict[DeviceSpec, str] = {}  # spec -> device name (resolve's cache)
         self.lost: dict[int, str] = {}  # task -> why it is unavailable
         self.garbage: list[list[int]] = [[] for _ in self.devices]
         self.dead_variables: list[list[int]] = [[] for _ in self.devices]
@@ -128,6 +129,12 @@ class Cluster(Runtime):
         return list(self.devices)
 
     def resolve(self, spec: DeviceSpec, what: str) -> str:
+        name = self.resolved.get(spec)
+        if name is None:
+            name = self.resolved[spec] = self._resolve(spec, what)
+        return name
+
+    def _resolve(self, spec: DeviceSpec, what: str) -> str:
         for full in self.specs:
             if (spec.job in (None, full.job) and spec.replica in (None, 0)
                     and spec.task in (None, full.task)
@@ -247,7 +254,7 @@ class Cluster(Runtime):
     # ------------------------------------------------------------------ eager ops
     def run_op(self, op: Any, inputs: Sequence[Any], attrs: dict, target: str) -> tuple:
         task = self.task_of(target)
-        in_types = [TensorType(x.dtype, tuple(x.shape.as_list())) for x in inputs]
+        in_types = [TensorType(x.dtype, x._value.shape) for x in inputs]
         try:
             out_types = op.infer(in_types, **attrs)
         except _errors.InvalidArgumentError as e:

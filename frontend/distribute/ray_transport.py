@@ -17,6 +17,8 @@ from typing import Any
 from stagecraft.distribute.transport import Pending, Transport, WorkerLost
 from stagecraft.distribute.worker import RemoteFailure, WorkerServer
 
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                     "NUMBA_NUM_THREADS")
 _ray: Any = None
 _actor_class: Any = None
 
@@ -102,7 +104,13 @@ class RayTransport(Transport):
             else:
                 ray.init(address=self.address, log_to_driver=False)
             self.started_ray = True
-        actor = _actor().options(num_cpus=self.worker_cpus)
+        options: dict = {"num_cpus": self.worker_cpus}
+        if self.worker_cpus >= 1:
+            # As many BLAS / OpenMP / Numba threads as reserved cores: a pool larger than its
+            # share of the machine spins and slows every worker down.
+            n = str(int(self.worker_cpus))
+            options["runtime_env"] = {"env_vars": {k: n for k in _THREAD_VARIABLES}}
+        actor = _actor().options(**options)
         self.actors = [actor.remote(job, i, compile_mode) for i in range(num_workers)]
         return [self.submit(i, "hello").result(timeout) for i in range(num_workers)]
 

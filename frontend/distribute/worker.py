@@ -86,8 +86,10 @@ class WorkerServer:
 
     # ------------------------------------------------------------------ basics
     def hello(self) -> dict:
-        """Who this worker is: its device name and process id."""
-        return {"device": self.device, "pid": os.getpid()}
+        """Who this worker is: its device name, process id and BLAS thread setting."""
+        return {"device": self.device, "pid": os.getpid(),
+                "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS")
+                or os.environ.get("OMP_NUM_THREADS")}
 
     def put(self, tensor_id: int, value: Any) -> None:
         """Stores ``value`` under ``tensor_id``."""

@@ -375,3 +375,27 @@ def test_op_documents_are_validated_on_the_worker():
         wire.decode_op(text.replace('"add"', '"os.system"'), arrays)
     with pytest.raises(ValueError, match="object"):
         wire.check_array(np.array([object()]), "x")
+
+
+# ------------------------------------------------------------------ the examples
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_the_examples_run_without_ray(tmp_path):
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "distributed_training.py"),
+                          "--transport", "in_process", "--batch", "64", "--steps", "2"],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    assert "speed-up of 2 workers over 1" in out
+    checks = [float(line.split("local) ")[1].split(";")[0]) for line in out.splitlines()
+              if "gradient check" in line]
+    assert len(checks) == 2 and max(checks) < 1e-5
+    path = tmp_path / "remote.json"
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks", "remote.py"),
+                    "--transport", "in_process", "--number", "5", "--json", str(path)],
+                   capture_output=True, text=True, check=True, timeout=300)
+    rows = json.loads(path.read_text())["rows"]
+    assert len(rows) == 5 and all(r["median_ms"] > 0 for r in rows)
