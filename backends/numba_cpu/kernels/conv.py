@@ -39,6 +39,26 @@ def _taps(v, k, stride, rate, pad, size):
 
 
 @_jit
+def _copy(src, s0, dst, d0, n, add):
+    """``dst[d0:d0+n] = src[s0:s0+n]`` (``+=`` with ``add``). Unsigned offsets spare the
+    negative-index checks, so LLVM vectorizes the loop (about 1.5x on short runs)."""
+    a, b = np.uint64(s0), np.uint64(d0)
+    if add:
+        for q in range(np.uint64(n)):
+            dst[b + q] += src[a + q]
+    else:
+        for q in range(np.uint64(n)):
+            dst[b + q] = src[a + q]
+
+
+@_jit
+def _zero(dst, d0, n):
+    b = np.uint64(d0)
+    for q in range(np.uint64(n)):
+        dst[b + q] = 0
+
+
+@_jit
 def _patch_copy(src, dst, kshape, geom, xshape, oshape, m, add):
     """The loops shared by im2col and col2im over flat buffers: for every output position and
     kernel tap, the input channels of each group. ``add``: False copies input -> columns
@@ -69,32 +89,26 @@ def _patch_copy(src, dst, kshape, geom, xshape, oshape, m, add):
                                 lo, hi = (f0, f1) if inside else (0, 0)
                                 for g in range(groups):
                                     base = g * gstride + k0
-                                    for q in range(lo * cg):
-                                        dst[base + q] = 0
-                                    for q in range(hi * cg, kw * cg):
-                                        dst[base + q] = 0
+                                    _zero(dst, base, lo * cg)
+                                    _zero(dst, base + hi * cg, (kw - hi) * cg)
                             if not inside:
                                 continue
                             pos = (((b * d + iz) * h + iy) * w + ix0) * c
                             if run:
                                 at = k0 + f0 * c
                                 if add:
-                                    for q in range((f1 - f0) * c):
-                                        dst[pos + q] += src[at + q]
+                                    _copy(src, at, dst, pos, (f1 - f0) * c, True)
                                 else:
-                                    for q in range((f1 - f0) * c):
-                                        dst[at + q] = src[pos + q]
+                                    _copy(src, pos, dst, at, (f1 - f0) * c, False)
                                 continue
                             for f in range(f0, f1):
                                 px = pos + (f - f0) * geom[5] * c
                                 for g in range(groups):
                                     col = g * gstride + k0 + f * cg
                                     if add:
-                                        for q in range(cg):
-                                            dst[px + g * cg + q] += src[col + q]
+                                        _copy(src, col, dst, px + g * cg, cg, True)
                                     else:
-                                        for q in range(cg):
-                                            dst[col + q] = src[px + g * cg + q]
+                                        _copy(src, px + g * cg, dst, col, cg, False)
                     row += 1
 
 
