@@ -2,8 +2,9 @@
 width, channels)`` that the CPU kernels use too (``geometry`` from
 :mod:`stagecraft.backends.numba_cpu.kernels.pooling`: window, strides, padding before and
 after). Every kernel is a gather, without atomics, so results do not depend on thread order:
-one thread per output element for the pooling ops and ``max_pool_grad_grad``, one per input
-element for the gradients (each visits the windows that hold it).
+one thread per output element for the pooling ops, ``max_pool_grad_grad`` and the first
+maxima that ``max_pool_grad`` finds first, one per input element for the gradients (each
+visits the windows that hold it).
 """
 from __future__ import annotations
 
@@ -98,7 +99,15 @@ def _kernels() -> dict[str, Callable]:
             out[o] = acc / ((d1 - d0) * (h1 - h0) * (w1 - w0))
 
     @cuda.jit
-    def max_grad(dx, x, dy, shape, out_dims, g):
+    def argmax(at, x, shape, out_dims, g):
+        nc = shape[4]
+        od, oh, ow = out_dims
+        for o in range(cuda.grid(1), at.size, cuda.gridsize(1)):
+            b, i, j, k, c = unravel(o, od, oh, ow, nc)
+            at[o] = first_max(x, b, c, i, j, k, shape, g)
+
+    @cuda.jit
+    def max_grad(dx, at, dy, shape, out_dims, g):
         nd, nh, nw, nc = shape[1], shape[2], shape[3], shape[4]
         od, oh, ow = out_dims
         for q in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
@@ -110,8 +119,9 @@ def _kernels() -> dict[str, Callable]:
             for i in range(i0, i1 + 1):
                 for j in range(j0, j1 + 1):
                     for k in range(k0, k1 + 1):
-                        if first_max(x, b, c, i, j, k, shape, g) == q:
-                            acc += dy[(((b * od + i) * oh + j) * ow + k) * nc + c]
+                        o = (((b * od + i) * oh + j) * ow + k) * nc + c
+                        if at[o] == q:
+                            acc += dy[o]
             dx[q] = acc
 
     @cuda.jit
@@ -142,7 +152,7 @@ def _kernels() -> dict[str, Callable]:
                         acc += dy[(((b * od + i) * oh + j) * ow + k) * nc + c] / n
             dx[q] = acc
 
-    return {"max_pool": max_pool, "avg_pool": avg_pool, "max_grad": max_grad,
+    return {"max_pool": max_pool, "avg_pool": avg_pool, "argmax": argmax, "max_grad": max_grad,
             "max_grad_grad": max_grad_grad, "avg_grad": avg_grad}
 
 
@@ -183,8 +193,10 @@ def max_pool_grad(x: Any, dy: Any, attrs: dict) -> Any:
     [0.0, 2.0, 0.0]
     """
     s5, out_dims, g = _plan(tuple(x.shape), attrs)
+    at = empty(tuple(dy.shape), np.int64)  # each window's first maximum, found once
+    launch_over(_kernels()["argmax"], at.size, at, x, s5, out_dims, g)
     dx = empty(tuple(x.shape), x.dtype)
-    launch_over(_kernels()["max_grad"], dx.size, dx, x, dy, s5, out_dims, g)
+    launch_over(_kernels()["max_grad"], dx.size, dx, at, dy, s5, out_dims, g)
     return dx
 
 
