@@ -244,7 +244,9 @@ def conv3d(input: Any, filters: Any, strides: Any, padding: Any,  # noqa: A002
 def convolution(input: Any, filters: Any, strides: Any = None, padding: str = "VALID",  # noqa: A002
                 data_format: str | None = None, dilations: Any = None,
                 name: str | None = None) -> Tensor:
-    """N-D convolution (N = 1, 2 or 3, from the filters' rank), as ``tf.nn.convolution``.
+    """N-D convolution (N = 1, 2 or 3, from the filters' rank), as ``tf.nn.convolution``;
+    ``data_format`` is None (channels last) or the format name for N ("NWC"/"NCW",
+    "NHWC"/"NCHW", "NDHWC"/"NCDHW").
 
     >>> import stagecraft as tf
     >>> tf.nn.convolution(tf.ones([1, 4, 1]), tf.ones([3, 1, 2]), padding="SAME").shape
@@ -255,10 +257,6 @@ def convolution(input: Any, filters: Any, strides: Any = None, padding: str = "V
     if r not in (1, 2, 3):
         raise _err("convolution", f"the filters must have rank 3, 4 or 5 ([*kernel, "
                                   f"in_channels, out_channels]), got shape {w.shape}.")
-    if data_format is not None and data_format.startswith("NC"):
-        data_format = "NC" + "DHW"[3 - r:]
-    else:
-        data_format = None
     return _conv("convolution", input, w, strides, padding, data_format, dilations, r)
 
 
@@ -372,10 +370,6 @@ def conv_transpose(input: Any, filters: Any, output_shape: Any, strides: Any,  #
     if r not in (1, 2, 3):
         raise _err("conv_transpose", f"output_shape must have 3, 4 or 5 entries, got "
                                      f"{output_shape!r}.")
-    if data_format is not None and data_format.startswith("NC"):
-        data_format = "NC" + "DHW"[3 - r:]
-    else:
-        data_format = None
     return _conv_transpose("conv_transpose", input, filters, output_shape, strides, padding,
                            data_format, dilations, r)
 

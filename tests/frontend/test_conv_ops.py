@@ -110,6 +110,9 @@ CASES = {
     "convolution_3d_dilated": (
         lambda x, w: tf.nn.convolution(x, w, padding="VALID", dilations=[1, 2, 1]),
         lambda x, w: reference(x, w, (1, 1, 1), "VALID", (1, 2, 1)), (X3, W3)),
+    "convolution_ncw": (
+        lambda x, w: tf.nn.convolution(x, w, 2, "SAME", data_format="NCW"),
+        lambda x, w: nchw(reference(nhwc(x), w, (2,), "SAME", (1,))), (nchw(X1), W1)),
     "convolution_1d": (lambda x, w: tf.nn.convolution(x, w, strides=[3], padding="SAME"),
                        lambda x, w: reference(x, w, (3,), "SAME", (1,)), (X1, W1)),
     "depthwise_conv2d": (
@@ -398,6 +401,9 @@ ERRORS = [
                                     [1, 1, 1, 1], "SAME"),
      "depthwise_conv2d: the filter's in_channels (dimension 2 of (3, 3, 2, 1)) is 2 but the "
      "input has 3 channels (shape (1, 5, 5, 3)); they must be equal."),
+    (lambda: tf.nn.convolution(tf.zeros([1, 5, 5, 1]), tf.zeros([3, 3, 1, 1]),
+                               data_format="NCW"),
+     "convolution: data_format must be one of ['NHWC', 'NCHW'] for 2 spatial dimension(s)"),
     (lambda: tf.nn.atrous_conv2d(tf.zeros([1, 5, 5, 1]), tf.zeros([3, 3, 1, 1]), 0, "SAME"),
      "atrous_conv2d: rate must be a positive int, got 0."),
 ]
