@@ -25,6 +25,8 @@ from stagecraft.ops.indexing_ops import (argsort, boolean_mask, gather_nd, scatt
 from stagecraft.ops.manip_ops import (linspace, meshgrid, pad, repeat, reverse, roll, slice,  # noqa: A004
                                       split, tensordot)
 from stagecraft.ops.segment_ops import searchsorted, unique, unique_with_counts
+from stagecraft.ops.einsum_ops import einsum
+from stagecraft.ops.vectorize_ops import vectorized_map
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft import bitwise
 from stagecraft.linalg import norm

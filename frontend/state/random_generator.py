@@ -26,7 +26,8 @@ STATELESS_STREAM = 0  # the counter word of stateless draws
 _GENERATOR_STREAM = 0x67656E  # the op-seed half of a Generator seeded with one int ("gen")
 
 
-def _stateless_seed(seed: Any) -> Tensor:
+def stateless_seed(seed: Any) -> Tensor:
+    """The seed triple of a stateless op from its ``seed`` of shape [2]."""
     s = convert_to_tensor(seed)
     if not s.dtype.is_integer or s.shape.as_list() != [2]:
         raise ValueError(f"stateless random ops: seed must be an integer tensor of shape [2] "
@@ -55,7 +56,7 @@ def stateless_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
     True
     """
     d = _dt.as_dtype(dtype)
-    return scale(draw("random_normal", _stateless_seed(seed), shape, d), mean, stddev, d)
+    return scale(draw("random_normal", stateless_seed(seed), shape, d), mean, stddev, d)
 
 
 def stateless_truncated_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: Any = 1.0,
@@ -69,7 +70,7 @@ def stateless_truncated_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: A
     True
     """
     d = _dt.as_dtype(dtype)
-    z = draw("random_truncated_normal", _stateless_seed(seed), shape, d)
+    z = draw("random_truncated_normal", stateless_seed(seed), shape, d)
     return scale(z, mean, stddev, d)
 
 
@@ -83,7 +84,7 @@ def stateless_uniform(shape: Any, seed: Any, minval: Any = 0, maxval: Any = None
     >>> tf.random.stateless_uniform([2], seed=[1, 2], maxval=10, dtype=tf.int32).dtype
     stagecraft.int32
     """
-    return _uniform(_stateless_seed(seed), shape, minval, maxval, dtype)
+    return _uniform(stateless_seed(seed), shape, minval, maxval, dtype)
 
 
 class Generator(Module):

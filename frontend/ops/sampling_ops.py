@@ -1,0 +1,82 @@
+"""Sampling built on the uniform Philox stream (``ops/random_ops.py``):
+``tf.random.categorical`` / ``stateless_categorical`` by the Gumbel-max trick (the argmax of
+``logits + Gumbel noise`` is distributed as ``softmax(logits)``) and ``tf.random.shuffle`` as
+the order that sorts one uniform number per row. Seeds follow TensorFlow's rules as every
+other random op: an op seed with the global seed names a stream whose calls differ; a
+stateless op is a pure function of its seed of shape [2]."""
+from __future__ import annotations
+
+from typing import Any
+
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ops import array_ops as _a
+from stagecraft.ops import math_ops as _m
+from stagecraft.ops.indexing_ops import argsort
+from stagecraft.ops.random_ops import draw, seed_tensor
+from stagecraft.state.random_generator import stateless_seed
+
+__all__ = ["categorical", "stateless_categorical", "shuffle"]
+
+
+def gumbel_max(logits: Any, num_samples: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
+    """``num_samples`` class indices per row of ``logits`` drawn with the seed triple
+    ``seed``."""
+    logits = convert_to_tensor(logits)
+    if logits.shape.rank != 2:
+        raise ValueError(f"{what}: logits should be a matrix [batch_size, num_classes], got "
+                         f"shape {logits.shape}.")
+    if not logits.dtype.is_floating:
+        raise TypeError(f"{what}: logits must be float32 or float64, got {logits.dtype.name}.")
+    out = _dt.int64 if dtype is None else _dt.as_dtype(dtype)
+    if out not in _dt.INTS:
+        raise TypeError(f"{what}: dtype must be int32 or int64, got {out.name}.")
+    batch, classes = (d if d is not None else _a.shape(logits)[i]
+                      for i, d in enumerate(logits.shape.as_list()))
+    u = draw("random_uniform", seed, [batch, num_samples, classes], _dt.float64)
+    gumbel = _m.negative(_m.log(_m.negative(_m.log(u))))
+    scores = _m.add(_a.expand_dims(_m.cast(logits, _dt.float64), 1), gumbel)
+    return _m.argmax(scores, axis=2, output_type=out)
+
+
+def categorical(logits: Any, num_samples: Any, dtype: Any = None, seed: int | None = None,
+                name: str | None = None) -> Tensor:
+    """``num_samples`` draws of a class index per row of the unnormalized log-probabilities
+    ``logits`` (``[batch_size, num_classes]``); int64 unless ``dtype`` says int32.
+
+    >>> import stagecraft as tf
+    >>> tf.random.categorical(tf.math.log([[0.5, 0.5, 0.0]]), 4, seed=1).shape
+    TensorShape([1, 4])
+    >>> int(tf.reduce_max(tf.random.categorical([[0.0, -float("inf")]], 20, seed=2)))
+    0
+    """
+    return gumbel_max(logits, num_samples, dtype, seed_tensor(seed), "categorical")
+
+
+def stateless_categorical(logits: Any, num_samples: Any, seed: Any, dtype: Any = _dt.int64,
+                          name: str | None = None) -> Tensor:
+    """``categorical`` as a pure function of ``seed`` (shape [2]): the same seed gives the same
+    samples, eagerly and staged.
+
+    >>> import stagecraft as tf
+    >>> a = tf.random.stateless_categorical([[1.0, 2.0, 3.0]], 5, seed=[4, 2])
+    >>> bool(tf.reduce_all(a == tf.random.stateless_categorical([[1.0, 2.0, 3.0]], 5, [4, 2])))
+    True
+    """
+    return gumbel_max(logits, num_samples, dtype, stateless_seed(seed), "stateless_categorical")
+
+
+def shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
+    """``value`` with its first dimension randomly permuted.
+
+    >>> import stagecraft as tf
+    >>> sorted(tf.random.shuffle(tf.range(5), seed=3).numpy().tolist())
+    [0, 1, 2, 3, 4]
+    """
+    value = convert_to_tensor(value)
+    if value.shape.rank == 0:
+        raise ValueError("shuffle: value must have at least one dimension, got a scalar.")
+    n = value.shape[0] if value.shape[0] is not None else _a.shape(value)[0]
+    keys = draw("random_uniform", seed_tensor(seed), [n], _dt.float64)
+    return _a.gather(value, argsort(keys))
