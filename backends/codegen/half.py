@@ -1,0 +1,58 @@
+"""Rounding to the half-precision formats in compiled code: ``round_to(x, *F16)`` and
+``round_to(x, *BF16)`` (``round_f16``/``round_bf16`` in Python) give the float16 / bfloat16 value nearest to ``x`` (ties to even, subnormals
+kept, overflow to infinity, NaN and infinities unchanged) as a float, so that compiled code can
+hold half-precision tensors in float32 buffers and round each op's result as NumPy's float16
+loops and ``ml_dtypes``' bfloat16 loops do (compute in float32, round once).
+
+Written with :mod:`math` only (no bit casts, which neither Numba's CPU scalars nor CUDA device
+code offer), like ``special.py``: the same source runs as plain Python (the CUDA simulator),
+under ``numba.njit`` and as CUDA device functions. Scaling by a power of two is exact in
+float64, so ``rne(a / quantum) * quantum`` rounds exactly.
+
+>>> round_f16(1.0 + 2.0 ** -11), round_f16(1.0 + 3 * 2.0 ** -11), round_f16(65520.0)
+(1.0, 1.001953125, inf)
+>>> round_bf16(1.0 + 2.0 ** -8), round_bf16(-3.4e38)
+(1.0, -inf)
+"""
+from __future__ import annotations
+
+import math
+
+# (significant bits, smallest normal exponent, largest finite value) of each format
+F16 = (11, -14, 65504.0)
+BF16 = (8, -126, 3.3895313892515355e38)
+
+
+def round_to(x, bits, emin, top):
+    """``x`` rounded to the binary format with ``bits`` significant bits, smallest normal
+    exponent ``emin`` (subnormals below it) and largest finite value ``top``, ties to even.
+    Self-contained (CUDA device functions cannot call other Python functions): compiled code
+    calls it as ``K.round_to(x, *F16)`` with the constants inlined.
+
+    >>> round_to(0.1, *F16), round_to(2.5 * 2.0 ** -24, *F16), round_to(3.5 * 2.0 ** -24, *F16)
+    (0.0999755859375, 1.1920928955078125e-07, 2.384185791015625e-07)
+    """
+    if x != x or x == 0.0 or math.isinf(x):
+        return float(x)
+    a = abs(float(x))
+    e = math.frexp(a)[1]        # a = m * 2**e with 0.5 <= m < 1
+    k = max(e, emin + 1) - bits  # the quantum is 2**k (fixed below the normal range)
+    v = math.ldexp(a, -k)       # exact: a power-of-two scaling
+    r = float(math.floor(v))
+    d = v - r
+    if d > 0.5 or (d == 0.5 and r - 2.0 * math.floor(0.5 * r) == 1.0):  # ties to even
+        r += 1.0
+    v = math.ldexp(r, k)
+    if v > top:
+        v = math.inf
+    return v if x > 0.0 else -v
+
+
+def round_f16(x):
+    """The float16 value nearest to ``x`` (as a float)."""
+    return round_to(x, *F16)
+
+
+def round_bf16(x):
+    """The bfloat16 value nearest to ``x`` (as a float)."""
+    return round_to(x, *BF16)
