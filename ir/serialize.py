@@ -294,7 +294,7 @@ STRUCTURAL_ATTRS: dict[str, frozenset] = {n: frozenset(r.attrs) for n, r in STRU
                                           if r.serializable}
 # The attributes whose values may hold strings (data only: never pasted into source).
 STRING_ATTRS = frozenset({"mode", "spec", "name", "message", "template", "sep", "end",
-                          "stream"})
+                          "stream", "side"})
 
 
 def _is_int(v: Any) -> bool:
@@ -326,7 +326,7 @@ ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
                                          "carry")},
     **{k: ("true or false", lambda v: type(v) is bool)
        for k in ("descending", "exclusive", "keepdims", "reverse", "transpose_a", "transpose_b",
-                 "sorted")},
+                 "sorted", "adjoint", "full_matrices", "lower")},
     **{k: ("a dtype", lambda v: isinstance(v, dt.DType))
        for k in ("dtype", "out_type", "output_type")},
     **{k: ("a tuple of ints", _INTS) for k in ("dims", "multiples", "perm", "shape")},
