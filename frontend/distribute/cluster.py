@@ -243,7 +243,7 @@ class Cluster(Runtime):
     def transfer(self, x: Any, target: str) -> Any:
         value = np.asarray(x._host())  # a local copy (fetched when x is remote)
         if target not in self.devices:
-            return wrap(value)  # to this process's CPU
+            return wrap(value)  # to this process's CPU (placement moves it on to a GPU)
         with self.lock:
             task = self.task_of(target)
             self._check(task)

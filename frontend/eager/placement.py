@@ -161,7 +161,10 @@ def copy(x: Tensor, target: str) -> Tensor:
             raise leaked(_IDENTITY, (x,))
         return graph.bind(_IDENTITY, (x,), {})
     if is_remote(target) or is_remote(source):
-        out: Tensor = _connected(source if is_remote(source) else target).transfer(x, target)
+        runtime_ = _connected(source if is_remote(source) else target)
+        out: Tensor = runtime_.transfer(x, target if is_remote(target) else CPU_DEVICE)
+        if target == GPU_DEVICE:  # remote -> GPU goes through this process's memory
+            out = wrap_device(to_device_array(out._value))
     elif target == GPU_DEVICE:
         out = wrap_device(to_device_array(x._value))
     else:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
+from stagecraft.devices import device as device_module
 from stagecraft.distribute import wire
 from stagecraft.distribute.transport import InProcessTransport
 from stagecraft.ir import OPS
@@ -171,6 +172,19 @@ def test_handles_are_freed_on_the_worker(transport):
         del x
         (tf.ones([3]) * 2.0).numpy()  # the next request carries the free list
     assert len(transport.servers[0].tensors) <= held
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(device_module.gpu_kind() == "none",
+                    reason="needs a CUDA GPU or NUMBA_ENABLE_CUDASIM=1")
+def test_copies_between_a_worker_and_the_gpu(transport):
+    with tf.device("/job:worker/task:0"):
+        x = tf.constant([1.0, 2.0]) * 2.0
+    g = x.gpu()
+    assert g.device.endswith("GPU:0") and g.numpy().tolist() == [2.0, 4.0]
+    with tf.device("/job:worker/task:0"):
+        y = g + 1.0
+    assert y.device == W0 and y.numpy().tolist() == [3.0, 5.0]
 
 
 # ------------------------------------------------------------------ gradients

@@ -1,7 +1,10 @@
-"""Remote devices on a real Ray cluster: one local cluster (127.0.0.1, no dashboard) for the
-module, two worker actors. The in-process tests (test_distribute.py) cover the logic in
+"""Remote devices on a real Ray cluster: one local cluster (127.0.0.1, no dashboard) with two
+worker actors, started once. The in-process tests (test_distribute.py) cover the logic in
 detail; these check that the same paths work across processes: values, gradients, shipped
-functions, variables, remote errors, and a worker killed in the middle of a call."""
+functions, variables, remote errors, and a worker killed in the middle of a call.
+
+The checks run inside one test so that the cluster starts once per test session even when
+pytest-xdist spreads a module's tests over several processes (starting one costs seconds)."""
 import os
 import time
 
@@ -16,27 +19,14 @@ W0 = "/job:worker/replica:0/task:0/device:CPU:0"
 W1 = "/job:worker/replica:0/task:1/device:CPU:0"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cluster():
-    # Ray is started here (not by connect), so that reconnecting starts only new actors.
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _node_ip_address="127.0.0.1", configure_logging=False)
-    try:
-        tf.distribute.connect(num_workers=2, timeout=60.0)
-        yield
-    finally:
-        tf.distribute.disconnect()
-        ray.shutdown()
-
-
-def test_workers_are_separate_processes():
+def check_workers_are_separate_processes():
     cluster = tf.distribute.connected()
     pids = {cluster.wait(i, cluster.submit(i, "hello"))["pid"] for i in range(2)}
     assert len(pids | {os.getpid()}) == 3
     assert tf.list_devices()[-2:] == [W0, W1]
 
 
-def test_values_and_gradients_equal_local():
+def check_values_and_gradients_equal_local():
     x = tf.constant(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
     w = tf.constant(np.linspace(0.5, -0.5, 12, dtype=np.float32).reshape(3, 4))
     with tf.GradientTape() as tape:
@@ -63,7 +53,7 @@ def _affine(x, w):
     return tf.nn.relu(tf.matmul(x, w) - 1.0)
 
 
-def test_functions_and_variables():
+def check_functions_and_variables():
     x, w = tf.ones([4, 3]), tf.fill([3, 2], 0.5)
     with tf.device("/job:worker/task:1"):
         first = _affine(x, w)
@@ -78,7 +68,7 @@ def test_functions_and_variables():
     assert not cluster.wait(0, cluster.submit(0, "has_function", digest))
 
 
-def test_remote_errors_name_the_device_and_carry_the_traceback():
+def check_remote_errors_name_the_device_and_carry_the_traceback():
     with tf.device("/job:worker/task:1"):
         bad = tf.gather(tf.constant([1.0, 2.0]), tf.constant([7]))
     with pytest.raises(tf.errors.InvalidArgumentError) as e:
@@ -93,7 +83,7 @@ def _slow(x):
                          (tf.constant(0), x))[1]
 
 
-def test_killing_a_worker_mid_call_then_reconnecting():
+def check_killing_a_worker_mid_call_then_reconnecting():
     with tf.device("/job:worker/task:1"):
         pending = _slow(tf.fill([200, 200], 0.01))
     time.sleep(0.2)
@@ -107,3 +97,19 @@ def test_killing_a_worker_mid_call_then_reconnecting():
     tf.distribute.connect(num_workers=2, timeout=60.0)
     with tf.device("/job:worker/task:1"):
         assert float(tf.constant(2.0) * 3.0) == 6.0
+
+
+def test_remote_devices_on_a_ray_cluster():
+    # Ray is started here (not by connect), so that reconnecting starts only new actors.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             _node_ip_address="127.0.0.1", configure_logging=False)
+    try:
+        tf.distribute.connect(num_workers=2, timeout=60.0)
+        check_workers_are_separate_processes()
+        check_values_and_gradients_equal_local()
+        check_functions_and_variables()
+        check_remote_errors_name_the_device_and_carry_the_traceback()
+        check_killing_a_worker_mid_call_then_reconnecting()
+    finally:
+        tf.distribute.disconnect()
+        ray.shutdown()
