@@ -1,5 +1,6 @@
-"""Numba lowerings of ``segment_reduce``, ``unique_index`` and ``searchsorted``: calls into
-``kernels/segment.py`` on 2-D views (rows by the segment ids, the rest flattened)."""
+"""Numba lowerings of ``segment_reduce``, ``unique_index`` and ``searchsorted`` (calls into
+``kernels/segment.py`` on 2-D views: rows by the segment ids, the rest flattened) and of
+``random_gamma`` (``kernels/rejection.py``)."""
 from __future__ import annotations
 
 from stagecraft.backends.codegen.source import literal, rank as _rank, tuple_text
@@ -56,3 +57,12 @@ def _searchsorted(cg, e: Eqn) -> None:
                  f"{sd[-1]})), np.ascontiguousarray({cg.operand(vals)}).reshape(({rows}, "
                  f"{vd[-1]})), {right}, {out}).reshape({tuple_text(vd)})")
 
+
+
+@lowers("random_gamma")
+def _random_gamma(cg, e: Eqn) -> None:
+    seed, alpha = e.inputs
+    v = e.outputs[0]
+    out = cg.empty(v, [str(int(d)) for d in e.params["shape"]] + cg.dims(alpha))
+    cg.line(f"K.random_gamma_into({out}, {cg.array(alpha)}, {cg.array(seed)})")
+    cg.define_array(v, out)

@@ -301,3 +301,7 @@ TABLE["segment_reduce"] = lambda xs, a, t: segment.segment_reduce(*xs, a["mode"]
 TABLE["unique_index"] = lambda xs, a, t: segment.unique_index(xs[0], a["out_type"].np)
 TABLE["searchsorted"] = lambda xs, a, t: segment.searchsorted(xs[0], xs[1], a["side"] == "right",
                                                               a["out_type"].np)
+
+from stagecraft.backends.numba_cuda.kernels import rejection  # noqa: E402
+
+TABLE["random_gamma"] = lambda xs, a, t: rejection.random_gamma(xs[0], xs[1], a["shape"])

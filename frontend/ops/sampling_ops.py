@@ -1,23 +1,27 @@
 """Sampling built on the uniform Philox stream (``ops/random_ops.py``):
 ``tf.random.categorical`` / ``stateless_categorical`` by the Gumbel-max trick (the argmax of
-``logits + Gumbel noise`` is distributed as ``softmax(logits)``) and ``tf.random.shuffle`` as
-the order that sorts one uniform number per row. Seeds follow TensorFlow's rules as every
+``logits + Gumbel noise`` is distributed as ``softmax(logits)``), ``tf.random.shuffle`` as
+the order that sorts one uniform number per row, and ``tf.random.gamma`` on the
+``random_gamma`` primitive (``ir/ops/rejection.py``). Seeds follow TensorFlow's rules as every
 other random op: an op seed with the global seed names a stream whose calls differ; a
 stateless op is a pure function of its seed of shape [2]."""
 from __future__ import annotations
 
 from typing import Any
 
+from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
+from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops.indexing_ops import argsort
+from stagecraft.ops.array_ops import normalize_shape
 from stagecraft.ops.random_ops import draw, seed_tensor
 from stagecraft.state.random_generator import stateless_seed
 
-__all__ = ["categorical", "stateless_categorical", "shuffle"]
+__all__ = ["categorical", "stateless_categorical", "shuffle", "gamma", "stateless_gamma"]
 
 
 def gumbel_max(logits: Any, num_samples: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
@@ -80,3 +84,46 @@ def shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Ten
     n = value.shape[0] if value.shape[0] is not None else _a.shape(value)[0]
     keys = draw("random_uniform", seed_tensor(seed), [n], _dt.float64)
     return _a.gather(value, argsort(keys))
+
+
+def _gamma(shape: Any, alpha: Any, beta: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
+    d = _dt.as_dtype(dtype)
+    if d not in _dt.FLOATS:
+        raise TypeError(f"{what}: dtype must be float32 or float64, got {d.name}.")
+    dims = normalize_shape(shape, what).dims
+    if None in dims:
+        raise ValueError(f"{what}: the sample shape must be known when the op is traced, got "
+                         f"{list(dims)}.")
+    alpha = _m.cast(alpha, d)
+    if beta is not None:
+        beta = _m.cast(beta, d)
+        alpha = _m.add(alpha, _a.zeros_like(beta))   # the broadcast shape of alpha and beta
+    sample = bind(OPS["random_gamma"], seed, alpha, shape=tuple(int(n) for n in dims))
+    return sample if beta is None else _m.divide(sample, beta)
+
+
+def gamma(shape: Any, alpha: Any, beta: Any = None, dtype: Any = _dt.float32,
+          seed: int | None = None, name: str | None = None) -> Tensor:
+    """Gamma(alpha, beta) samples (``beta`` is the rate: the mean is ``alpha / beta``) of shape
+    ``shape + broadcast(alpha, beta).shape``; NaN where ``alpha <= 0``. Differentiable in
+    ``beta``; unlike TensorFlow, which reparameterizes the sample, no gradient flows to
+    ``alpha`` (it is None).
+
+    >>> import stagecraft as tf
+    >>> x = tf.random.gamma([2000], [1.5, 4.0], seed=1, dtype=tf.float64)
+    >>> x.shape, [round(m) for m in tf.reduce_mean(x, axis=0).numpy().tolist()]
+    (TensorShape([2000, 2]), [2, 4])
+    """
+    return _gamma(shape, alpha, beta, dtype, seed_tensor(seed), "gamma")
+
+
+def stateless_gamma(shape: Any, seed: Any, alpha: Any, beta: Any = None,
+                    dtype: Any = _dt.float32, name: str | None = None) -> Tensor:
+    """``gamma`` as a pure function of ``seed`` (shape [2]).
+
+    >>> import stagecraft as tf
+    >>> a = tf.random.stateless_gamma([3], seed=[1, 2], alpha=2.0)
+    >>> bool(tf.reduce_all(a == tf.random.stateless_gamma([3], seed=[1, 2], alpha=2.0)))
+    True
+    """
+    return _gamma(shape, alpha, beta, dtype, stateless_seed(seed), "stateless_gamma")

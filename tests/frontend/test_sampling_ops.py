@@ -1,5 +1,5 @@
-"""tf.random.categorical / stateless_categorical / shuffle and tf.vectorized_map: sample
-frequencies against the probabilities with fixed seeds, TensorFlow's seed rules (an op seed
+"""tf.random.categorical / stateless_categorical / shuffle / gamma / stateless_gamma and
+tf.vectorized_map: sample frequencies and moments against the distributions with fixed seeds, TensorFlow's seed rules (an op seed
 under set_seed repeats; stateless ops are pure functions of the seed, eagerly and staged),
 dtypes and shapes, and errors."""
 from __future__ import annotations
@@ -64,6 +64,45 @@ def test_shuffle_permutes_rows_and_repeats_under_a_seed():
     assert np.all(np.abs(counts - 100) < 5 * np.sqrt(400 * 0.25 * 0.75)), counts
 
 
+def test_gamma_moments_match_the_distribution():
+    alpha = np.array([0.3, 1.0, 2.5, 9.0])
+    beta = np.array([2.0, 1.0, 0.5, 3.0])
+    x = tf.random.gamma([20000], alpha, beta, dtype=tf.float64, seed=4).numpy()
+    assert x.shape == (20000, 4) and (x > 0).all()
+    mean, var = alpha / beta, alpha / beta ** 2
+    se_mean = np.sqrt(var / x.shape[0])
+    assert np.all(np.abs(x.mean(0) - mean) < 5 * se_mean), (x.mean(0), mean)
+    # the variance's standard error from the fourth central moment 6 alpha / beta^4 + 3 var^2
+    se_var = np.sqrt((6 * alpha / beta ** 4 + 2 * var ** 2) / x.shape[0])
+    assert np.all(np.abs(x.var(0) - var) < 5 * se_var), (x.var(0), var)
+
+
+def test_gamma_is_deterministic_and_staged_equals_eager():
+    alpha = tf.constant([[0.5], [4.0]], tf.float32)
+    eager = tf.random.stateless_gamma([3], seed=[7, 8], alpha=alpha)
+    assert eager.shape == [3, 2, 1] and eager.dtype == tf.float32
+    for backend in ("reference", "numba"):
+        staged = tf.function(lambda a, s: tf.random.stateless_gamma([3], s, a),
+                             backend=backend)(alpha, tf.constant([7, 8]))
+        np.testing.assert_array_equal(staged.numpy(), eager.numpy())
+    tf.random.set_seed(2)
+    a = tf.random.gamma([5], 2.0, seed=1)
+    tf.random.set_seed(2)
+    assert a.numpy().tolist() == tf.random.gamma([5], 2.0, seed=1).numpy().tolist()
+    assert np.isnan(tf.random.gamma([2], [0.0, -1.0], seed=1).numpy()).all()
+
+
+def test_gamma_gradient_flows_to_beta_only():
+    beta = tf.Variable([2.0, 4.0], dtype=tf.float64)
+    alpha = tf.Variable([1.5, 3.0], dtype=tf.float64)
+    with tf.GradientTape() as tape:
+        x = tf.random.stateless_gamma([], [1, 1], alpha, beta, dtype=tf.float64)
+        y = tf.reduce_sum(x)
+    g_beta, g_alpha = tape.gradient(y, [beta, alpha])
+    np.testing.assert_allclose(g_beta.numpy(), -x.numpy() / beta.numpy(), rtol=1e-12)
+    assert g_alpha is None
+
+
 def test_vectorized_map_equals_a_loop():
     x = tf.constant(np.arange(12.0).reshape(4, 3))
 
@@ -87,3 +126,5 @@ def test_bad_arguments_are_explained():
         tf.random.stateless_categorical([[0.0, 1.0]], 3, seed=[1, 2, 3])
     with pytest.raises(ValueError, match="at least one dimension"):
         tf.random.shuffle(tf.constant(1.0))
+    with pytest.raises(TypeError, match="gamma: dtype must be float32 or float64"):
+        tf.random.gamma([2], 1.0, dtype=tf.int32)

@@ -1,0 +1,39 @@
+"""Numba kernel of ``random_gamma`` (``ir/ops/rejection.py``, whose per-element sampler it
+compiles): the reference kernel's values, element for element."""
+from __future__ import annotations
+
+import types
+from typing import Callable
+
+import numba
+import numpy as np
+
+from stagecraft.ir.ops import rejection
+from stagecraft.ir.ops.philox import key_words
+
+_JIT = dict(cache=True, error_model="numpy", nogil=True)
+
+
+def compiled_with(jit: Callable, fn: Callable, **callees: Callable) -> Callable:
+    """``jit(fn)`` with the global names in ``callees`` bound to compiled functions (Numba
+    resolves a function's globals when compiling it, and the plain Python ones it calls
+    cannot be typed)."""
+    scope = {**fn.__globals__, **callees}
+    return jit(types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__,
+                                  fn.__closure__))
+
+
+_key_words = numba.njit(**_JIT)(key_words)
+_uniform_pair = compiled_with(numba.njit(**_JIT), rejection.uniform_pair,
+                              philox=numba.njit(**_JIT)(rejection.philox))
+_gamma_one = compiled_with(numba.njit(**_JIT), rejection.gamma_one, uniform_pair=_uniform_pair)
+
+
+@numba.njit(**_JIT)
+def random_gamma_into(out, alpha, seed):
+    """out (flat, shape + alpha.shape elements): Gamma(alpha[j % alpha.size]) samples."""
+    k0, k1, c2, c3 = _key_words(seed)
+    a = alpha.reshape(alpha.size)
+    of = out.reshape(out.size)
+    for j in range(of.size):
+        of[j] = _gamma_one(np.float64(a[j % a.size]), np.uint64(j), k0, k1, c2, c3)

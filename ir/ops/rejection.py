@@ -1,0 +1,131 @@
+"""Random primitives drawn by rejection: ``random_gamma`` (Marsaglia and Tsang, "A simple
+method for generating gamma variables", 2000) on the Philox stream of ``ir/ops/philox.py``.
+
+Element ``i`` of the result draws from its own Philox blocks: counter words 0 and 1 hold ``i``,
+words 2 and 3 the call counter with the block number in word 3's upper 16 bits (so, as for
+truncated normals, call counters stay below 2**48). Block 0 gives the boost uniform of
+``alpha < 1``; attempt ``t`` uses blocks ``2t + 1`` (a normal) and ``2t + 2`` (the acceptance
+uniform). A value depends only on the seed, ``i`` and ``alpha``, never on how the work is
+split. ``gamma_one`` is written with ``math`` and ``np.uint64`` only, so Numba compiles it for
+the CPU and as a CUDA device function; the NumPy kernel is its vectorized twin.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from stagecraft.ir import dtypes as dt
+from stagecraft.ir.ops.infer import check_dtype, fail
+from stagecraft.ir.ops.opdef import Example, Kind, OpDef
+from stagecraft.ir.ops.philox import ATTEMPT_SHIFT, INV_2_53, MASK, TWO_PI, key, philox
+from stagecraft.ir.types import TensorType
+
+MAX_BLOCK = (1 << 16) - 1   # block numbers fit the upper 16 bits of counter word 3
+
+
+def uniform_pair(i, block, k0, k1, c2, c3):
+    """Two uniforms of element ``i``'s Philox block ``block``: one in (0, 1], one in [0, 1)
+    (all uint64 arguments)."""
+    mask, shift = np.uint64(MASK), np.uint64(32)
+    w0, w1, w2, w3 = philox(i & mask, i >> shift, c2,
+                            c3 | (block << np.uint64(ATTEMPT_SHIFT)), k0, k1)
+    x = (w0 << shift) | w1
+    y = (w2 << shift) | w3
+    return (((x >> np.uint64(11)) + np.uint64(1)) * INV_2_53, (y >> np.uint64(11)) * INV_2_53)
+
+
+
+def gamma_one(alpha, i, k0, k1, c2, c3):
+    """One Gamma(alpha, 1) sample of element ``i`` (NaN unless alpha > 0)."""
+    if not alpha > 0.0:
+        return math.nan
+    a = alpha + 1.0 if alpha < 1.0 else alpha
+    d = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    v = 1.0
+    block = np.uint64(1)
+    while block < np.uint64(MAX_BLOCK):
+        u1, u2 = uniform_pair(i, block, k0, k1, c2, c3)
+        u3, _ = uniform_pair(i, block + np.uint64(1), k0, k1, c2, c3)
+        block += np.uint64(2)
+        x = math.sqrt(-2.0 * math.log(u1)) * math.cos(TWO_PI * u2)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        if math.log(u3) < 0.5 * x * x + d - d * v + d * math.log(v):
+            break
+    out = d * v
+    if alpha < 1.0:
+        u, _ = uniform_pair(i, np.uint64(0), k0, k1, c2, c3)
+        out *= math.pow(u, 1.0 / alpha)
+    return out
+
+
+def _uniform_pairs(idx: np.ndarray, block: int, words: tuple) -> tuple[np.ndarray, np.ndarray]:
+    k0, k1, c2, c3 = words
+    n = idx.size
+    return uniform_pair(idx, np.uint64(block), k0, k1, np.full(n, c2), np.full(n, c3))
+
+
+def gamma_sample(alpha: np.ndarray, seed) -> np.ndarray:
+    """``gamma_one`` for every element of the float64 vector ``alpha``, vectorized."""
+    words = key(seed)
+    n = alpha.size
+    idx = np.arange(n, dtype=np.uint64)
+    a = np.where(alpha < 1.0, alpha + 1.0, alpha)
+    d = a - 1.0 / 3.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = 1.0 / np.sqrt(9.0 * d)
+    out = np.full(n, np.nan)
+    todo = np.flatnonzero(alpha > 0.0)
+    block = 1
+    while todo.size and block < MAX_BLOCK:
+        u1, u2 = _uniform_pairs(idx[todo], block, words)
+        u3, _ = _uniform_pairs(idx[todo], block + 1, words)
+        block += 2
+        x = np.sqrt(-2.0 * np.log(u1)) * np.cos(TWO_PI * u2)
+        v = 1.0 + c[todo] * x
+        ok = v > 0.0
+        v = np.where(ok, v * v * v, 1.0)
+        dt_ = d[todo]
+        accept = ok & (np.log(u3) < 0.5 * x * x + dt_ - dt_ * v + dt_ * np.log(v))
+        out[todo[accept]] = dt_[accept] * v[accept]
+        todo = todo[~accept]
+    small = np.flatnonzero((alpha > 0.0) & (alpha < 1.0))
+    if small.size:
+        u, _ = _uniform_pairs(idx[small], 0, words)
+        out[small] *= np.power(u, 1.0 / alpha[small])
+    return out
+
+
+def _gamma_infer(types, shape):
+    op = "random_gamma"
+    seed, alpha = types
+    if seed.dtype is not dt.int64 or seed.shape not in ((3,), (None,), None):
+        raise fail(op, f"seed must be an int64 tensor of shape [3] (global seed, op seed, "
+                       f"counter), got {seed}.")
+    check_dtype(op, "alpha", alpha, dt.FLOATS)
+    if any(s < 0 for s in shape):
+        raise fail(op, f"shape must be non-negative, got {list(shape)}.")
+    return [TensorType(alpha.dtype, None if alpha.shape is None
+                       else tuple(shape) + tuple(alpha.shape))]
+
+
+def _gamma_kernel(seed, alpha, shape):
+    alpha = np.asarray(alpha)
+    reps = int(np.prod(shape, dtype=np.int64))
+    flat = np.tile(alpha.reshape(-1).astype(np.float64), reps)
+    return gamma_sample(flat, seed).astype(alpha.dtype).reshape(tuple(shape) + alpha.shape)
+
+
+random_gamma_op = OpDef(
+    name="random_gamma", kind=Kind.RANDOM, inputs=("seed", "alpha"), attrs=("shape",),
+    infer=_gamma_infer, kernel=_gamma_kernel, dtypes=dt.FLOATS, unify=(1,),
+    examples=lambda rng, d: [Example((np.asarray((1, 2, 3), np.int64),
+                                      np.asarray(a, d.np)), {"shape": s})
+                             for a, s in [(2.5, (4,)), ([0.3, 1.0, 7.0], (2,)),
+                                          ([[0.5], [3.0]], ())]],
+    doc="Gamma(alpha, 1) samples of shape `shape + alpha.shape` (Marsaglia-Tsang rejection; "
+        "NaN where alpha <= 0).")
