@@ -12,11 +12,14 @@ from stagecraft.ir import OPS
 from stagecraft.ops.math_ops import matmul
 from stagecraft.eager.tensor import Tensor
 from stagecraft.eager.conversion import convert_to_tensor
-from stagecraft.ops.array_ops import expand_dims, squeeze, transpose, zeros_like
+from stagecraft.ops.array_ops import expand_dims, squeeze, zeros_like
 from stagecraft.ops.clip_ops import global_norm
 from stagecraft.ops.manip_ops import tensordot
 from stagecraft.ops.math_ops import abs, reduce_max, reduce_sum, sqrt, square, where  # noqa: A004
 from stagecraft.ops.nn_ops import l2_normalize
+from stagecraft.ops.linalg_ops import (adjoint, cholesky, cholesky_solve, det, eigh, eigvalsh,
+                                       inv, logdet, lstsq, matrix_rank, matrix_transpose, pinv,
+                                       qr, set_diag, slogdet, solve, svd, triangular_solve)
 
 
 def diag(diagonal: Any, name: str = "diag") -> Tensor:
@@ -32,14 +35,6 @@ def diag(diagonal: Any, name: str = "diag") -> Tensor:
 def diag_part(input: Any, name: str = "diag_part") -> Tensor:  # noqa: A002
     """The main diagonal of the last two dimensions."""
     return bind(OPS["diag_part"], input)
-
-
-def matrix_transpose(a: Any, name: str = "matrix_transpose") -> Tensor:
-    """Swaps the last two dimensions."""
-    a = convert_to_tensor(a)
-    perm = list(range(a.ndim))
-    perm[-2], perm[-1] = perm[-1], perm[-2]
-    return transpose(a, perm)
 
 
 def matvec(a: Any, b: Any, transpose_a: bool = False, name: str | None = None) -> Tensor:
@@ -104,4 +99,7 @@ def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None,  # noqa: A002
 
 
 __all__ = ["matmul", "diag", "diag_part", "eye", "matrix_transpose", "matvec", "trace",
-           "band_part", "norm", "l2_normalize", "tensordot", "global_norm"]
+           "band_part", "norm", "l2_normalize", "tensordot", "global_norm", "adjoint",
+           "cholesky", "cholesky_solve", "det", "eigh", "eigvalsh", "inv", "logdet", "lstsq",
+           "matrix_rank", "pinv", "qr", "set_diag", "slogdet", "solve", "svd",
+           "triangular_solve"]

@@ -1,17 +1,21 @@
 """Numba lowerings of the matrix decompositions and solvers (``ir/ops/decompositions.py``):
 the inputs are viewed as ``(batch, rows, cols)``, the kernels of
 :mod:`stagecraft.backends.numba_cpu.kernels.decompositions` return 3-D / 2-D / 1-D results,
-viewed back with the batch dimensions. Registered in ``LOWER`` when :mod:`.lowerings` loads.
+viewed back with the batch dimensions. ``LOWERINGS`` holds them; :mod:`.lowerings` registers
+them in ``LOWER`` (this module does not import it, so the two stay free of import cycles).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
+from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.source import tuple_text
 from stagecraft.backends.codegen.source_emitter import LoweringError
 from stagecraft.backends.numba_cpu.kernels.linalg import matmul_plan
-from stagecraft.backends.numba_cpu.lowerings import lowers
 from stagecraft.ir.graph import Eqn
+
+LOWERINGS = Lowerings("Numba", missing='compile this function with backend="reference"')
+lowers = LOWERINGS.lowers
 
 
 def _as3(cg, x) -> str:

@@ -36,6 +36,7 @@ from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul,
                                                     scatter, shape)
 from stagecraft.backends.numba_cuda.kernels import pooling
 from stagecraft.backends.numba_cuda.kernels import conv
+from stagecraft.backends.numba_cuda.kernels import decompositions
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops import Kind
@@ -130,6 +131,18 @@ TABLE["matmul"] = lambda xs, a, t: matmul.matmul(xs[0], xs[1], a["transpose_a"],
 TABLE["diag"] = lambda xs, a, t: shape.diag(xs[0])
 TABLE["diag_part"] = lambda xs, a, t: shape.copy_view(
     xs[0], lambda v: np.diagonal(v, axis1=-2, axis2=-1))
+# Decompositions: one thread per matrix (kernels/decompositions.py); qr, svd and eigh are a
+# host round trip through the reference kernels (documented there).
+TABLE["matrix_inverse"] = lambda xs, a, t: decompositions.inverse(xs[0], a["adjoint"])
+TABLE["matrix_determinant"] = lambda xs, a, t: decompositions.determinant(xs[0], log=False)
+TABLE["log_matrix_determinant"] = lambda xs, a, t: decompositions.determinant(xs[0], log=True)
+TABLE["cholesky"] = lambda xs, a, t: decompositions.cholesky(xs[0])
+TABLE["matrix_solve"] = lambda xs, a, t: decompositions.solve(xs[0], xs[1], a["adjoint"])
+TABLE["triangular_solve"] = lambda xs, a, t: decompositions.triangular_solve(
+    xs[0], xs[1], a["lower"], a["adjoint"], t[0].shape)
+for _name in ("qr", "svd", "eigh"):
+    TABLE[_name] = (lambda kernel: lambda xs, a, t: decompositions.on_host(kernel, xs, **a))(
+        OPS[_name].kernel)
 
 
 # ------------------------------------------------------------------------------- shape

@@ -14,12 +14,16 @@ two dimensions, tril / triu the lower / upper triangle.
   1 / (x_j - x_i) taken as x / (x^2 + 1e-20) so repeated values give no inf.
 * solve / triangular_solve X: G_rhs = solve(op(A)^T, G), G_A = -G_rhs X^T (-X G_rhs^T with
   ``adjoint``), kept to the triangle read for triangular_solve (whose batch dims broadcast).
+
+``RULES`` maps each op to its rule; :mod:`stagecraft.autodiff.vjps`, which owns the rule
+table, adds them (this module does not import it, so the two stay free of import cycles).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from stagecraft.autodiff.vjps import unbroadcast, vjp
 from stagecraft.eager.bind import bind
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import OPS
@@ -27,6 +31,22 @@ from stagecraft.ops import linalg_ops as la
 from stagecraft.ops.array_ops import concat, expand_dims
 from stagecraft.ops.math_ops import matmul as mm
 from stagecraft.ops.math_ops import where
+
+RULES: dict[str, Callable[..., tuple]] = {}
+
+
+def vjp(name: str) -> Callable:
+    """Registers the decorated rule for op ``name`` in ``RULES``."""
+    def register(fn: Callable) -> Callable:
+        RULES[name] = fn
+        return fn
+    return register
+
+
+def _sum_to(g, like):
+    """``g`` summed over the batch dims that broadcasting added to ``like``'s."""
+    same = g.shape.is_fully_defined() and g.shape == like.shape
+    return g if same else bind(OPS["sum_like"], g, like)
 
 
 def _t(x):
@@ -189,4 +209,4 @@ def _solve(g, out, matrix, rhs, adjoint):
 def _triangular_solve(g, out, matrix, rhs, lower, adjoint):
     g_a, g_rhs = _solve_grads(g, out, adjoint, lambda y: la.triangular_solve(
         matrix, y, lower=lower, adjoint=not adjoint))
-    return unbroadcast(la.keep_triangle(g_a, lower), matrix), unbroadcast(g_rhs, rhs)
+    return _sum_to(la.keep_triangle(g_a, lower), matrix), _sum_to(g_rhs, rhs)

@@ -546,5 +546,7 @@ from stagecraft.autodiff import conv_vjps  # noqa: E402,F401
 from stagecraft.autodiff import segment_vjps  # noqa: E402,F401
 from stagecraft.autodiff import special_vjps  # noqa: E402,F401
 from stagecraft.autodiff.pooling_vjps import RULES as _POOLING_RULES  # noqa: E402
+from stagecraft.autodiff.linalg_vjps import RULES as _LINALG_RULES  # noqa: E402
 
 VJPS.update(_POOLING_RULES)
+VJPS.update(_LINALG_RULES)

@@ -168,7 +168,17 @@ def _eigh_kernel(x):
     return np.ascontiguousarray(e, x.dtype), np.ascontiguousarray(v, x.dtype)
 
 
+def _check_solve_shapes(matrix, rhs, same_batch):
+    """Shape errors NumPy would not raise (broadcast batches, a non-square triangle): the
+    ValueError makes ``bind`` report inference's message."""
+    if (matrix.ndim < 2 or rhs.ndim < 2 or matrix.shape[-1] != matrix.shape[-2]
+            or rhs.shape[-2] != matrix.shape[-1]
+            or same_batch and matrix.shape[:-2] != rhs.shape[:-2]):
+        raise ValueError(f"incompatible shapes {matrix.shape} and {rhs.shape}")
+
+
 def _solve_kernel(matrix, rhs, adjoint):
+    _check_solve_shapes(matrix, rhs, same_batch=True)
     try:
         out = np.linalg.solve(_adjoint(matrix) if adjoint else matrix, rhs)
     except np.linalg.LinAlgError:
@@ -180,6 +190,7 @@ def triangular_solve_kernel(matrix, rhs, lower, adjoint):
     """Substitution over the rows (vectorized over the batch and the right-hand sides): only
     the ``lower`` (else upper) triangle of ``matrix`` is read; ``adjoint`` solves with its
     transpose."""
+    _check_solve_shapes(matrix, rhs, same_batch=False)
     batch = np.broadcast_shapes(matrix.shape[:-2], rhs.shape[:-2])
     a = np.broadcast_to(matrix, batch + matrix.shape[-2:])
     x = np.array(np.broadcast_to(rhs, batch + rhs.shape[-2:]), matrix.dtype)
@@ -187,10 +198,11 @@ def triangular_solve_kernel(matrix, rhs, lower, adjoint):
         a, lower = _adjoint(a), not lower
     n = a.shape[-1]
     rows = range(n) if lower else range(n - 1, -1, -1)
-    for i in rows:
-        done = slice(0, i) if lower else slice(i + 1, n)
-        acc = np.einsum("...k,...kj->...j", a[..., i, done], x[..., done, :])
-        x[..., i, :] = (x[..., i, :] - acc) / a[..., i, i, None]
+    with np.errstate(divide="ignore", invalid="ignore"):   # a zero pivot: inf / nan
+        for i in rows:
+            done = slice(0, i) if lower else slice(i + 1, n)
+            acc = np.einsum("...k,...kj->...j", a[..., i, done], x[..., done, :])
+            x[..., i, :] = (x[..., i, :] - acc) / a[..., i, i, None]
     return x
 
 

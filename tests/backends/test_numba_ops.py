@@ -31,8 +31,9 @@ from support.gradients import (Objective, first_order, gradients_traced_inside, 
                                second_order)
 from support.op_examples import apply_all, cases, examples, inputs, seed  # noqa: E402
 
-# Ops whose lowering needs static shapes in some cases (batched matmul): a clear compile error.
-NEEDS_STATIC_SHAPES = {"matmul"}
+# Ops whose lowering needs static shapes in some cases (batched matmul, batched triangular
+# solves: their batch dims broadcast): a clear compile error.
+NEEDS_STATIC_SHAPES = {"matmul", "triangular_solve"}
 # Ops whose VJP rules are also compiled from inside a trace and differentiated twice (each
 # compile costs ~0.2-1 s, so not every op: the rules are the same ops checked above).
 INSIDE = ["matmul", "tanh", "reduce_max", "gather", "strided_slice", "concat", "divide",

@@ -13,6 +13,10 @@ from stagecraft.backends.numba_cpu.kernels.slicing import (  # noqa: F401
     check_update_shape, slice_bounds, strided_slice_grad_into, strided_slice_into,
     strided_slice_update_into)
 from stagecraft.backends.numba_cpu.kernels.scatter import scatter_nd  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.conv import (  # noqa: F401
+    conv5, conv_backprop_filter5, conv_backprop_input5)
+from stagecraft.backends.numba_cpu.kernels.decompositions import (  # noqa: F401
+    cholesky3, determinant3, eigh3, inverse3, qr3, slogdet3, solve3, svd3, triangular_solve3)
 from stagecraft.backends.numba_cpu.kernels.pooling import (  # noqa: F401
     avg_pool5, avg_pool_grad5, max_pool5, max_pool_grad5, max_pool_grad_grad5)
 from stagecraft.backends.numba_cpu.kernels.segment import (  # noqa: F401
