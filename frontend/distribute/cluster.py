@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from stagecraft.devices.device import get_soft_device_placement
 from stagecraft.devices.device_spec import DeviceSpec
 from stagecraft.eager.locations import user_location
 from stagecraft.eager.remote import RemoteTensor, Runtime, wrap_remote
@@ -117,7 +118,7 @@ class Cluster(Runtime):
                                            f"'{job}': {e}") from None
         self.devices = [h["device"] for h in hellos]
         self.specs = [DeviceSpec.from_string(d) for d in self.devices]
-        self.resolved: dict[DeviceSpec, str] = {}  # spec -> device name (resolve's cache)
+        self.resolved: dict[tuple, str] = {}  # (spec, soft placement) -> device (resolve's)
         self.lost: dict[int, str] = {}  # task -> why it is unavailable
         self.garbage: list[list[int]] = [[] for _ in self.devices]
         self.dead_variables: list[list[int]] = [[] for _ in self.devices]
@@ -129,25 +130,27 @@ class Cluster(Runtime):
         return list(self.devices)
 
     def resolve(self, spec: DeviceSpec, what: str) -> str:
-        name = self.resolved.get(spec)
+        """The task device ``spec`` names. A device the task lacks (a GPU, CPU:1) means its
+        CPU:0 with soft placement on (TensorFlow's rule), else InvalidArgumentError."""
+        key = (spec, get_soft_device_placement())
+        name = self.resolved.get(key)
         if name is None:
-            name = self.resolved[spec] = self._resolve(spec, what)
+            name = self.resolved[key] = self._resolve(spec, what, key[1])
         return name
 
-    def _resolve(self, spec: DeviceSpec, what: str) -> str:
-        for full in self.specs:
-            if (spec.job in (None, full.job) and spec.replica in (None, 0)
-                    and spec.task in (None, full.task)
-                    and spec.device_type in (None, "CPU")
-                    and spec.device_index in (None, 0)):
-                if spec.task is None and len(self.specs) > 1:
-                    break  # ambiguous: name the task
-                return full.to_string()
+    def _resolve(self, spec: DeviceSpec, what: str, soft: bool) -> str:
+        tasks = [full for full in self.specs if spec.job in (None, full.job)
+                 and spec.replica in (None, 0) and spec.task in (None, full.task)]
+        if len(tasks) == 1 and (soft or spec.device_type in (None, "CPU")
+                                and spec.device_index in (None, 0)):
+            return tasks[0].to_string()
+        why = ("it names no task and the job has several: add /task:<i>" if len(tasks) > 1
+               else "the workers offer CPU:0 only" if tasks else "no such task")
         raise _errors.InvalidArgumentError(
-            f"Could not satisfy device specification '{spec.to_string()}' for {what}: the "
-            f"connected cluster has the devices [{', '.join(self.devices)}] (and this "
-            f"process's /job:localhost devices). Name one of them, e.g. "
-            f"tf.device('{self.devices[0]}').\n  at {user_location()}")
+            f"Could not satisfy device specification '{spec.to_string()}' for {what}: {why}. "
+            f"The connected cluster has the devices [{', '.join(self.devices)}] (and this "
+            f"process's /job:localhost devices); e.g. tf.device('{self.devices[0]}').\n"
+            f"  at {user_location()}")
 
     def task_of(self, device: str) -> int:
         return self.devices.index(device)

@@ -51,8 +51,20 @@ def test_unknown_remote_device_lists_the_cluster(transport):
             tf.constant(1.0) + 1.0
     assert "'/job:worker/task:5'" in str(e.value) and W1 in str(e.value)
     with tf.device("/job:worker"):  # two tasks: the name is ambiguous
-        with pytest.raises(tf.errors.InvalidArgumentError, match="task"):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="add /task:<i>"):
             tf.constant(1.0) + 1.0
+
+
+def test_soft_placement_on_a_worker(transport):
+    with tf.device("/job:worker/task:1/device:GPU:0"):  # workers offer CPU:0 only
+        assert (tf.constant(1.0) + 1.0).device == W1
+    tf.config.set_soft_device_placement(False)
+    try:
+        with tf.device("/job:worker/task:1/device:GPU:0"):
+            with pytest.raises(tf.errors.InvalidArgumentError, match="CPU:0 only"):
+                tf.constant(1.0) + 1.0
+    finally:
+        tf.config.set_soft_device_placement(True)
 
 
 def test_connect_checks_its_arguments():
@@ -82,6 +94,16 @@ def test_cluster_spec_and_experimental_connect_to_cluster():
     two_jobs = {"worker": ["a:1"], "ps": ["b:1"]}
     with pytest.raises(tf.errors.InvalidArgumentError, match="one remote job"):
         tf.config.experimental_connect_to_cluster(two_jobs, protocol="in_process")
+
+
+def test_importing_stagecraft_does_not_import_ray():
+    import subprocess
+    import sys
+    code = ("import sys, stagecraft as tf; tf.distribute.connect(transport='in_process'); "
+            "tf.distribute.disconnect(); print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_not_connected_says_how_to_connect():
