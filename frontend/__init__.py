@@ -56,7 +56,7 @@ from stagecraft import saved_model
 
 # Namespaces imported on first use (PEP 562), which keeps `import stagecraft` quick: Keras's
 # layers, tf.data and tf.summary are a third of the import time and many programs use none.
-_LAZY = ("keras", "data", "summary")
+_LAZY = ("keras", "data", "summary", "image")
 
 
 def __getattr__(name: str) -> object:

@@ -1,0 +1,45 @@
+"""``stagecraft.image``: TensorFlow 2's ``tf.image`` — resizing, crops and flips, colour
+spaces and adjustments, random augmentations, image measures and non-max suppression.
+
+Images are [height, width, channels] or batches [batch, height, width, channels]. Every op is
+composed of stagecraft primitives, so it runs eagerly, inside ``tf.function`` (any backend) and
+in ``tf.data`` map functions, and is differentiable where TensorFlow's is.
+
+>>> import stagecraft as tf
+>>> tf.image.resize(tf.zeros([4, 4, 3]), [2, 2]).shape
+TensorShape([2, 2, 3])
+"""
+from stagecraft.ops.image_color import (adjust_brightness, adjust_contrast, adjust_gamma,
+                                        adjust_hue, adjust_saturation, grayscale_to_rgb,
+                                        hsv_to_rgb, per_image_standardization, rgb_to_grayscale,
+                                        rgb_to_hsv, rgb_to_yiq, rgb_to_yuv, yiq_to_rgb,
+                                        yuv_to_rgb)
+from stagecraft.ops.image_dtype import convert_image_dtype
+from stagecraft.ops.image_geometry import (central_crop, crop_to_bounding_box, extract_patches,
+                                           flip_left_right, flip_up_down, pad_to_bounding_box,
+                                           resize_with_crop_or_pad, rot90, transpose)
+from stagecraft.ops.image_metrics import (image_gradients, psnr, sobel_edges, ssim,
+                                          ssim_multiscale, total_variation)
+from stagecraft.ops.image_nms import non_max_suppression
+from stagecraft.ops.image_random import (random_brightness, random_contrast, random_crop,
+                                         random_flip_left_right, random_flip_up_down, random_hue,
+                                         random_saturation, stateless_random_brightness,
+                                         stateless_random_contrast, stateless_random_crop,
+                                         stateless_random_flip_left_right,
+                                         stateless_random_flip_up_down, stateless_random_hue,
+                                         stateless_random_saturation)
+from stagecraft.ops.image_resize import ResizeMethod, resize, resize_with_pad
+
+__all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
+           "adjust_saturation", "central_crop", "convert_image_dtype", "crop_to_bounding_box",
+           "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb",
+           "hsv_to_rgb", "image_gradients", "non_max_suppression", "pad_to_bounding_box",
+           "per_image_standardization", "psnr", "random_brightness", "random_contrast",
+           "random_crop", "random_flip_left_right", "random_flip_up_down", "random_hue",
+           "random_saturation", "resize", "resize_with_crop_or_pad", "resize_with_pad",
+           "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "rot90", "sobel_edges",
+           "ssim", "ssim_multiscale", "stateless_random_brightness",
+           "stateless_random_contrast", "stateless_random_crop",
+           "stateless_random_flip_left_right", "stateless_random_flip_up_down",
+           "stateless_random_hue", "stateless_random_saturation", "total_variation",
+           "transpose", "yiq_to_rgb", "yuv_to_rgb"]

@@ -1,0 +1,650 @@
+"""tf.image against NumPy references written from TensorFlow 2's documented definitions
+(per-pixel loops for the resize kernels, ``colorsys`` for HSV, direct windows for SSIM, a
+plain greedy loop for non-max suppression): each op eagerly, staged on the reference
+interpreter and on Numba, and, where differentiable, its gradient against central finite
+differences. Plus seeding of the random ops, tf.data use, and the error messages."""
+from __future__ import annotations
+
+import colorsys
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.errors import InvalidArgumentError
+
+rng = np.random.default_rng(18)
+IMG = rng.uniform(0.05, 0.95, size=(2, 4, 5, 3))      # a batch of RGB images in (0, 1)
+ONE = IMG[0]                                           # one image [h, w, c]
+GRAY = rng.uniform(size=(1, 5, 6, 2))
+U8 = rng.integers(0, 256, size=(3, 4, 3)).astype(np.uint8)
+F32 = np.float32
+
+
+# ------------------------------------------------------------------ resize references
+
+def _coord(i: int, n_in: int, n_out: int) -> float:
+    """TF's half-pixel source coordinate, computed in float32 as its kernels do."""
+    return float((F32(i) + F32(0.5)) * (F32(n_in) / F32(n_out)) - F32(0.5))
+
+
+def ref_bilinear(x, oh, ow):
+    n, h, w, c = x.shape
+    out = np.zeros((n, oh, ow, c))
+    for i in range(oh):
+        for j in range(ow):
+            fy, fx = _coord(i, h, oh), _coord(j, w, ow)
+            y0, x0 = math.floor(fy), math.floor(fx)
+            dy, dx = fy - y0, fx - x0
+            ya, yb = min(max(y0, 0), h - 1), min(max(y0 + 1, 0), h - 1)
+            xa, xb = min(max(x0, 0), w - 1), min(max(x0 + 1, 0), w - 1)
+            top = x[:, ya, xa] * (1 - dx) + x[:, ya, xb] * dx
+            bottom = x[:, yb, xa] * (1 - dx) + x[:, yb, xb] * dx
+            out[:, i, j] = top * (1 - dy) + bottom * dy
+    return out
+
+
+def ref_nearest(x, oh, ow):
+    n, h, w, c = x.shape
+    rows = [min(int(np.floor((F32(i) + F32(0.5)) * (F32(h) / F32(oh)))), h - 1)
+            for i in range(oh)]
+    cols = [min(int(np.floor((F32(j) + F32(0.5)) * (F32(w) / F32(ow)))), w - 1)
+            for j in range(ow)]
+    return x[:, rows][:, :, cols]
+
+
+def _keys(d):
+    """Keys' cubic convolution kernel with a = -0.5."""
+    a, d = -0.5, abs(d)
+    if d <= 1:
+        return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
+    if d < 2:
+        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a
+    return 0.0
+
+
+def _cubic_taps(i, n_in, n_out):
+    """TF's bicubic taps of one output pixel: the fractional offset rounded to 1/1024, taps
+    outside the image dropped and the rest renormalized."""
+    f = _coord(i, n_in, n_out)
+    base = math.floor(f)
+    t = round((f - base) * 1024) / 1024
+    taps = [(base + k, _keys(t - k)) for k in (-1, 0, 1, 2) if 0 <= base + k < n_in]
+    total = sum(w for _, w in taps)
+    return [(j, w / total) for j, w in taps]
+
+
+def ref_bicubic(x, oh, ow):
+    n, h, w, c = x.shape
+    out = np.zeros((n, oh, ow, c))
+    for i in range(oh):
+        for j in range(ow):
+            for yy, wy in _cubic_taps(i, h, oh):
+                for xx, wx in _cubic_taps(j, w, ow):
+                    out[:, i, j] += wy * wx * x[:, yy, xx]
+    return out
+
+
+def ref_area(x, oh, ow):
+    """Each output pixel is the mean of the input area it covers (partial pixels weighted)."""
+    n, h, w, c = x.shape
+    sy, sx = h / oh, w / ow
+    out = np.zeros((n, oh, ow, c))
+    for i in range(oh):
+        for j in range(ow):
+            for yy in range(h):
+                cy = max(0.0, min(yy + 1, (i + 1) * sy) - max(yy, i * sy))
+                for xx in range(w):
+                    cx = max(0.0, min(xx + 1, (j + 1) * sx) - max(xx, j * sx))
+                    out[:, i, j] += cy * cx * x[:, yy, xx]
+    return out / (sy * sx)
+
+
+def _lanczos3(d):
+    d = abs(d)
+    if d > 3:
+        return 0.0
+    if d < 1e-3:
+        return 1.0
+    return 3 * math.sin(math.pi * d) * math.sin(math.pi * d / 3) / (math.pi * d) ** 2
+
+
+def _triangle(d):
+    return max(0.0, 1 - abs(d))
+
+
+def ref_scaled_kernel(kernel, antialias):
+    """TF's scale_and_translate: the kernel centered on (i + 0.5) * in / out, stretched by the
+    downscale factor when antialiasing, sampled at input pixel centers, normalized."""
+    def weights(i, n_in, n_out):
+        center = (i + 0.5) * n_in / n_out
+        stretch = max(n_in / n_out, 1.0) if antialias else 1.0
+        w = np.array([kernel((j + 0.5 - center) / stretch) for j in range(n_in)])
+        return w / w.sum()
+
+    def run(x, oh, ow):
+        n, h, w, c = x.shape
+        out = np.zeros((n, oh, ow, c))
+        for i in range(oh):
+            wy = weights(i, h, oh)
+            for j in range(ow):
+                out[:, i, j] = np.einsum("y,x,nyxc->nc", wy, weights(j, w, ow), x)
+        return out
+    return run
+
+
+def ref_patches(x, k, s, r, padding):
+    n, h, w, c = x.shape
+    span = [(k[0] - 1) * r[0] + 1, (k[1] - 1) * r[1] + 1]
+    if padding == "VALID":
+        oh, ow = (h - span[0]) // s[0] + 1, (w - span[1]) // s[1] + 1
+        x_p = x
+    else:
+        oh, ow = -(-h // s[0]), -(-w // s[1])
+        ph = max((oh - 1) * s[0] + span[0] - h, 0)
+        pw = max((ow - 1) * s[1] + span[1] - w, 0)
+        x_p = np.pad(x, [(0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)])
+    out = np.zeros((n, oh, ow, k[0] * k[1] * c), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            window = x_p[:, i * s[0]:i * s[0] + span[0]:r[0], j * s[1]:j * s[1] + span[1]:r[1]]
+            out[:, i, j] = window.reshape(n, -1)
+    return out
+
+
+# ------------------------------------------------------------------- colour references
+
+def _per_pixel(fn, x):
+    flat = x.reshape(-1, 3)
+    return np.array([fn(*p) for p in flat]).reshape(x.shape)
+
+
+def ref_saturation(x, f):
+    def one(r, g, b):
+        h, s, v = colorsys.rgb_to_hsv(r, g, b)
+        return colorsys.hsv_to_rgb(h, min(max(s * f, 0), 1), v)
+    return _per_pixel(one, x)
+
+
+def ref_hue(x, delta):
+    def one(r, g, b):
+        h, s, v = colorsys.rgb_to_hsv(r, g, b)
+        return colorsys.hsv_to_rgb((h + delta) % 1.0, s, v)
+    return _per_pixel(one, x)
+
+
+def ref_contrast(x, f):
+    mean = x.mean(axis=(-3, -2), keepdims=True)
+    return (x - mean) * f + mean
+
+
+def ref_standardize(x):
+    mean = x.mean(axis=(-3, -2, -1), keepdims=True)
+    std = x.std(axis=(-3, -2, -1), keepdims=True)
+    return (x - mean) / np.maximum(std, 1 / np.sqrt(np.prod(x.shape[-3:])))
+
+
+# ------------------------------------------------------------------ measure references
+
+def ref_sobel(x):
+    p = np.pad(x, [(0, 0), (1, 1), (1, 1), (0, 0)], mode="reflect")
+    ky = np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], float)
+    n, h, w, c = x.shape
+    out = np.zeros((n, h, w, c, 2))
+    for i in range(h):
+        for j in range(w):
+            win = p[:, i:i + 3, j:j + 3]
+            out[:, i, j, :, 0] = np.einsum("ab,nabc->nc", ky, win)
+            out[:, i, j, :, 1] = np.einsum("ab,nabc->nc", ky.T, win)
+    return out
+
+
+def ref_tv(x):
+    return (np.abs(np.diff(x, axis=-3)).sum(axis=(-3, -2, -1))
+            + np.abs(np.diff(x, axis=-2)).sum(axis=(-3, -2, -1)))
+
+
+def ref_psnr(a, b, peak):
+    return 10 * np.log10(peak ** 2 / ((a - b) ** 2).mean(axis=(-3, -2, -1)))
+
+
+def _gauss2d(size, sigma):
+    c = np.arange(size) - (size - 1) / 2
+    g = np.exp(-(c[:, None] ** 2 + c[None, :] ** 2) / (2 * sigma ** 2))
+    return g / g.sum()
+
+
+def _ssim_maps(a, b, peak, size, sigma):
+    """Per-pixel luminance and contrast-structure over every VALID window (a direct loop)."""
+    g = _gauss2d(size, sigma)
+    c1, c2 = (0.01 * peak) ** 2, (0.03 * peak) ** 2
+    h, w = a.shape[-3] - size + 1, a.shape[-2] - size + 1
+    lum = np.zeros(a.shape[:-3] + (h, w, a.shape[-1]))
+    cs = np.zeros_like(lum)
+    for i in range(h):
+        for j in range(w):
+            wa, wb = a[..., i:i + size, j:j + size, :], b[..., i:i + size, j:j + size, :]
+
+            def mean(t):
+                return np.einsum("ij,...ijc->...c", g, t)
+            ma, mb = mean(wa), mean(wb)
+            va, vb, cov = mean(wa * wa) - ma ** 2, mean(wb * wb) - mb ** 2, mean(wa * wb) - ma * mb
+            lum[..., i, j, :] = (2 * ma * mb + c1) / (ma ** 2 + mb ** 2 + c1)
+            cs[..., i, j, :] = (2 * cov + c2) / (va + vb + c2)
+    return lum, cs
+
+
+def ref_ssim(a, b, peak, size, sigma=1.5):
+    lum, cs = _ssim_maps(a, b, peak, size, sigma)
+    return (lum * cs).mean(axis=(-3, -2, -1))
+
+
+def ref_ms_ssim(a, b, peak, weights, size):
+    parts = []
+    for k in range(len(weights)):
+        if k:
+            def down(t):
+                if t.shape[-3] % 2:
+                    t = np.concatenate([t, t[..., -1:, :, :]], axis=-3)
+                if t.shape[-2] % 2:
+                    t = np.concatenate([t, t[..., -1:, :]], axis=-2)
+                return (t[..., 0::2, 0::2, :] + t[..., 1::2, 0::2, :] + t[..., 0::2, 1::2, :]
+                        + t[..., 1::2, 1::2, :]) / 4
+            a, b = down(a), down(b)
+        lum, cs = _ssim_maps(a, b, peak, size, 1.5)
+        parts.append(np.maximum(cs.mean(axis=(-3, -2)), 0))
+    parts[-1] = np.maximum((lum * cs).mean(axis=(-3, -2)), 0)
+    return np.prod([p ** wt for p, wt in zip(parts, weights)], axis=0).mean(-1)
+
+
+def ref_nms(boxes, scores, limit, iou_t, score_t=-np.inf):
+    def iou(p, q):
+        ya, xa, yb, xb = min(p[0], p[2]), min(p[1], p[3]), max(p[0], p[2]), max(p[1], p[3])
+        yc, xc, yd, xd = min(q[0], q[2]), min(q[1], q[3]), max(q[0], q[2]), max(q[1], q[3])
+        area_p, area_q = (yb - ya) * (xb - xa), (yd - yc) * (xd - xc)
+        if area_p <= 0 or area_q <= 0:
+            return 0.0
+        inter = max(min(yb, yd) - max(ya, yc), 0) * max(min(xb, xd) - max(xa, xc), 0)
+        return inter / (area_p + area_q - inter)
+    order = sorted((i for i in range(len(scores)) if scores[i] > score_t),
+                   key=lambda i: (-scores[i], i))
+    chosen = []
+    for i in order:
+        if len(chosen) < limit and all(iou(boxes[i], boxes[j]) <= iou_t for j in chosen):
+            chosen.append(i)
+    return np.array(chosen, np.int32)
+
+
+BOXES = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                  [1, 1, 0, 0], [0, 10.1, 1, 11.1], [0, 100, 1, 101], [5, 5, 5, 6]], float)
+SCORES = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3, 0.3, 0.99])
+
+# name: (stagecraft function, NumPy reference, arguments, differentiable)
+CASES = {
+    "resize_bilinear_up": (lambda x: tf.image.resize(x, [7, 8]),
+                           lambda x: ref_bilinear(x, 7, 8), (IMG,), True),
+    "resize_bilinear_down_3d": (lambda x: tf.image.resize(x, [3, 2]),
+                                lambda x: ref_bilinear(x[None], 3, 2)[0], (ONE,), True),
+    "resize_nearest": (lambda x: tf.image.resize(x, [6, 3], "nearest"),
+                       lambda x: ref_nearest(x, 6, 3), (IMG,), True),
+    "resize_bicubic": (lambda x: tf.image.resize(x, [7, 3], tf.image.ResizeMethod.BICUBIC),
+                       lambda x: ref_bicubic(x, 7, 3), (IMG,), True),
+    "resize_area": (lambda x: tf.image.resize(x, [3, 2], "area"),
+                    lambda x: ref_area(x, 3, 2), (IMG,), True),
+    "resize_area_up": (lambda x: tf.image.resize(x, [5, 7], "area"),
+                       lambda x: ref_area(x, 5, 7), (IMG,), True),
+    "resize_antialias": (lambda x: tf.image.resize(x, [2, 3], antialias=True),
+                         lambda x: ref_scaled_kernel(_triangle, True)(x, 2, 3), (IMG,), True),
+    "resize_lanczos3": (lambda x: tf.image.resize(x, [6, 3], "lanczos3"),
+                        lambda x: ref_scaled_kernel(_lanczos3, False)(x, 6, 3), (IMG,), True),
+    "resize_aspect": (lambda x: tf.image.resize(x, [8, 8], preserve_aspect_ratio=True),
+                      lambda x: ref_bilinear(x, 6, 8), (IMG,), True),
+    "resize_with_pad": (lambda x: tf.image.resize_with_pad(x, 6, 6),
+                        # TF pads by the unrounded size (4.8 rows): 0 rows above, 2 below
+                        lambda x: np.pad(ref_bilinear(x, 4, 6), [(0, 0), (0, 2), (0, 0),
+                                                                 (0, 0)]), (IMG,), True),
+    "flip_left_right": (tf.image.flip_left_right, lambda x: x[..., ::-1, :], (IMG,), True),
+    "flip_up_down": (tf.image.flip_up_down, lambda x: x[..., ::-1, :, :], (ONE,), True),
+    "rot90": (lambda x: tf.image.rot90(x), lambda x: np.rot90(x, 1, (1, 2)), (IMG,), True),
+    "rot90_k3": (lambda x: tf.image.rot90(x, k=-1), lambda x: np.rot90(x, 3, (0, 1)), (ONE,),
+                 True),
+    "transpose": (tf.image.transpose, lambda x: x.transpose(0, 2, 1, 3), (IMG,), True),
+    "central_crop": (lambda x: tf.image.central_crop(x, 0.5),
+                     lambda x: x[:, 1:3, 1:4], (IMG,), True),
+    "crop_to_bounding_box": (lambda x: tf.image.crop_to_bounding_box(x, 1, 2, 2, 3),
+                             lambda x: x[1:3, 2:5], (ONE,), True),
+    "pad_to_bounding_box": (lambda x: tf.image.pad_to_bounding_box(x, 2, 1, 7, 6),
+                            lambda x: np.pad(x, [(0, 0), (2, 1), (1, 0), (0, 0)]), (IMG,), True),
+    "resize_with_crop_or_pad": (lambda x: tf.image.resize_with_crop_or_pad(x, 7, 2),
+                                lambda x: np.pad(x[:, 1:3], [(1, 2), (0, 0), (0, 0)]),
+                                (ONE,), True),
+    "extract_patches_valid": (
+        lambda x: tf.image.extract_patches(x, [1, 2, 3, 1], [1, 1, 2, 1], [1, 1, 1, 1], "VALID"),
+        lambda x: ref_patches(x, (2, 3), (1, 2), (1, 1), "VALID"), (IMG,), True),
+    "extract_patches_same_rates": (
+        lambda x: tf.image.extract_patches(x, [1, 2, 2, 1], [1, 2, 3, 1], [1, 2, 1, 1], "SAME"),
+        lambda x: ref_patches(x, (2, 2), (2, 3), (2, 1), "SAME"), (IMG,), True),
+    "rgb_to_grayscale": (tf.image.rgb_to_grayscale,
+                         lambda x: (x @ [0.2989, 0.5870, 0.1140])[..., None], (IMG,), True),
+    "grayscale_to_rgb": (tf.image.grayscale_to_rgb, lambda x: np.repeat(x[..., :1], 3, -1),
+                         (GRAY[..., :1],), True),
+    "rgb_to_hsv": (tf.image.rgb_to_hsv, lambda x: _per_pixel(colorsys.rgb_to_hsv, x), (IMG,),
+                   True),
+    "hsv_to_rgb": (tf.image.hsv_to_rgb, lambda x: _per_pixel(colorsys.hsv_to_rgb, x), (IMG,),
+                   True),
+    "yiq_round_trip": (lambda x: tf.image.yiq_to_rgb(tf.image.rgb_to_yiq(x)), lambda x: x,
+                       (IMG,), True),
+    "yuv_round_trip": (lambda x: tf.image.yuv_to_rgb(tf.image.rgb_to_yuv(x)), lambda x: x,
+                       (IMG,), True),
+    "rgb_to_yiq_luma": (lambda x: tf.image.rgb_to_yiq(x)[..., 0],
+                        lambda x: x @ [0.299, 0.587, 0.114], (IMG,), True),
+    "rgb_to_yuv_luma": (lambda x: tf.image.rgb_to_yuv(x)[..., 0],
+                        lambda x: x @ [0.299, 0.587, 0.114], (IMG,), True),
+    "adjust_brightness": (lambda x: tf.image.adjust_brightness(x, 0.2), lambda x: x + 0.2,
+                          (IMG,), True),
+    "adjust_contrast": (lambda x: tf.image.adjust_contrast(x, 1.7),
+                        lambda x: ref_contrast(x, 1.7), (IMG,), True),
+    "adjust_gamma": (lambda x: tf.image.adjust_gamma(x, 2.2, 0.9), lambda x: 0.9 * x ** 2.2,
+                     (IMG,), True),
+    "adjust_saturation": (lambda x: tf.image.adjust_saturation(x, 0.6),
+                          lambda x: ref_saturation(x, 0.6), (IMG,), True),
+    "adjust_saturation_clips": (lambda x: tf.image.adjust_saturation(x, 3.0),
+                                lambda x: ref_saturation(x, 3.0), (ONE,), True),
+    "adjust_hue": (lambda x: tf.image.adjust_hue(x, 0.3), lambda x: ref_hue(x, 0.3), (IMG,),
+                   True),
+    "adjust_hue_negative": (lambda x: tf.image.adjust_hue(x, -0.7),
+                            lambda x: ref_hue(x, -0.7), (ONE,), True),
+    "per_image_standardization": (tf.image.per_image_standardization, ref_standardize,
+                                  (IMG,), True),
+    "image_gradients": (lambda x: tf.stack(tf.image.image_gradients(x)),
+                        lambda x: np.stack([np.pad(np.diff(x, axis=1), [(0, 0), (0, 1), (0, 0),
+                                                                        (0, 0)]),
+                                            np.pad(np.diff(x, axis=2), [(0, 0), (0, 0), (0, 1),
+                                                                        (0, 0)])]),
+                        (IMG,), True),
+    "sobel_edges": (tf.image.sobel_edges, ref_sobel, (IMG,), True),
+    "total_variation": (tf.image.total_variation, ref_tv, (IMG,), True),
+    "total_variation_3d": (tf.image.total_variation, ref_tv, (ONE,), True),
+    "psnr": (lambda a, b: tf.image.psnr(a, b, 1.0), lambda a, b: ref_psnr(a, b, 1.0),
+             (IMG, IMG[::-1]), True),
+    "ssim": (lambda a, b: tf.image.ssim(a, b, 1.0, filter_size=3),
+             lambda a, b: ref_ssim(a, b, 1.0, 3), (IMG, IMG[:, ::-1]), True),
+    "ssim_sigma": (lambda a, b: tf.image.ssim(a, b, 2.0, filter_size=4, filter_sigma=0.8),
+                   lambda a, b: ref_ssim(a, b, 2.0, 4, 0.8), (GRAY, GRAY[..., ::-1]), True),
+    "ssim_multiscale": (lambda a, b: tf.image.ssim_multiscale(a, b, 1.0, (0.4, 0.6),
+                                                              filter_size=2),
+                        lambda a, b: ref_ms_ssim(a, b, 1.0, (0.4, 0.6), 2),
+                        (GRAY, 0.8 * GRAY + 0.1 * GRAY[:, ::-1]), True),
+    "non_max_suppression": (lambda b, s: tf.image.non_max_suppression(b, s, 5, 0.4),
+                            lambda b, s: ref_nms(b, s, 5, 0.4), (BOXES, SCORES), False),
+    "non_max_suppression_limits": (
+        lambda b, s: tf.image.non_max_suppression(b, s, 2, 0.0, score_threshold=0.8),
+        lambda b, s: ref_nms(b, s, 2, 0.0, 0.8), (BOXES, SCORES), False),
+}
+# Ops that return float32 whatever the input (TF's rule), compared at float32 precision.
+FLOAT32_OUT = {n for n in CASES if n.startswith(("resize", "per_image", "psnr", "ssim",
+                                                 "adjust", "rgb_to_gray"))}
+# TF's YIQ and YUV matrices are inverses of each other to about 1e-4.
+TOLERANCE = {"yiq_round_trip": 2e-4, "yuv_round_trip": 2e-4}
+
+
+# Numba compiles cost seconds each: the default run compiles one case per distinct structure
+# (gathers, padded gathers, HSV where-chains, a while loop; the linear maps of resize in
+# test_resize_with_unknown_batch_size_staged); --full-matrix runs them all.
+NUMBA_SAMPLE = {"resize_nearest", "extract_patches_same_rates",
+                "adjust_hue", "non_max_suppression"}
+RUNS = [(how, name) if how != "numba" or name in NUMBA_SAMPLE else
+        pytest.param(how, name, marks=pytest.mark.full_matrix)
+        for how in ("eager", "reference", "numba") for name in CASES]
+
+
+@pytest.mark.parametrize("how,name", RUNS)
+def test_values_match_numpy(name, how):
+    fn, ref, args, _ = CASES[name]
+    tensors = [tf.constant(a) for a in args]
+    run = fn if how == "eager" else tf.function(fn, backend=how)
+    got = run(*tensors).numpy()
+    want = ref(*args)
+    assert got.shape == want.shape
+    tol = TOLERANCE.get(name, 2e-5 if name in FLOAT32_OUT else 1e-9)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c[3]])
+def test_gradients_match_finite_differences(name):
+    """The gradient's projections on a few random directions against central differences
+    along them (a full Jacobian by finite differences costs one pair of runs per pixel)."""
+    fn, ref, args, _ = CASES[name]
+    draw = np.random.default_rng(zlib.crc32(name.encode()))
+    weights = draw.normal(size=np.shape(ref(*args)))
+    x = tf.Variable(args[0])
+    rest = [tf.constant(a) for a in args[1:]]
+
+    def objective():
+        return tf.reduce_sum(tf.cast(fn(x, *rest), tf.float64) * weights)
+
+    with tf.GradientTape() as tape:
+        value = objective()
+    grad = tf.convert_to_tensor(tape.gradient(value, x)).numpy()
+    # float32 results: a larger step (small enough to stay clear of the kinks of max/min and
+    # of the HSV hue sectors), a looser match
+    coarse = name in FLOAT32_OUT
+    eps = 3e-4 if coarse else 1e-6
+    for _ in range(3):
+        direction = draw.normal(size=args[0].shape)
+        ends = []
+        for sign in (1, -1):
+            x.assign(args[0] + sign * eps * direction)
+            ends.append(float(objective()))
+        numeric = (ends[0] - ends[1]) / (2 * eps)
+        np.testing.assert_allclose((grad * direction).sum(), numeric,
+                                   rtol=2e-3 if coarse else 1e-6, atol=5e-3 if coarse else 1e-8)
+
+
+def test_resize_matches_tensorflows_documented_outputs():
+    x = tf.reshape(tf.constant([1.0, 2.0, 3.0, 4.0]), [2, 2, 1])
+    assert tf.image.resize(x, [3, 3])[..., 0].numpy().tolist() == [
+        [1.0, 1.5, 2.0], [2.0, 2.5, 3.0], [3.0, 3.5, 4.0]]
+    assert tf.image.resize(x, [4, 4], "nearest")[..., 0].numpy().tolist() == [
+        [1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0], [3.0, 3.0, 4.0, 4.0], [3.0, 3.0, 4.0, 4.0]]
+    # 'nearest' keeps the dtype; the interpolating methods return float32
+    assert tf.image.resize(tf.constant(U8), [2, 2], "nearest").dtype == tf.uint8
+    assert tf.image.resize(tf.constant(U8), [2, 2], "bicubic").dtype == tf.float32
+    assert tf.image.resize(tf.constant(ONE), [2, 2]).dtype == tf.float32
+    same = tf.image.resize(tf.constant(ONE), [4, 5])
+    np.testing.assert_allclose(same.numpy(), ONE.astype(np.float32))
+
+
+@pytest.mark.parametrize("method", ["bilinear", "bicubic", "area", "gaussian", "mitchellcubic",
+                                    "lanczos5"])
+def test_every_interpolating_resize_preserves_constants(method):
+    y = tf.image.resize(tf.fill([1, 5, 7, 2], 3.5), [3, 11], method, antialias=True)
+    np.testing.assert_allclose(y.numpy(), 3.5, rtol=1e-6)
+
+
+def test_resize_with_unknown_batch_size_staged():
+    f = tf.function(lambda x: tf.image.resize(x, [3, 3]), backend="numba",
+                    input_signature=[tf.TensorSpec([None, 4, 5, 3], tf.float64)])
+    np.testing.assert_allclose(f(tf.constant(IMG)).numpy(), ref_bilinear(IMG, 3, 3), rtol=2e-5)
+
+
+def test_convert_image_dtype_follows_tensorflows_scaling():
+    conv = tf.image.convert_image_dtype
+    np.testing.assert_allclose(conv(tf.constant(U8), tf.float32).numpy(),
+                               U8.astype(np.float32) * F32(1 / 255))
+    assert conv(tf.constant([0.0, 0.5, 1.0, 1.2]), tf.uint8).numpy().tolist()[:3] == [0, 127, 255]
+    assert conv(tf.constant([-0.2, 1.2]), tf.uint8, saturate=True).numpy().tolist() == [0, 255]
+    assert conv(tf.constant([0, 255], tf.uint8), tf.int16).numpy().tolist() == [0, 32640]
+    assert conv(tf.constant([0, 32767], tf.int16), tf.uint8).numpy().tolist() == [0, 255]
+    assert conv(tf.constant([0.25], tf.float64), tf.float32).dtype == tf.float32
+    with pytest.raises(AttributeError, match="floating point or integer"):
+        conv(tf.constant([True]), tf.float32)
+
+
+def test_adjust_ops_work_in_float_and_cast_back():
+    x = tf.constant(U8)
+    y = tf.image.adjust_brightness(x, 0.1)
+    want = np.clip(U8.astype(np.float32) * F32(1 / 255) + F32(0.1), 0, 1) * F32(255.5)
+    assert y.dtype == tf.uint8
+    np.testing.assert_array_equal(y.numpy(), want.astype(np.uint8))
+    assert tf.image.adjust_contrast(x, 2.0).dtype == tf.uint8
+    assert tf.image.adjust_hue(x, 0.1).dtype == tf.uint8
+    assert tf.image.rgb_to_grayscale(x).dtype == tf.uint8
+    assert tf.image.per_image_standardization(x).dtype == tf.float32
+
+
+def _seeded_ops():
+    return {
+        "flip_lr": lambda x, s: tf.image.stateless_random_flip_left_right(x, s),
+        "flip_ud": lambda x, s: tf.image.stateless_random_flip_up_down(x, s),
+        "brightness": lambda x, s: tf.image.stateless_random_brightness(x, 0.2, s),
+        "contrast": lambda x, s: tf.image.stateless_random_contrast(x, 0.5, 1.5, s),
+        "saturation": lambda x, s: tf.image.stateless_random_saturation(x, 0.5, 1.5, s),
+        "hue": lambda x, s: tf.image.stateless_random_hue(x, 0.3, s),
+        "crop": lambda x, s: tf.image.stateless_random_crop(x, [2, 3, 2, 3], s),
+    }
+
+
+@pytest.mark.parametrize("op", list(_seeded_ops()))
+def test_stateless_random_ops_depend_only_on_the_seed(op):
+    fn = _seeded_ops()[op]
+    x = tf.constant(IMG)
+    a = fn(x, [3, 4]).numpy()
+    np.testing.assert_array_equal(a, fn(x, [3, 4]).numpy())
+    staged = tf.function(fn, backend="reference")(x, tf.constant([3, 4]))
+    np.testing.assert_allclose(staged.numpy(), a, rtol=1e-6)
+    outcomes = {fn(x, [k, 1]).numpy().tobytes() for k in range(12)}
+    assert len(outcomes) > 1
+
+
+def test_random_ops_draw_from_the_allowed_range():
+    x = tf.constant(IMG)
+    for seed in range(8):
+        f = tf.image.random_flip_left_right(x, seed=seed).numpy()
+        for i in range(2):  # each image of the batch flips on its own
+            assert np.array_equal(f[i], IMG[i]) or np.array_equal(f[i], IMG[i, :, ::-1])
+        c = tf.image.random_crop(x, [1, 2, 5, 3], seed=seed).numpy()
+        assert any(np.array_equal(c, IMG[n:n + 1, r:r + 2]) for n in range(2) for r in range(3))
+        delta = tf.image.random_brightness(x, 0.1, seed=seed).numpy() - IMG
+        assert np.ptp(delta) < 1e-6 and -0.1 <= delta.mean() <= 0.1
+    tf.random.set_seed(5)
+    a = tf.image.random_hue(x, 0.4).numpy()
+    tf.random.set_seed(5)
+    np.testing.assert_array_equal(a, tf.image.random_hue(x, 0.4).numpy())
+
+
+def test_random_ops_draw_anew_on_each_staged_call():
+    f = tf.function(lambda x: tf.image.random_crop(x, [1, 1, 1, 1]), backend="reference")
+    x = tf.constant(np.arange(40.0).reshape(2, 4, 5, 1))
+    assert len({float(f(x)[0, 0, 0, 0]) for _ in range(10)}) > 1
+    g = tf.function(lambda x: tf.image.random_contrast(x, 0.2, 1.8), backend="reference")
+    assert len({g(tf.constant(IMG)).numpy().tobytes() for _ in range(4)}) > 1
+
+
+def test_image_ops_in_a_dataset_map():
+    ds = tf.data.Dataset.from_tensor_slices(IMG).map(
+        lambda im: tf.image.stateless_random_flip_left_right(
+            tf.image.resize(im, [3, 3]), seed=[1, 2]))
+    out = np.stack([e.numpy() for e in ds])
+    want = ref_bilinear(IMG, 3, 3)
+    for o, w in zip(out, want):
+        assert np.allclose(o, w, atol=2e-6) or np.allclose(o, w[:, ::-1], atol=2e-6)
+
+
+def test_rot90_with_a_run_time_k():
+    sq = tf.constant(IMG[:, :4, :4])
+    f = tf.function(lambda x, k: tf.image.rot90(x, k), backend="reference")
+    for k in range(-1, 5):
+        np.testing.assert_array_equal(f(sq, tf.constant(k)).numpy(),
+                                      np.rot90(IMG[:, :4, :4], k, (1, 2)))
+
+
+def test_crop_with_run_time_offsets_keeps_a_static_shape():
+    f = tf.function(lambda x, o: tf.image.crop_to_bounding_box(x, o, o + 1, 2, 2),
+                    backend="reference")
+    out = f(tf.constant(IMG), tf.constant(1))
+    assert out.shape == (2, 2, 2, 3)
+    np.testing.assert_array_equal(out.numpy(), IMG[:, 1:3, 2:4])
+
+
+def test_non_max_suppression_output_size_is_dynamic_when_staged():
+    seen = []
+
+    @tf.function(backend="reference")
+    def f(b, s):
+        out = tf.image.non_max_suppression(b, s, 6, 0.4)
+        seen.append(out.shape.as_list())
+        return out
+
+    got = f(tf.constant(BOXES), tf.constant(SCORES)).numpy()
+    np.testing.assert_array_equal(got, ref_nms(BOXES, SCORES, 6, 0.4))
+    assert seen == [[None]]
+
+
+# first line of each error: (call, exception type, text it contains)
+ERRORS = {
+    "flip_rank": (lambda: tf.image.flip_left_right(tf.zeros([2, 2])), ValueError,
+                  "must have either 3 (HWC) or 4 (NHWC) dimensions"),
+    "resize_rank": (lambda: tf.image.resize(tf.zeros([2, 2, 2, 2, 1]), [1, 1]), ValueError,
+                    "'images' (shape (2, 2, 2, 2, 1)) must have either 3"),
+    "resize_size": (lambda: tf.image.resize(tf.zeros([2, 2, 1]), [1, 2, 3]), ValueError,
+                    "'size' must be a 1-D int32 Tensor of 2 elements"),
+    "resize_method": (lambda: tf.image.resize(tf.zeros([2, 2, 1]), [1, 1], "cubic"), ValueError,
+                      "method 'cubic' is not one of"),
+    "crop_too_big": (lambda: tf.image.crop_to_bounding_box(tf.zeros([4, 4, 1]), 2, 0, 3, 1),
+                     ValueError, "height (4) must be >= offset_height + target_height"),
+    "crop_offset": (lambda: tf.image.crop_to_bounding_box(tf.zeros([4, 4, 1]), -1, 0, 1, 1),
+                    ValueError, "offset_height must be >= 0"),
+    "pad_too_small": (lambda: tf.image.pad_to_bounding_box(tf.zeros([4, 4, 1]), 0, 1, 4, 4),
+                      ValueError, "width (4) must be <= target_width - offset_width"),
+    "central_fraction": (lambda: tf.image.central_crop(tf.zeros([4, 4, 1]), 1.5), ValueError,
+                         "central_fraction must be within (0, 1]"),
+    "patches_rank": (lambda: tf.image.extract_patches(tf.zeros([4, 4, 1]), [1, 2, 2, 1],
+                                                      [1, 1, 1, 1], [1, 1, 1, 1], "VALID"),
+                     ValueError, "must have 4 (NHWC) dimensions"),
+    "patches_sizes": (lambda: tf.image.extract_patches(tf.zeros([1, 4, 4, 1]), [2, 2],
+                                                       [1, 1, 1, 1], [1, 1, 1, 1], "VALID"),
+                      ValueError, "sizes must be [1, rows, cols, 1]"),
+    "gray_channels": (lambda: tf.image.grayscale_to_rgb(tf.zeros([2, 2, 3])), ValueError,
+                      "last dimension of a grayscale image should be size 1"),
+    "rgb_channels": (lambda: tf.image.rgb_to_hsv(tf.zeros([2, 2, 4])), ValueError,
+                     "the last dimension of 'images' must be 3"),
+    "hsv_ints": (lambda: tf.image.rgb_to_hsv(tf.zeros([2, 2, 3], tf.int32)), TypeError,
+                 "must be float32 or float64"),
+    "hue_delta": (lambda: tf.image.adjust_hue(tf.zeros([1, 1, 3]), 1.5), ValueError,
+                  "delta must be in the interval [-1, 1]"),
+    "gamma": (lambda: tf.image.adjust_gamma(tf.zeros([1, 1, 3]), -1.0), ValueError,
+              "gamma should be a non-negative real number"),
+    "random_hue": (lambda: tf.image.random_hue(tf.zeros([1, 1, 3]), 0.6), ValueError,
+                   "max_delta must be <= 0.5"),
+    "random_contrast": (lambda: tf.image.random_contrast(tf.zeros([1, 1, 3]), 0.5, 0.5),
+                        ValueError, "upper must be > lower"),
+    "random_crop": (lambda: tf.image.random_crop(tf.zeros([2, 2, 3]), [3, 2, 3]),
+                    InvalidArgumentError, "need value.shape >= size"),
+    "stateless_seed": (lambda: tf.image.stateless_random_flip_up_down(tf.zeros([1, 1, 3]), 3),
+                       ValueError, "seed must be an integer tensor of shape [2]"),
+    "ssim_filter": (lambda: tf.image.ssim(tf.zeros([4, 4, 1]), tf.zeros([4, 4, 1]), 1.0),
+                    InvalidArgumentError, "must be at least filter_size (11)"),
+    "ssim_shapes": (lambda: tf.image.psnr(tf.zeros([4, 4, 1]), tf.zeros([4, 5, 1]), 1.0),
+                    ValueError, "must have the same height, width and channels"),
+    "gradients_rank": (lambda: tf.image.image_gradients(tf.zeros([4, 4, 1])), ValueError,
+                       "must have 4 (NHWC) dimensions"),
+    "nms_iou": (lambda: tf.image.non_max_suppression(BOXES, SCORES, 2, 1.5),
+                InvalidArgumentError, "iou_threshold must be in [0, 1]"),
+    "nms_boxes": (lambda: tf.image.non_max_suppression(BOXES[:, :3], SCORES, 2), ValueError,
+                  "boxes must have shape [num_boxes, 4]"),
+    "unknown_size": (lambda: tf.function(
+        lambda x: tf.image.resize(x, [2, 2]),
+        input_signature=[tf.TensorSpec([None, None, 3])])(tf.zeros([2, 2, 3])), ValueError,
+        "height and width must be known when the function is traced"),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors_say_what_is_wrong(name):
+    call, kind, text = ERRORS[name]
+    with pytest.raises(kind) as info:
+        call()
+    assert text in str(info.value).splitlines()[0]
