@@ -55,15 +55,23 @@ def _run(fn, how, *args):
     return run(*[tf.constant(a) for a in args]).numpy()
 
 
-@pytest.mark.parametrize("kind", ["max", "avg"])
-@pytest.mark.parametrize("case", range(len(CASES)))
+INPUTS = [rng.normal(size=shape).astype(np.float32) for shape, _, _, _ in CASES]
+
+
+def _every_case(*xs):
+    """Max and average pooling of every case: one function, so staging compiles once."""
+    return [fn(x, k, s, p) for x, (_, k, s, p) in zip(xs, CASES)
+            for fn in (tf.nn.max_pool, tf.nn.avg_pool)]
+
+
 @pytest.mark.parametrize("how", HOWS)
-def test_pooling_matches_the_direct_loop_definition(kind, case, how):
-    shape, k, s, p = CASES[case]
-    x = rng.normal(size=shape).astype(np.float32)
-    fn = tf.nn.max_pool if kind == "max" else tf.nn.avg_pool
-    got = _run(lambda t: fn(t, k, s, p), how, x)
-    np.testing.assert_allclose(got, _reference(x, k, s, p, kind), rtol=1e-6, atol=1e-6)
+def test_pooling_matches_the_direct_loop_definition(how):
+    run = _every_case if how == "eager" else tf.function(_every_case, backend=how)
+    got = iter(run(*[tf.constant(x) for x in INPUTS]))
+    for x, (_, k, s, p) in zip(INPUTS, CASES):
+        for kind in ("max", "avg"):
+            np.testing.assert_allclose(next(got).numpy(), _reference(x, k, s, p, kind),
+                                       rtol=1e-6, atol=1e-6, err_msg=f"{kind} {k} {s} {p}")
 
 
 def test_named_variants_and_channels_first_agree_with_max_pool():

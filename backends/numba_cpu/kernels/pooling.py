@@ -94,10 +94,10 @@ def avg_pool5(x, g):
 @_jit
 def argmax5(x, g):
     """The flat ``(depth, height, width)`` position of each window's first maximum, per
-    channel: an int64 array shaped like the pooled output (TensorFlow's routing)."""
+    channel: an int32 array shaped like the pooled output (TensorFlow's routing)."""
     nb, nd, nh, nw, nc = x.shape
     od, oh, ow = _out_dims(x.shape, g)
-    at = np.empty((nb, od, oh, ow, nc), np.int64)
+    at = np.empty((nb, od, oh, ow, nc), np.int32)
     best = np.empty(nc, x.dtype)
     for b in range(nb):
         for i in range(od):
