@@ -41,8 +41,8 @@ class BatchNormalization(Layer):
     assignment, eagerly and inside ``tf.function``). Inference (the default): the moving
     statistics are used. A layer with ``trainable = False`` always runs in inference mode, as
     in TensorFlow 2. On rank-4 and rank-5 inputs normalized over their channels (Keras's
-    fused case) the moving variance takes the batch variance with Bessel's correction ``n /
-    (n - 1)``; elsewhere the biased one, as Keras does.
+    fused case, unless ``fused=False``) the moving variance takes the batch variance with
+    Bessel's correction ``n / (n - 1)``; elsewhere the biased one, as Keras does.
 
     >>> import stagecraft as tf
     >>> bn = tf.keras.layers.BatchNormalization(momentum=0.5, epsilon=0.0)
@@ -59,8 +59,17 @@ class BatchNormalization(Layer):
                  gamma_initializer: Any = "ones", moving_mean_initializer: Any = "zeros",
                  moving_variance_initializer: Any = "ones", beta_regularizer: Any = None,
                  gamma_regularizer: Any = None, beta_constraint: Any = None,
-                 gamma_constraint: Any = None, **kwargs: Any):
+                 gamma_constraint: Any = None, synchronized: bool = False,
+                 fused: bool | None = None, **kwargs: Any):
         super().__init__(**kwargs)
+        if synchronized:
+            raise ValueError("BatchNormalization: synchronized=True (statistics across devices "
+                             "of a distribution strategy) is not supported by stagecraft; use "
+                             "synchronized=False.")
+        if fused not in (None, True, False):
+            raise ValueError(f"BatchNormalization: fused must be None, True or False. "
+                             f"Received: fused={fused!r}.")
+        self.fused = fused
         given = dict(zip(_UNSUPPORTED, (beta_regularizer, gamma_regularizer, beta_constraint,
                                         gamma_constraint)))
         for arg, value in given.items():
@@ -101,6 +110,7 @@ class BatchNormalization(Layer):
         ``moving_mean``/``moving_variance`` (not trainable), shaped like the normalized dims."""
         shape = TensorShape(input_shape)
         axes = self._axes(shape.rank)
+        self._fused(shape.rank, axes)  # fused=True on an input it cannot take fails here
         dims = [shape[a] for a in axes]
         if None in dims:
             raise ValueError(f"Axis {axes} of input tensor should have a defined dimension but "
@@ -146,15 +156,27 @@ class BatchNormalization(Layer):
     def _update_moving(self, mean: Tensor, variance: Tensor, inputs: Tensor, reduce: list,
                        rank: int, axes: list) -> None:
         shape = self.moving_mean.shape.as_list()
-        if rank in (4, 5) and axes in ([rank - 1], [1]):  # Keras's fused case: unbiased
+        if self._fused(rank, axes):  # Keras's fused kernel: the unbiased batch variance
             variance = _norm.bessel_correction(variance, inputs, reduce)
         decay = 1.0 - self.momentum
         for var, value in ((self.moving_mean, mean), (self.moving_variance, variance)):
             value = _a.stop_gradient(_a.reshape(value, shape))
             var.assign_sub(_m.multiply(_m.subtract(var, value), decay))
 
+    def _fused(self, rank: int, axes: list) -> bool:
+        """Whether Keras would run its fused kernel: rank 4 or 5 normalized over the channels
+        (last or first), unless ``fused=False``; ``fused=True`` insists on it."""
+        possible = rank in (4, 5) and axes in ([rank - 1], [1])
+        if self.fused and not possible:
+            raise ValueError(f"Layer {self.name!r} (BatchNormalization): fused=True needs a "
+                             f"rank-4 or rank-5 input normalized over its first or last "
+                             f"feature axis; got rank {rank} and axis {self.axis}. Use "
+                             f"fused=None.")
+        return possible and self.fused is not False
+
     def get_config(self) -> dict:
-        return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
+        fused = {} if self.fused is None else {"fused": self.fused}
+        return {**super().get_config(), **fused, "axis": self.axis, "momentum": self.momentum,
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
                 "beta_initializer": initializers.serialize(self.beta_initializer),
                 "gamma_initializer": initializers.serialize(self.gamma_initializer),

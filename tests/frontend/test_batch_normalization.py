@@ -207,3 +207,15 @@ def test_learning_phase_decides_when_no_call_does():
     assert keras.backend.learning_phase() == 0
     with pytest.raises(ValueError, match="^set_learning_phase: the learning phase must be 0 or 1"):
         keras.backend.set_learning_phase(2)
+
+
+def test_fused_argument_chooses_the_moving_variance_rule():
+    x = rng.normal(size=(2, 2, 2, 3)).astype(np.float32)
+    unfused = _bn(momentum=0.0, fused=False)
+    unfused(x, training=True)
+    np.testing.assert_allclose(unfused.moving_variance.numpy(), x.var((0, 1, 2)), rtol=1e-5)
+    assert unfused.get_config()["fused"] is False
+    with pytest.raises(ValueError, match="^Layer 'f' \\(BatchNormalization\\): fused=True needs"):
+        _bn(fused=True, name="f")(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="^BatchNormalization: synchronized=True"):
+        _bn(synchronized=True)
