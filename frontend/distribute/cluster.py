@@ -225,9 +225,9 @@ class Cluster(Runtime):
                 reply = self.wait(task, handle.pending)
                 if reply[0] == "error":
                     raise self.error(task, RemoteFailure(*reply[1]))
-                small = reply[1][handle.slot][2]
+                dtype, shape, small = reply[1][handle.slot]
                 if small is not None:
-                    return small
+                    return wire.unpack((dtype, shape, small), "a reply")
             pending = self.submit(task, "fetch", [handle.id], self._free_lists(task))
             return self.wait(task, pending)[0]
 
@@ -238,10 +238,10 @@ class Cluster(Runtime):
             if h.task == task and h.cluster is self:
                 if h.unsent:
                     h.unsent = False
-                    return "p", h.id, h.value
+                    return "p", h.id, wire.pack(h.value)
                 return "h", h.id
-            return "v", np.asarray(h.fetch())
-        return "v", np.asarray(x._host() if isinstance(x, Tensor) else x)
+            return "v", wire.pack(h.fetch())
+        return "v", wire.pack(x._host() if isinstance(x, Tensor) else x)
 
     def transfer(self, x: Any, target: str) -> Any:
         value = np.asarray(x._host())  # a local copy (fetched when x is remote)
@@ -339,7 +339,7 @@ class Cluster(Runtime):
                 f"{name}: the variable '{v.name}' lives on {v.device}, but the function runs "
                 f"on {self.devices[task]}. Call it under tf.device('{v.device}'), or pass the "
                 f"variable's value as an argument.\n  at {user_location()}")
-        return "lv", np.asarray(v._host())
+        return "lv", wire.pack(v._host())
 
     # ------------------------------------------------------------------ variables
     def new_variable(self, initial: Any, target: str, name: str, trainable: bool

@@ -127,17 +127,17 @@ class WorkerServer:
             if tag == "h":
                 out.append(self._value(a[1]))
             elif tag == "p":
-                self.tensors[a[1]] = wire.check_array(a[2], f"argument {i}")
+                self.tensors[a[1]] = wire.unpack(a[2], f"argument {i}")
                 out.append(self.tensors[a[1]])
             elif tag == "v":
-                out.append(wire.check_array(a[1], f"argument {i}"))
+                out.append(wire.unpack(a[1], f"argument {i}"))
             elif tag == "var":
                 if a[1] not in self.variables:
                     raise RemoteFailure("NotFoundError", f"{self.device} holds no variable "
                                                          f"#{a[1]}.", "")
                 out.append(self.variables[a[1]])
             elif tag == "lv" and temporaries is not None:
-                v = Variable(wire.check_array(a[1], f"argument {i}"))
+                v = Variable(wire.unpack(a[1], f"argument {i}"))
                 temporaries.append((i, v, v._value))
                 out.append(v)
             else:
