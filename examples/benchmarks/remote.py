@@ -25,16 +25,18 @@ def affine(x, w):
     return tf.nn.relu(tf.matmul(x, w) + 1.0)
 
 
-def median_ms(fn, number: int) -> float:
-    """Median wall time of one call of ``fn`` over ``number`` calls (after 10 warm-ups), ms."""
-    for _ in range(10):
-        fn()
-    times = []
-    for _ in range(number):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+def medians_ms(fns: list, number: int) -> list[float]:
+    """The median wall time of one call of each of ``fns``, in ms, over ``number`` rounds that
+    call each once in turn (after 10 warm-up rounds): on a machine whose load drifts, every
+    case sees the same load."""
+    times: list[list[float]] = [[] for _ in fns]
+    for round_ in range(number + 10):
+        for fn, out in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            if round_ >= 10:
+                out.append(time.perf_counter() - start)
+    return [statistics.median(t) * 1e3 for t in times]
 
 
 def main() -> None:
@@ -49,21 +51,28 @@ def main() -> None:
     connect_s = time.perf_counter() - start
     x = tf.constant(np.ones((4, 8), np.float32))
     w = tf.constant(np.full((8, 4), 0.5, np.float32))
-    rows = []
-    with tf.device("/job:worker/task:0"):
+    worker = "/job:worker/task:0"
+    with tf.device(worker):
         xr, wr = tf.identity(x), tf.identity(w)  # already on the worker
-        rows.append(("remote eager op + read: (x * 2.0).numpy()",
-                     median_ms(lambda: (xr * 2.0).numpy(), args.number), 1.5))
-        rows.append(("remote staged call + read: f(x, w).numpy()",
-                     median_ms(lambda: affine(xr, wr).numpy(), args.number), 2.0))
-        rows.append(("remote staged call, local args sent: f(x, w)",
-                     median_ms(lambda: affine(x, w).numpy(), args.number), None))
+
+    def on_worker(fn):
+        def call():
+            with tf.device(worker):
+                fn()
+        return call
+
     cluster = tf.distribute.connected()
-    rows.append(("bare request round trip (hello)",
-                 median_ms(lambda: cluster.wait(0, cluster.submit(0, "hello")), args.number),
-                 None))
-    rows.append(("local eager op + read (no worker)",
-                 median_ms(lambda: (x * 2.0).numpy(), args.number), None))
+    cases = [("remote eager op + read: (x * 2.0).numpy()",
+              on_worker(lambda: (xr * 2.0).numpy()), 1.5),
+             ("remote staged call + read: f(x, w).numpy()",
+              on_worker(lambda: affine(xr, wr).numpy()), 2.0),
+             ("remote staged call, local args sent: f(x, w)",
+              on_worker(lambda: affine(x, w).numpy()), None),
+             ("bare request round trip (hello)",
+              lambda: cluster.wait(0, cluster.submit(0, "hello")), None),
+             ("local eager op + read (no worker)", lambda: (x * 2.0).numpy(), None)]
+    times = medians_ms([fn for _, fn, _ in cases], args.number)
+    rows = [(name, ms, target) for (name, _, target), ms in zip(cases, times)]
     tf.distribute.disconnect()
 
     load = os.getloadavg()[0]
