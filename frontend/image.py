@@ -20,7 +20,9 @@ from stagecraft.ops.image_geometry import (central_crop, crop_to_bounding_box, e
                                            resize_with_crop_or_pad, rot90, transpose)
 from stagecraft.ops.image_metrics import (image_gradients, psnr, sobel_edges, ssim,
                                           ssim_multiscale, total_variation)
-from stagecraft.ops.image_nms import non_max_suppression
+from stagecraft.ops.image_nms import (non_max_suppression, non_max_suppression_overlaps,
+                                      non_max_suppression_padded,
+                                      non_max_suppression_with_scores)
 from stagecraft.ops.image_random import (random_brightness, random_contrast, random_crop,
                                          random_flip_left_right, random_flip_up_down, random_hue,
                                          random_saturation, stateless_random_brightness,
@@ -33,7 +35,8 @@ from stagecraft.ops.image_resize import ResizeMethod, resize, resize_with_pad
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
            "adjust_saturation", "central_crop", "convert_image_dtype", "crop_to_bounding_box",
            "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb",
-           "hsv_to_rgb", "image_gradients", "non_max_suppression", "pad_to_bounding_box",
+           "hsv_to_rgb", "image_gradients", "non_max_suppression", "non_max_suppression_overlaps",
+           "non_max_suppression_padded", "non_max_suppression_with_scores", "pad_to_bounding_box",
            "per_image_standardization", "psnr", "random_brightness", "random_contrast",
            "random_crop", "random_flip_left_right", "random_flip_up_down", "random_hue",
            "random_saturation", "resize", "resize_with_crop_or_pad", "resize_with_pad",

@@ -6,6 +6,7 @@ differences. Plus seeding of the random ops, tf.data use, and the error messages
 from __future__ import annotations
 
 import colorsys
+import heapq
 import math
 import zlib
 
@@ -259,22 +260,49 @@ def ref_ms_ssim(a, b, peak, weights, size):
     return np.prod([p ** wt for p, wt in zip(parts, weights)], axis=0).mean(-1)
 
 
-def ref_nms(boxes, scores, limit, iou_t, score_t=-np.inf):
-    def iou(p, q):
-        ya, xa, yb, xb = min(p[0], p[2]), min(p[1], p[3]), max(p[0], p[2]), max(p[1], p[3])
-        yc, xc, yd, xd = min(q[0], q[2]), min(q[1], q[3]), max(q[0], q[2]), max(q[1], q[3])
-        area_p, area_q = (yb - ya) * (xb - xa), (yd - yc) * (xd - xc)
-        if area_p <= 0 or area_q <= 0:
-            return 0.0
-        inter = max(min(yb, yd) - max(ya, yc), 0) * max(min(xb, xd) - max(xa, xc), 0)
-        return inter / (area_p + area_q - inter)
-    order = sorted((i for i in range(len(scores)) if scores[i] > score_t),
-                   key=lambda i: (-scores[i], i))
-    chosen = []
-    for i in order:
-        if len(chosen) < limit and all(iou(boxes[i], boxes[j]) <= iou_t for j in chosen):
+def ref_iou(p, q):
+    ya, xa, yb, xb = min(p[0], p[2]), min(p[1], p[3]), max(p[0], p[2]), max(p[1], p[3])
+    yc, xc, yd, xd = min(q[0], q[2]), min(q[1], q[3]), max(q[0], q[2]), max(q[1], q[3])
+    area_p, area_q = (yb - ya) * (xb - xa), (yd - yc) * (xd - xc)
+    if area_p <= 0 or area_q <= 0:
+        return 0.0
+    inter = max(min(yb, yd) - max(ya, yc), 0) * max(min(xb, xd) - max(xa, xc), 0)
+    return inter / (area_p + area_q - inter)
+
+
+def ref_soft_nms(similarity, scores, limit, thr, score_t=-np.inf, sigma=0.0):
+    """TF's selection loop: a priority queue of candidates (ties: lower index first), each
+    popped candidate compared with the boxes selected since it was last looked at; a
+    similarity >= thr suppresses it, soft-NMS decays its score and re-queues it."""
+    scale = -0.5 / sigma if sigma > 0 else 0.0
+    queue = [(-s, i, 0) for i, s in enumerate(scores) if s > score_t]
+    heapq.heapify(queue)
+    chosen, kept = [], []
+    while len(chosen) < limit and queue:
+        neg, i, begin = heapq.heappop(queue)
+        score = original = -neg
+        hard = False
+        for j in range(len(chosen) - 1, begin - 1, -1):
+            sim = similarity(i, chosen[j])
+            score *= math.exp(scale * sim * sim) if sim <= thr else 0.0
+            if sim >= thr:
+                hard = True
+                break
+            if score <= score_t:
+                break
+        if hard:
+            continue
+        if score == original:
             chosen.append(i)
-    return np.array(chosen, np.int32)
+            kept.append(score)
+        elif score > score_t:
+            heapq.heappush(queue, (-score, i, len(chosen)))
+    return np.array(chosen, np.int32), np.array(kept)
+
+
+def ref_nms(boxes, scores, limit, iou_t, score_t=-np.inf):
+    return ref_soft_nms(lambda i, j: ref_iou(boxes[i], boxes[j]), scores, limit, iou_t,
+                        score_t)[0]
 
 
 BOXES = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
@@ -380,8 +408,8 @@ CASES = {
     "non_max_suppression": (lambda b, s: tf.image.non_max_suppression(b, s, 5, 0.4),
                             lambda b, s: ref_nms(b, s, 5, 0.4), (BOXES, SCORES), False),
     "non_max_suppression_limits": (
-        lambda b, s: tf.image.non_max_suppression(b, s, 2, 0.0, score_threshold=0.8),
-        lambda b, s: ref_nms(b, s, 2, 0.0, 0.8), (BOXES, SCORES), False),
+        lambda b, s: tf.image.non_max_suppression(b, s, 2, 0.05, score_threshold=0.8),
+        lambda b, s: ref_nms(b, s, 2, 0.05, 0.8), (BOXES, SCORES), False),
 }
 # Ops that return float32 whatever the input (TF's rule), compared at float32 precision.
 FLOAT32_OUT = {n for n in CASES if n.startswith(("resize", "per_image", "psnr", "ssim",
@@ -581,6 +609,56 @@ def test_non_max_suppression_output_size_is_dynamic_when_staged():
     got = f(tf.constant(BOXES), tf.constant(SCORES)).numpy()
     np.testing.assert_array_equal(got, ref_nms(BOXES, SCORES, 6, 0.4))
     assert seen == [[None]]
+
+
+@pytest.mark.parametrize("how", ["eager", "reference"])
+def test_soft_non_max_suppression_decays_scores(how):
+    boxes = rng.uniform(0, 1, size=(12, 4)) * [4, 4, 4, 4]
+    scores = rng.uniform(0.1, 1, size=12)
+
+    def fn(b, s):
+        return tf.image.non_max_suppression_with_scores(b, s, 8, 0.7, 0.2, soft_nms_sigma=0.4)
+    run = fn if how == "eager" else tf.function(fn, backend=how)
+    idx, kept = run(tf.constant(boxes), tf.constant(scores))
+    want_idx, want_kept = ref_soft_nms(lambda i, j: ref_iou(boxes[i], boxes[j]), scores, 8,
+                                       0.7, 0.2, 0.4)
+    np.testing.assert_array_equal(idx.numpy(), want_idx)
+    np.testing.assert_allclose(kept.numpy(), want_kept, rtol=1e-5)
+    hard_idx, hard_kept = tf.image.non_max_suppression_with_scores(boxes, scores, 8, 0.3)
+    np.testing.assert_array_equal(hard_idx.numpy(), ref_nms(boxes, scores, 8, 0.3))
+    np.testing.assert_allclose(hard_kept.numpy(), scores[hard_idx.numpy()], rtol=1e-6)
+
+
+@pytest.mark.parametrize("how", ["eager", "reference"])
+def test_padded_non_max_suppression_over_a_batch(how):
+    boxes = np.stack([BOXES, BOXES[::-1]])
+    scores = np.stack([SCORES, SCORES])
+
+    def fn(b, s):
+        return tf.image.non_max_suppression_padded(b, s, 6, 0.4, pad_to_max_output_size=True)
+    run = fn if how == "eager" else tf.function(fn, backend=how)
+    idx, count = run(tf.constant(boxes), tf.constant(scores))
+    for row in range(2):
+        want = ref_nms(boxes[row], scores[row], 6, 0.4)
+        assert int(count[row]) == len(want)
+        np.testing.assert_array_equal(idx[row].numpy(), np.pad(want, [0, 6 - len(want)]))
+    one, n = tf.image.non_max_suppression_padded(BOXES, SCORES, 3, 0.4)
+    np.testing.assert_array_equal(one.numpy(), ref_nms(BOXES, SCORES, 3, 0.4))
+    assert int(n) == 3
+
+
+def test_non_max_suppression_overlaps_uses_the_given_matrix():
+    m = rng.uniform(size=(7, 7))
+    m = (m + m.T) / 2
+    scores = rng.uniform(size=7)
+    got = tf.image.non_max_suppression_overlaps(m, scores, 5, 0.6, 0.1).numpy()
+    np.testing.assert_array_equal(got, ref_soft_nms(lambda i, j: m[i, j], scores, 5, 0.6,
+                                                    0.1)[0])
+
+
+def test_non_max_suppression_at_a_zero_threshold_keeps_one_box():
+    # TF 2 compares IoU >= iou_threshold, so even disjoint boxes (IoU 0) are suppressed
+    assert tf.image.non_max_suppression(BOXES, SCORES, 8, 0.0).numpy().tolist() == [7]
 
 
 # first line of each error: (call, exception type, text it contains)
