@@ -6,12 +6,9 @@ them in ``LOWER`` (this module does not import it, so the two stay free of impor
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.source import tuple_text
-from stagecraft.backends.codegen.source_emitter import LoweringError
-from stagecraft.backends.numba_cpu.kernels.linalg import matmul_plan
+from stagecraft.backends.numba_cpu.batched import emit_batched
 from stagecraft.ir.graph import Eqn
 
 LOWERINGS = Lowerings("Numba", missing='compile this function with backend="reference"')
@@ -63,28 +60,13 @@ def _solve(cg, e: Eqn) -> None:
     _bind(cg, e, f"K.solve3({_as3(cg, a)}, {_as3(cg, b)}, {bool(e.params['adjoint'])})")
 
 
-def _static(shape: Sequence) -> bool:
-    return None not in shape
-
-
 @lowers("triangular_solve")
 def _triangular_solve(cg, e: Eqn) -> None:
     a, b = e.inputs
-    v = e.outputs[0]
     flags = f"{bool(e.params['lower'])}, {bool(e.params['adjoint'])}"
     if a.type.rank == 2 and b.type.rank == 2:
         zero = "np.zeros(1, np.int64)"
-        cg.define(v, f"K.triangular_solve3({_as3(cg, a)}, {_as3(cg, b)}, {zero}, {zero}, "
-                     f"{flags})[0]")
+        cg.define(e.outputs[0], f"K.triangular_solve3({_as3(cg, a)}, {_as3(cg, b)}, {zero}, "
+                                f"{zero}, {flags})[0]")
         return
-    if not (_static(a.type.shape) and _static(b.type.shape)):
-        raise LoweringError(
-            f"triangular_solve at {e.loc}: the Numba backend needs static shapes for batched "
-            f"triangular solves (got {list(a.type.shape)} and {list(b.type.shape)}); give the "
-            f"shapes or compile this function with backend=\"reference\".")
-    ab, bb, a3, b3, _, out_shape = matmul_plan(a.type.shape, b.type.shape, False, False)
-    ia, ib = cg.fresh("ia"), cg.fresh("ib")
-    cg.line(f"{ia}, {ib} = K.batch_index({ab}, {bb})")
-    cg.define(v, f"K.triangular_solve3(np.ascontiguousarray({cg.operand(a)}).reshape({a3}), "
-                 f"np.ascontiguousarray({cg.operand(b)}).reshape({b3}), {ia}, {ib}, {flags})"
-                 f".reshape({tuple_text(out_shape)})")
+    emit_batched(cg, e, "triangular_solve3", flags)

@@ -16,7 +16,7 @@ from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.scalar_ops import convert
 from stagecraft.backends.codegen.source import np_type, rank as _rank, tuple_text
 from stagecraft.backends.codegen.source_emitter import LoweringError
-from stagecraft.backends.numba_cpu.kernels.linalg import matmul_plan
+from stagecraft.backends.numba_cpu.batched import emit_batched
 from stagecraft.backends.numba_cpu.kernels.slicing import slice_plan
 from stagecraft.ir.graph import Eqn
 from stagecraft.ir.ops import philox
@@ -377,17 +377,7 @@ def _matmul(cg, e: Eqn) -> None:
     if _rank(a) == 2 and _rank(b) == 2:
         cg.define(v, f"K.matmul2({cg.operand(a)}, {cg.operand(b)}, {ta}, {tb})")
         return
-    if None in a.type.shape or None in b.type.shape:
-        raise LoweringError(
-            f"matmul at {e.loc}: the Numba backend needs static shapes for batched matmul "
-            f"(got {list(a.type.shape)} and {list(b.type.shape)}); give the shapes or compile "
-            f"this function with backend=\"reference\".")
-    ab, bb, a3s, b3s, _, out_shape = matmul_plan(a.type.shape, b.type.shape, ta, tb)
-    ia, ib = cg.fresh("ia"), cg.fresh("ib")
-    cg.line(f"{ia}, {ib} = K.batch_index({ab}, {bb})")
-    cg.define(v, f"K.batch_matmul3({cg.operand(a)}.reshape({a3s}), "
-                 f"{cg.operand(b)}.reshape({b3s}), {ia}, {ib}, {ta}, {tb})"
-                 f".reshape({tuple_text(out_shape)})")
+    emit_batched(cg, e, "batch_matmul3", f"{ta}, {tb}", ta, tb)
 
 
 @lowers("diag")

@@ -15,15 +15,14 @@ two dimensions, tril / triu the lower / upper triangle.
 * solve / triangular_solve X: G_rhs = solve(op(A)^T, G), G_A = -G_rhs X^T (-X G_rhs^T with
   ``adjoint``), kept to the triangle read for triangular_solve (whose batch dims broadcast).
 
-``RULES`` maps each op to its rule; :mod:`stagecraft.autodiff.vjps`, which owns the rule
-table, adds them (this module does not import it, so the two stay free of import cycles).
+The rules live in ``RULES`` (a :class:`~stagecraft.autodiff.rule_table.RuleTable`), which
+``vjps`` merges into its table.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
+from stagecraft.autodiff.rule_table import RuleTable
 from stagecraft.eager.bind import bind
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import OPS
@@ -32,15 +31,8 @@ from stagecraft.ops.array_ops import concat, expand_dims
 from stagecraft.ops.math_ops import matmul as mm
 from stagecraft.ops.math_ops import where
 
-RULES: dict[str, Callable[..., tuple]] = {}
-
-
-def vjp(name: str) -> Callable:
-    """Registers the decorated rule for op ``name`` in ``RULES``."""
-    def register(fn: Callable) -> Callable:
-        RULES[name] = fn
-        return fn
-    return register
+RULES = RuleTable()
+vjp = RULES.rule
 
 
 def _sum_to(g, like):
