@@ -73,8 +73,15 @@ class _RayPending(Pending):
             raise RemoteFailure(type(cause or e).__name__, str(cause or e), str(e)) from None
         except ray.exceptions.RayActorError as e:
             raise WorkerLost(f"the worker process of task {self._task} died "
-                             f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") \
+                             f"({_first_line(e)})") from None
+        except ray.exceptions.RayError as e:  # the reply, its node or Ray itself was lost
+            raise WorkerLost(f"Ray lost the reply of task {self._task} ({_first_line(e)})") \
                 from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
 
 
 class RayTransport(Transport):
