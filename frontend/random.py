@@ -8,7 +8,9 @@ from stagecraft.state.random_generator import (Generator, get_global_generator, 
 __all__ = ["normal", "set_seed", "truncated_normal", "uniform", "Generator",
            "get_global_generator", "set_global_generator", "stateless_normal",
            "stateless_truncated_normal", "stateless_uniform"]
-from stagecraft.ops.sampling_ops import (categorical, gamma, shuffle, stateless_categorical,
-                                         stateless_gamma)
+from stagecraft.ops.sampling_ops import (categorical, gamma, poisson, shuffle,
+                                         stateless_categorical, stateless_gamma,
+                                         stateless_poisson)
 
-__all__ += ["categorical", "gamma", "shuffle", "stateless_categorical", "stateless_gamma"]
+__all__ += ["categorical", "gamma", "poisson", "shuffle", "stateless_categorical",
+            "stateless_gamma", "stateless_poisson"]

@@ -1,6 +1,6 @@
 """Numba lowerings of ``segment_reduce``, ``unique_index`` and ``searchsorted`` (calls into
 ``kernels/segment.py`` on 2-D views: rows by the segment ids, the rest flattened) and of
-``random_gamma`` (``kernels/rejection.py``)."""
+``random_gamma`` and ``random_poisson`` (``kernels/rejection.py``)."""
 from __future__ import annotations
 
 from stagecraft.backends.codegen.source import literal, rank as _rank, tuple_text
@@ -59,10 +59,11 @@ def _searchsorted(cg, e: Eqn) -> None:
 
 
 
-@lowers("random_gamma")
+@lowers("random_gamma", "random_poisson")
 def _random_gamma(cg, e: Eqn) -> None:
     seed, alpha = e.inputs
     v = e.outputs[0]
     out = cg.empty(v, [str(int(d)) for d in e.params["shape"]] + cg.dims(alpha))
-    cg.line(f"K.random_gamma_into({out}, {cg.array(alpha)}, {cg.array(seed)})")
+    cg.line(f"K.rejection_sample_into({out}, {cg.array(alpha)}, {cg.array(seed)}, "
+            f"{e.op == 'random_poisson'})")
     cg.define_array(v, out)

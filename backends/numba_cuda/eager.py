@@ -318,3 +318,5 @@ TABLE["searchsorted"] = lambda xs, a, t: segment.searchsorted(xs[0], xs[1], a["s
 from stagecraft.backends.numba_cuda.kernels import rejection  # noqa: E402
 
 TABLE["random_gamma"] = lambda xs, a, t: rejection.random_gamma(xs[0], xs[1], a["shape"])
+TABLE["random_poisson"] = lambda xs, a, t: rejection.random_gamma(xs[0], xs[1], a["shape"],
+                                                                 poisson=True)

@@ -1,8 +1,8 @@
 """Sampling built on the uniform Philox stream (``ops/random_ops.py``):
 ``tf.random.categorical`` / ``stateless_categorical`` by the Gumbel-max trick (the argmax of
 ``logits + Gumbel noise`` is distributed as ``softmax(logits)``), ``tf.random.shuffle`` as
-the order that sorts one uniform number per row, and ``tf.random.gamma`` on the
-``random_gamma`` primitive (``ir/ops/rejection.py``). Seeds follow TensorFlow's rules as every
+the order that sorts one uniform number per row, and ``tf.random.gamma`` / ``poisson`` on the
+``random_gamma`` / ``random_poisson`` primitives (``ir/ops/rejection.py``). Seeds follow TensorFlow's rules as every
 other random op: an op seed with the global seed names a stream whose calls differ; a
 stateless op is a pure function of its seed of shape [2]."""
 from __future__ import annotations
@@ -21,7 +21,8 @@ from stagecraft.ops.array_ops import normalize_shape
 from stagecraft.ops.random_ops import draw, seed_tensor
 from stagecraft.state.random_generator import stateless_seed
 
-__all__ = ["categorical", "stateless_categorical", "shuffle", "gamma", "stateless_gamma"]
+__all__ = ["categorical", "stateless_categorical", "shuffle", "gamma", "stateless_gamma",
+           "poisson", "stateless_poisson"]
 
 
 def gumbel_max(logits: Any, num_samples: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
@@ -86,19 +87,24 @@ def shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Ten
     return _a.gather(value, argsort(keys))
 
 
-def _gamma(shape: Any, alpha: Any, beta: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
-    d = _dt.as_dtype(dtype)
-    if d not in _dt.FLOATS:
-        raise TypeError(f"{what}: dtype must be float32 or float64, got {d.name}.")
+def _sample_dims(shape: Any, what: str) -> tuple:
     dims = normalize_shape(shape, what).dims
     if None in dims:
         raise ValueError(f"{what}: the sample shape must be known when the op is traced, got "
                          f"{list(dims)}.")
+    return tuple(int(n) for n in dims)
+
+
+def _gamma(shape: Any, alpha: Any, beta: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
+    d = _dt.as_dtype(dtype)
+    if d not in _dt.FLOATS:
+        raise TypeError(f"{what}: dtype must be float32 or float64, got {d.name}.")
+    dims = _sample_dims(shape, what)
     alpha = _m.cast(alpha, d)
     if beta is not None:
         beta = _m.cast(beta, d)
         alpha = _m.add(alpha, _a.zeros_like(beta))   # the broadcast shape of alpha and beta
-    sample = bind(OPS["random_gamma"], seed, alpha, shape=tuple(int(n) for n in dims))
+    sample = bind(OPS["random_gamma"], seed, alpha, shape=dims)
     return sample if beta is None else _m.divide(sample, beta)
 
 
@@ -127,3 +133,41 @@ def stateless_gamma(shape: Any, seed: Any, alpha: Any, beta: Any = None,
     True
     """
     return _gamma(shape, alpha, beta, dtype, stateless_seed(seed), "stateless_gamma")
+
+
+def _poisson(shape: Any, lam: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
+    d = _dt.as_dtype(dtype)
+    if d not in _dt.FLOATS and d not in _dt.INTS:
+        raise TypeError(f"{what}: dtype must be float32, float64, int32 or int64, got "
+                        f"{d.name}.")
+    lam = convert_to_tensor(lam)
+    # counts computed in float64 unless a float32 result is asked for
+    work = _dt.float32 if d == _dt.float32 else _dt.float64
+    counts = bind(OPS["random_poisson"], seed, _m.cast(lam, work), shape=_sample_dims(shape, what))
+    return _m.cast(counts, d)
+
+
+def poisson(shape: Any, lam: Any, dtype: Any = _dt.float32, seed: int | None = None,
+            name: str | None = None) -> Tensor:
+    """Poisson(lam) counts of shape ``shape + lam.shape`` in ``dtype`` (float32 by default;
+    int32 and int64 too); 0 where ``lam`` is 0, NaN where it is negative (float dtypes).
+    Not differentiable, as in TensorFlow.
+
+    >>> import stagecraft as tf
+    >>> x = tf.random.poisson([4000], [2.0, 30.0], seed=2, dtype=tf.int64)
+    >>> x.dtype, [round(m) for m in tf.reduce_mean(tf.cast(x, tf.float64), axis=0).numpy()]
+    (stagecraft.int64, [2, 30])
+    """
+    return _poisson(shape, lam, dtype, seed_tensor(seed), "poisson")
+
+
+def stateless_poisson(shape: Any, seed: Any, lam: Any, dtype: Any = _dt.int32,
+                      name: str | None = None) -> Tensor:
+    """``poisson`` as a pure function of ``seed`` (shape [2]); int32 by default, as in
+    TensorFlow.
+
+    >>> import stagecraft as tf
+    >>> tf.random.stateless_poisson([3], seed=[1, 2], lam=4.0).dtype
+    stagecraft.int32
+    """
+    return _poisson(shape, lam, dtype, stateless_seed(seed), "stateless_poisson")

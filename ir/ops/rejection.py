@@ -1,13 +1,18 @@
-"""Random primitives drawn by rejection: ``random_gamma`` (Marsaglia and Tsang, "A simple
-method for generating gamma variables", 2000) on the Philox stream of ``ir/ops/philox.py``.
+"""Random primitives drawn by rejection on the Philox stream of ``ir/ops/philox.py``:
+``random_gamma`` (Marsaglia and Tsang, "A simple method for generating gamma variables",
+2000) and ``random_poisson`` (for rates below 10 the product of uniforms, Knuth's method;
+from 10 on Hormann's transformed rejection with squeeze, "The transformed rejection method for
+generating Poisson random variables", 1993).
 
 Element ``i`` of the result draws from its own Philox blocks: counter words 0 and 1 hold ``i``,
 words 2 and 3 the call counter with the block number in word 3's upper 16 bits (so, as for
 truncated normals, call counters stay below 2**48). Block 0 gives the boost uniform of
 ``alpha < 1``; attempt ``t`` uses blocks ``2t + 1`` (a normal) and ``2t + 2`` (the acceptance
-uniform). A value depends only on the seed, ``i`` and ``alpha``, never on how the work is
-split. ``gamma_one`` is written with ``math`` and ``np.uint64`` only, so Numba compiles it for
-the CPU and as a CUDA device function; the NumPy kernel is its vectorized twin.
+uniform). A Poisson sample uses blocks 1, 2, ... one per attempt (two uniforms each). A value
+depends only on the seed, ``i`` and the parameter, never on how the work is split.
+``gamma_one`` and ``poisson_one`` are written with ``math`` and ``np.uint64`` only, so Numba
+compiles them for the CPU and as CUDA device functions; the NumPy kernels are their
+vectorized twins.
 """
 from __future__ import annotations
 
@@ -63,6 +68,54 @@ def gamma_one(alpha, i, k0, k1, c2, c3):
     return out
 
 
+def poisson_one(lam, i, k0, k1, c2, c3):
+    """One Poisson(lam) sample of element ``i`` as a float (0 for lam == 0, NaN for a negative
+    or NaN rate)."""
+    if not lam >= 0.0:
+        return math.nan
+    if lam == 0.0:
+        return 0.0
+    block = np.uint64(1)
+    if lam < 10.0:
+        floor = math.exp(-lam)
+        prod = 1.0
+        k = 0.0
+        while block < np.uint64(MAX_BLOCK):
+            u1, u2 = uniform_pair(i, block, k0, k1, c2, c3)
+            block += np.uint64(1)
+            prod *= u1
+            if prod <= floor:
+                return k
+            prod *= u2
+            if prod <= floor:
+                return k + 1.0
+            k += 2.0
+        return k
+    slam = math.sqrt(lam)
+    loglam = math.log(lam)
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    vr = 0.9277 - 3.6224 / (b - 2.0)
+    k = 0.0
+    while block < np.uint64(MAX_BLOCK):
+        v, u = uniform_pair(i, block, k0, k1, c2, c3)
+        block += np.uint64(1)
+        u -= 0.5
+        us = 0.5 - abs(u)
+        if us <= 0.0:
+            continue
+        k = math.floor((2.0 * a / us + b) * u + lam + 0.43)
+        if us >= 0.07 and v <= vr:
+            return k
+        if k < 0.0 or (us < 0.013 and v > us):
+            continue
+        if math.log(v) + math.log(inv_alpha) - math.log(a / (us * us) + b) <= \
+                -lam + k * loglam - math.lgamma(k + 1.0):
+            return k
+    return k
+
+
 def _uniform_pairs(idx: np.ndarray, block: int, words: tuple) -> tuple[np.ndarray, np.ndarray]:
     k0, k1, c2, c3 = words
     n = idx.size
@@ -100,13 +153,65 @@ def gamma_sample(alpha: np.ndarray, seed) -> np.ndarray:
     return out
 
 
-def _gamma_infer(types, shape):
-    op = "random_gamma"
+_LGAMMA = np.frompyfunc(math.lgamma, 1, 1)   # math's, as compiled code uses
+
+
+def poisson_sample(lam: np.ndarray, seed) -> np.ndarray:
+    """``poisson_one`` for every element of the float64 vector ``lam``, vectorized."""
+    words = key(seed)
+    n = lam.size
+    idx = np.arange(n, dtype=np.uint64)
+    out = np.where(lam == 0.0, 0.0, np.nan)
+    knuth = np.flatnonzero((lam > 0.0) & (lam < 10.0))
+    floor, prod, k = np.exp(-lam[knuth]), np.ones(knuth.size), np.zeros(knuth.size)
+    block = 1
+    while knuth.size and block < MAX_BLOCK:
+        u1, u2 = _uniform_pairs(idx[knuth], block, words)
+        block += 1
+        prod = prod * u1
+        first = prod <= floor
+        prod = prod * u2
+        second = ~first & (prod <= floor)
+        out[knuth[first]] = k[first]
+        out[knuth[second]] = k[second] + 1.0
+        keep = ~(first | second)
+        knuth, floor, prod, k = knuth[keep], floor[keep], prod[keep], k[keep] + 2.0
+    todo = np.flatnonzero(lam >= 10.0)
+    lt = lam[todo]
+    b = 0.931 + 2.53 * np.sqrt(lt)
+    a = -0.059 + 0.02483 * b
+    log_inv_alpha = np.log(1.1239 + 1.1328 / (b - 3.4))
+    vr = 0.9277 - 3.6224 / (b - 2.0)
+    loglam = np.log(lt)
+    block = 1
+    while todo.size and block < MAX_BLOCK:
+        v, u = _uniform_pairs(idx[todo], block, words)
+        block += 1
+        u = u - 0.5
+        us = 0.5 - np.abs(u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.floor((2.0 * a / us + b) * u + lt + 0.43)
+        live = us > 0.0
+        accept = live & (us >= 0.07) & (v <= vr)
+        test = live & ~accept & ~((k < 0.0) | ((us < 0.013) & (v > us)))
+        if test.any():
+            t = np.flatnonzero(test)
+            bound = -lt[t] + k[t] * loglam[t] - _LGAMMA(k[t] + 1.0).astype(np.float64)
+            lhs = np.log(v[t]) + log_inv_alpha[t] - np.log(a[t] / (us[t] * us[t]) + b[t])
+            accept[t[lhs <= bound]] = True
+        out[todo[accept]] = k[accept]
+        keep = ~accept
+        todo, lt, a, b, log_inv_alpha, vr, loglam = (
+            todo[keep], lt[keep], a[keep], b[keep], log_inv_alpha[keep], vr[keep], loglam[keep])
+    return out
+
+
+def _gamma_infer(types, shape, op="random_gamma", param="alpha"):
     seed, alpha = types
     if seed.dtype is not dt.int64 or seed.shape not in ((3,), (None,), None):
         raise fail(op, f"seed must be an int64 tensor of shape [3] (global seed, op seed, "
                        f"counter), got {seed}.")
-    check_dtype(op, "alpha", alpha, dt.FLOATS)
+    check_dtype(op, param, alpha, dt.FLOATS)
     if any(s < 0 for s in shape):
         raise fail(op, f"shape must be non-negative, got {list(shape)}.")
     return [TensorType(alpha.dtype, None if alpha.shape is None
@@ -129,3 +234,21 @@ random_gamma_op = OpDef(
                                           ([[0.5], [3.0]], ())]],
     doc="Gamma(alpha, 1) samples of shape `shape + alpha.shape` (Marsaglia-Tsang rejection; "
         "NaN where alpha <= 0).")
+
+
+def _poisson_kernel(seed, lam, shape):
+    lam = np.asarray(lam)
+    reps = int(np.prod(shape, dtype=np.int64))
+    flat = np.tile(lam.reshape(-1).astype(np.float64), reps)
+    return poisson_sample(flat, seed).astype(lam.dtype).reshape(tuple(shape) + lam.shape)
+
+
+random_poisson_op = OpDef(
+    name="random_poisson", kind=Kind.RANDOM, inputs=("seed", "lam"), attrs=("shape",),
+    infer=lambda types, shape: _gamma_infer(types, shape, "random_poisson", "lam"),
+    kernel=_poisson_kernel, dtypes=dt.FLOATS, unify=(1,),
+    examples=lambda rng, d: [Example((np.asarray((1, 2, 3), np.int64),
+                                      np.asarray(lam, d.np)), {"shape": s})
+                             for lam, s in [(3.5, (4,)), ([0.0, 0.7, 12.0, 250.0], (3,))]],
+    doc="Poisson(lam) counts (as floats of lam's dtype) of shape `shape + lam.shape`; 0 where "
+        "lam is 0, NaN where it is negative.")

@@ -1,5 +1,5 @@
-"""tf.random.categorical / stateless_categorical / shuffle / gamma / stateless_gamma and
-tf.vectorized_map: sample frequencies and moments against the distributions with fixed seeds, TensorFlow's seed rules (an op seed
+"""tf.random.categorical / stateless_categorical / shuffle / gamma / stateless_gamma /
+poisson / stateless_poisson and tf.vectorized_map: sample frequencies and moments against the distributions with fixed seeds, TensorFlow's seed rules (an op seed
 under set_seed repeats; stateless ops are pure functions of the seed, eagerly and staged),
 dtypes and shapes, and errors."""
 from __future__ import annotations
@@ -101,6 +101,28 @@ def test_gamma_gradient_flows_to_beta_only():
     g_beta, g_alpha = tape.gradient(y, [beta, alpha])
     np.testing.assert_allclose(g_beta.numpy(), -x.numpy() / beta.numpy(), rtol=1e-12)
     assert g_alpha is None
+
+
+def test_poisson_moments_and_dtypes():
+    lam = np.array([0.0, 0.6, 4.0, 9.99, 10.0, 37.0, 800.0])
+    x = tf.random.poisson([20000], lam, dtype=tf.float64, seed=6).numpy()
+    assert x.shape == (20000, 7) and (x == np.round(x)).all() and (x >= 0).all()
+    se = np.sqrt(np.maximum(lam, 1e-12) / x.shape[0])
+    assert np.all(np.abs(x.mean(0) - lam) < 5 * se + 1e-12), (x.mean(0), lam)
+    # Poisson: variance = mean; its standard error from the fourth central moment
+    se_var = np.sqrt((lam + 2 * lam ** 2) / x.shape[0])
+    assert np.all(np.abs(x.var(0) - lam) < 5 * se_var + 1e-12), (x.var(0), lam)
+    assert tf.random.stateless_poisson([2], [1, 2], 3.0).dtype == tf.int32
+    assert tf.random.poisson([2], 3.0, dtype=tf.int64, seed=1).dtype == tf.int64
+    assert np.isnan(tf.random.poisson([2], -1.0, seed=1).numpy()).all()
+
+
+def test_poisson_staged_equals_eager():
+    lam = tf.constant([0.3, 7.0, 25.0, 400.0])
+    eager = tf.random.stateless_poisson([3], [5, 6], lam, dtype=tf.float32)
+    staged = tf.function(lambda l, s: tf.random.stateless_poisson([3], s, l, dtype=tf.float32),
+                         backend="numba")(lam, tf.constant([5, 6]))
+    np.testing.assert_array_equal(staged.numpy(), eager.numpy())
 
 
 def test_vectorized_map_equals_a_loop():

@@ -23,4 +23,5 @@ from stagecraft.backends.numba_cpu.kernels.segment import (  # noqa: F401
     searchsorted2, segment_reduce, unique_index)
 from stagecraft.backends.numba_cpu.kernels.special import (  # noqa: F401
     digamma, erf, erfc, erfinv, lgamma, zeta)
-from stagecraft.backends.numba_cpu.kernels.rejection import random_gamma_into  # noqa: F401
+from stagecraft.backends.numba_cpu.kernels.rejection import (  # noqa: F401
+    rejection_sample_into)

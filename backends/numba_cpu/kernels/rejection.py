@@ -1,5 +1,5 @@
-"""Numba kernel of ``random_gamma`` (``ir/ops/rejection.py``, whose per-element sampler it
-compiles): the reference kernel's values, element for element."""
+"""Numba kernels of ``random_gamma`` and ``random_poisson`` (``ir/ops/rejection.py``, whose
+per-element samplers they compile): the reference kernels' values, element for element."""
 from __future__ import annotations
 
 import types
@@ -27,13 +27,19 @@ _key_words = numba.njit(**_JIT)(key_words)
 _uniform_pair = compiled_with(numba.njit(**_JIT), rejection.uniform_pair,
                               philox=numba.njit(**_JIT)(rejection.philox))
 _gamma_one = compiled_with(numba.njit(**_JIT), rejection.gamma_one, uniform_pair=_uniform_pair)
+_poisson_one = compiled_with(numba.njit(**_JIT), rejection.poisson_one,
+                             uniform_pair=_uniform_pair)
 
 
 @numba.njit(**_JIT)
-def random_gamma_into(out, alpha, seed):
-    """out (flat, shape + alpha.shape elements): Gamma(alpha[j % alpha.size]) samples."""
+def rejection_sample_into(out, alpha, seed, poisson):
+    """out (flat, shape + alpha.shape elements): Gamma(alpha[j % alpha.size]) samples, or
+    Poisson(alpha[j % alpha.size]) counts when ``poisson``."""
     k0, k1, c2, c3 = _key_words(seed)
     a = alpha.reshape(alpha.size)
     of = out.reshape(out.size)
     for j in range(of.size):
-        of[j] = _gamma_one(np.float64(a[j % a.size]), np.uint64(j), k0, k1, c2, c3)
+        if poisson:
+            of[j] = _poisson_one(np.float64(a[j % a.size]), np.uint64(j), k0, k1, c2, c3)
+        else:
+            of[j] = _gamma_one(np.float64(a[j % a.size]), np.uint64(j), k0, k1, c2, c3)

@@ -1,6 +1,7 @@
-"""``random_gamma`` on the device: one thread per element runs the op table's sampler
-(``ir/ops/rejection.gamma_one``, compiled as a device function) on its own Philox blocks, so
-the values depend only on the seed and the element, as in the reference kernel."""
+"""``random_gamma`` and ``random_poisson`` on the device: one thread per element runs the op
+table's sampler (``ir/ops/rejection.gamma_one`` / ``poisson_one``, compiled as device
+functions) on its own Philox blocks, so the values depend only on the seed and the element,
+as in the reference kernels."""
 from __future__ import annotations
 
 import functools
@@ -19,24 +20,24 @@ cuda: Any = None  # numba.cuda, bound on first use (see launch.bind_cuda)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel() -> Callable:
+def _kernel(sampler: str) -> Callable:
     bind_cuda(globals())
     device = cuda.jit(device=True)
     key_words = device(philox_key_words)
     pair = compiled_with(device, rejection.uniform_pair, philox=device(rejection.philox))
-    gamma_one = compiled_with(device, rejection.gamma_one, uniform_pair=pair)
+    one = compiled_with(device, getattr(rejection, sampler), uniform_pair=pair)
 
     @cuda.jit
-    def gamma(out, alpha, seed):
+    def sample(out, alpha, seed):
         k0, k1, c2, c3 = key_words(seed)
         for j in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            out[j] = gamma_one(np.float64(alpha[j % alpha.size]), np.uint64(j), k0, k1, c2, c3)
-    return gamma
+            out[j] = one(np.float64(alpha[j % alpha.size]), np.uint64(j), k0, k1, c2, c3)
+    return sample
 
 
-def random_gamma(seed: Any, alpha: Any, shape: tuple) -> Any:
-    """The op table's ``random_gamma``: Gamma(alpha, 1) samples of shape
-    ``shape + alpha.shape``.
+def random_gamma(seed: Any, alpha: Any, shape: tuple, poisson: bool = False) -> Any:
+    """The op table's ``random_gamma`` (Gamma(alpha, 1) samples of shape
+    ``shape + alpha.shape``), or ``random_poisson`` with rates ``alpha`` when ``poisson``.
 
     >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
     >>> x = to_host(random_gamma(to_device(np.array([1, 2, 3])), to_device(np.float32(2.0)),
@@ -45,5 +46,6 @@ def random_gamma(seed: Any, alpha: Any, shape: tuple) -> Any:
     (dtype('float32'), (3,), True)
     """
     out = empty(tuple(shape) + tuple(alpha.shape), alpha.dtype)
-    launch_over(_kernel(), out.size, flat(out), flat(alpha), seed)
+    launch_over(_kernel("poisson_one" if poisson else "gamma_one"), out.size, flat(out),
+                flat(alpha), seed)
     return out
