@@ -208,6 +208,12 @@ class Cluster(Runtime):
         return cls(f"on {self.devices[task]}: {text}{where}")
 
     def _free_lists(self, task: int) -> list:
+        """The ids of ``task``'s tensors that died here, to send with the next request (and
+        its dead variables, sent now without waiting)."""
+        dead = self.dead_variables[task]
+        if dead:
+            self.dead_variables[task] = []
+            self.transport.submit(task, "free_variables", dead)
         garbage = self.garbage[task]
         if not garbage:
             return []

@@ -93,7 +93,12 @@ def disconnect() -> None:
 
 
 def connected() -> Cluster | None:
-    """The connected cluster, or None."""
+    """The connected cluster (``stagecraft.distribute.cluster.Cluster``), or None.
+
+    >>> import stagecraft as tf
+    >>> tf.distribute.connected() is None
+    True
+    """
     return _remote.RUNTIME[0]
 
 

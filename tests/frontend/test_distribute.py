@@ -186,6 +186,16 @@ def test_kernel_errors_name_the_device_and_carry_the_remote_traceback(transport)
         assert float(tf.constant(2.0) * 2.0) == 4.0  # the worker is fine
 
 
+def test_dead_variables_are_freed_on_the_worker(transport):
+    with tf.device("/job:worker/task:0"):
+        v = tf.Variable(1.0)
+    assert len(transport.servers[0].variables) == 1
+    del v
+    with tf.device("/job:worker/task:0"):
+        (tf.constant(1.0) * 2.0).numpy()
+    assert transport.servers[0].variables == {}
+
+
 def test_handles_are_freed_on_the_worker(transport):
     with tf.device("/job:worker/task:0"):
         x = tf.ones([3]) * 2.0
