@@ -30,10 +30,11 @@ from stagecraft.ops.image_random import (random_brightness, random_contrast, ran
                                          stateless_random_flip_left_right,
                                          stateless_random_flip_up_down, stateless_random_hue,
                                          stateless_random_saturation)
-from stagecraft.ops.image_resize import ResizeMethod, resize, resize_with_pad
+from stagecraft.ops.image_resize import ResizeMethod, crop_and_resize, resize, resize_with_pad
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
-           "adjust_saturation", "central_crop", "convert_image_dtype", "crop_to_bounding_box",
+           "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
+           "crop_to_bounding_box",
            "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb",
            "hsv_to_rgb", "image_gradients", "non_max_suppression", "non_max_suppression_overlaps",
            "non_max_suppression_padded", "non_max_suppression_with_scores", "pad_to_bounding_box",

@@ -262,4 +262,73 @@ def resize_with_pad(image: Any, target_height: Any, target_width: Any,
     return pad_to_bounding_box(resized, ph, pw, th, tw)
 
 
-__all__ = ["ResizeMethod", "resize", "resize_with_pad"]
+def _sample_points(lo: Tensor, hi: Tensor, n_in: int, n_out: int) -> Tensor:
+    """[boxes, n_out] input coordinates spread evenly from lo * (n_in - 1) to hi * (n_in - 1)
+    (the middle when n_out is 1)."""
+    span = float(n_in - 1)
+    if n_out == 1:
+        return _a.expand_dims(_m.multiply(_m.add(lo, hi), 0.5 * span), 1)
+    step = _m.multiply(_m.subtract(hi, lo), span / (n_out - 1))
+    steps = convert_to_tensor(np.arange(n_out, dtype=np.float32))
+    return _m.add(_a.expand_dims(_m.multiply(lo, span), 1),
+                  _m.multiply(_a.expand_dims(step, 1), steps))
+
+
+def crop_and_resize(image: Any, boxes: Any, box_indices: Any, crop_size: Any,
+                    method: str = "bilinear", extrapolation_value: float = 0.0,
+                    name: str | None = None) -> Tensor:
+    """Crops each box (normalized [y1, x1, y2, x2]: 0 and 1 are the first and last pixel
+    centers; y1 > y2 flips) out of image ``box_indices[i]`` of the batch and resamples it to
+    ``crop_size`` = [height, width] with "bilinear" or "nearest" sampling; samples outside the
+    image take ``extrapolation_value``. Float32 [num_boxes, height, width, depth];
+    differentiable with respect to the image and (bilinear) the boxes.
+
+    >>> import stagecraft as tf
+    >>> x = tf.reshape(tf.range(9.0), [1, 3, 3, 1])
+    >>> tf.image.crop_and_resize(x, [[0.0, 0.0, 0.5, 0.5]], [0], [2, 2])[0, ..., 0].numpy().tolist()
+    [[0.0, 1.0], [3.0, 4.0]]
+    """
+    api = "tf.image.crop_and_resize"
+    x = _m.cast(as_image(image, api, ranks=(4,)), "float32")
+    oh, ow = _size(api, crop_size)
+    if method not in ("bilinear", "nearest"):
+        raise ValueError(f"{api}: method must be 'bilinear' or 'nearest', got {method!r}.")
+    b = _m.cast(convert_to_tensor(boxes), "float32")
+    if b.shape.rank != 2 or b.shape.as_list()[1] != 4:
+        raise ValueError(f"{api}: boxes must have shape [num_boxes, 4], got {b.shape}.")
+    idx = _m.cast(convert_to_tensor(box_indices), "int32")
+    if idx.shape.rank != 1:
+        raise ValueError(f"{api}: box_indices must have shape [num_boxes], got {idx.shape}.")
+    h, w = static_hw(x, api)
+    y1, x1, y2, x2 = _a.unstack(b, num=4, axis=1)
+    ys, xs = _sample_points(y1, y2, h, oh), _sample_points(x1, x2, w, ow)    # [boxes, oh|ow]
+    flat = _a.reshape(x, [-1, x.shape.as_list()[3] or -1])                 # [n * h * w, d]
+    base = _a.expand_dims(_a.expand_dims(_m.multiply(idx, h * w), 1), 2)  # [boxes, 1, 1]
+
+    def rows(t: Tensor, size: int) -> Tensor:
+        return _m.cast(_m.clip_by_value(t, 0.0, float(size - 1)), "int32")
+
+    def at(r: Tensor, c: Tensor) -> Tensor:  # r [boxes, oh], c [boxes, ow] -> [boxes, oh, ow, d]
+        index = _m.add(base, _m.add(_a.expand_dims(_m.multiply(r, w), 2), _a.expand_dims(c, 1)))
+        return _a.gather(flat, index)
+
+    if method == "nearest":
+        out = at(rows(_m.floor(_m.add(ys, 0.5)), h), rows(_m.floor(_m.add(xs, 0.5)), w))
+    else:
+        top, left = _m.floor(ys), _m.floor(xs)
+        ly = _a.expand_dims(_a.expand_dims(_m.subtract(ys, top), 2), 3)
+        lx = _a.expand_dims(_a.expand_dims(_m.subtract(xs, left), 1), 3)
+        r0, r1 = rows(top, h), rows(_m.ceil(ys), h)
+        c0, c1 = rows(left, w), rows(_m.ceil(xs), w)
+        upper = _m.add(at(r0, c0), _m.multiply(_m.subtract(at(r0, c1), at(r0, c0)), lx))
+        lower = _m.add(at(r1, c0), _m.multiply(_m.subtract(at(r1, c1), at(r1, c0)), lx))
+        out = _m.add(upper, _m.multiply(_m.subtract(lower, upper), ly))
+
+    def inside(t: Tensor, size: int) -> Tensor:
+        return _m.logical_and(_m.greater_equal(t, 0.0), _m.less_equal(t, float(size - 1)))
+    keep = _m.logical_and(_a.expand_dims(inside(ys, h), 2), _a.expand_dims(inside(xs, w), 1))
+    fill = _a.fill([1], float(extrapolation_value))
+    return _m.where(_a.expand_dims(keep, 3), out, fill)
+
+
+__all__ = ["ResizeMethod", "resize", "resize_with_pad", "crop_and_resize"]

@@ -155,6 +155,38 @@ def ref_patches(x, k, s, r, padding):
     return out
 
 
+def ref_crop_and_resize(x, boxes, index, ch, cw, method="bilinear", extrapolation=0.0):
+    """Each crop pixel samples image index[b] at y1 (h - 1) + i (y2 - y1) (h - 1) / (ch - 1)
+    (the box middle when ch is 1), likewise for x; outside the image: the extrapolation."""
+    n, h, w, c = x.shape
+    out = np.full((len(boxes), ch, cw, c), extrapolation, float)
+
+    def points(lo, hi, size, count):
+        if count == 1:
+            return [0.5 * (lo + hi) * (size - 1)]
+        return [lo * (size - 1) + k * (hi - lo) * (size - 1) / (count - 1) for k in range(count)]
+
+    for b, (y1, x1, y2, x2) in enumerate(boxes):
+        img = x[index[b]]
+        for i, fy in enumerate(points(y1, y2, h, ch)):
+            for j, fx in enumerate(points(x1, x2, w, cw)):
+                if not (0 <= fy <= h - 1 and 0 <= fx <= w - 1):
+                    continue
+                if method == "nearest":  # round half away from zero
+                    out[b, i, j] = img[int(math.floor(fy + 0.5)), int(math.floor(fx + 0.5))]
+                    continue
+                t, l = math.floor(fy), math.floor(fx)
+                bt, r = math.ceil(fy), math.ceil(fx)
+                dy, dx = fy - t, fx - l
+                top = img[t, l] + (img[t, r] - img[t, l]) * dx
+                bottom = img[bt, l] + (img[bt, r] - img[bt, l]) * dx
+                out[b, i, j] = top + (bottom - top) * dy
+    return out
+
+
+CROP_BOXES = np.array([[0.1, 0.2, 0.8, 0.9], [0.9, 0.05, 0.3, 0.7], [-0.2, 0.1, 0.6, 1.3]])
+
+
 # ------------------------------------------------------------------- colour references
 
 def _per_pixel(fn, x):
@@ -333,6 +365,16 @@ CASES = {
                         # TF pads by the unrounded size (4.8 rows): 0 rows above, 2 below
                         lambda x: np.pad(ref_bilinear(x, 4, 6), [(0, 0), (0, 2), (0, 0),
                                                                  (0, 0)]), (IMG,), True),
+    "crop_and_resize": (lambda x: tf.image.crop_and_resize(x, CROP_BOXES, [1, 0, 1], [3, 4]),
+                        lambda x: ref_crop_and_resize(x, CROP_BOXES, [1, 0, 1], 3, 4),
+                        (IMG,), True),
+    "crop_and_resize_nearest": (
+        lambda x: tf.image.crop_and_resize(x, CROP_BOXES, [0, 0, 1], [2, 1], "nearest", 0.5),
+        lambda x: ref_crop_and_resize(x, CROP_BOXES, [0, 0, 1], 2, 1, "nearest", 0.5),
+        (IMG,), True),
+    "crop_and_resize_boxes": (
+        lambda b: tf.image.crop_and_resize(tf.constant(IMG), b, [0, 1], [3, 2]),
+        lambda b: ref_crop_and_resize(IMG, b, [0, 1], 3, 2), (CROP_BOXES[:2],), True),
     "flip_left_right": (tf.image.flip_left_right, lambda x: x[..., ::-1, :], (IMG,), True),
     "flip_up_down": (tf.image.flip_up_down, lambda x: x[..., ::-1, :, :], (ONE,), True),
     "rot90": (lambda x: tf.image.rot90(x), lambda x: np.rot90(x, 1, (1, 2)), (IMG,), True),
@@ -413,7 +455,7 @@ CASES = {
 }
 # Ops that return float32 whatever the input (TF's rule), compared at float32 precision.
 FLOAT32_OUT = {n for n in CASES if n.startswith(("resize", "per_image", "psnr", "ssim",
-                                                 "adjust", "rgb_to_gray"))}
+                                                 "adjust", "rgb_to_gray", "crop_and_resize"))}
 # TF's YIQ and YUV matrices are inverses of each other to about 1e-4.
 TOLERANCE = {"yiq_round_trip": 2e-4, "yuv_round_trip": 2e-4}
 
@@ -709,6 +751,12 @@ ERRORS = {
                     ValueError, "must have the same height, width and channels"),
     "gradients_rank": (lambda: tf.image.image_gradients(tf.zeros([4, 4, 1])), ValueError,
                        "must have 4 (NHWC) dimensions"),
+    "crop_size": (lambda: tf.image.crop_and_resize(tf.zeros([1, 4, 4, 1]), [[0, 0, 1, 1]], [0],
+                                                   [0, 2]), ValueError,
+                  "the new size must be positive"),
+    "crop_boxes": (lambda: tf.image.crop_and_resize(tf.zeros([1, 4, 4, 1]), [[0, 0, 1]], [0],
+                                                    [2, 2]), ValueError,
+                   "boxes must have shape [num_boxes, 4]"),
     "nms_iou": (lambda: tf.image.non_max_suppression(BOXES, SCORES, 2, 1.5),
                 InvalidArgumentError, "iou_threshold must be in [0, 1]"),
     "nms_boxes": (lambda: tf.image.non_max_suppression(BOXES[:, :3], SCORES, 2), ValueError,
