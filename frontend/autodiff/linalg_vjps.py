@@ -27,7 +27,7 @@ from stagecraft.eager.bind import bind
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import OPS
 from stagecraft.ops import linalg_ops as la
-from stagecraft.ops.array_ops import concat, expand_dims
+from stagecraft.ops.array_ops import concat, expand_dims, eye, shape
 from stagecraft.ops.math_ops import matmul as mm
 from stagecraft.ops.math_ops import where
 
@@ -55,22 +55,26 @@ def _dims(x, op: str) -> tuple[int, int]:
     if m is None or n is None:
         raise InvalidArgumentError(
             f"The gradient of {op} needs the matrix dimensions, but the input has shape "
-            f"{x.shape}; give the traced function an input_signature with them.")
+            f"{x.shape}; give them in the input_signature (batch dimensions may stay None), "
+            f"as TensorFlow requires.")
     return m, n
+
+
+def _eye(x):
+    """The identity matrix of the size of ``x``'s last dimension (known or not)."""
+    n = x.shape[-1]
+    return np.eye(n, dtype=x.dtype.np) if n is not None else eye(shape(x)[-1], dtype=x.dtype)
 
 
 def _off_diagonal_reciprocal(x):
     """F[..., i, j] = 1 / (x_j - x_i) off the diagonal (0 on it), safe for repeated values."""
     diff = expand_dims(x, -2) - expand_dims(x, -1)
-    n = x.shape[-1]
-    off = np.ones((n, n), x.dtype.np) - np.eye(n, dtype=x.dtype.np)
-    return diff / (diff * diff + 1e-20) * off
+    return diff / (diff * diff + 1e-20) * (1.0 - _eye(x))
 
 
 def _half_diagonal(x):
     """``x`` with its diagonal halved."""
-    n = x.shape[-1]
-    return x * (np.ones((n, n), x.dtype.np) - 0.5 * np.eye(n, dtype=x.dtype.np))
+    return x * (1.0 - 0.5 * _eye(x))
 
 
 @vjp("matrix_inverse")
@@ -92,13 +96,10 @@ def _slogdet(gs, outs, x):
 
 @vjp("cholesky")
 def _cholesky(g, out, x):
-    n = out.shape[-1]
-    if n is None:
-        _dims(out, "cholesky")
-    l_inv = la.triangular_solve(out, np.eye(n, dtype=out.dtype.np), lower=True)
+    l_inv = la.triangular_solve(out, _eye(out), lower=True)
     # Phi + Phi^T for P = L^T G: P below the diagonal, P^T above it, P's diagonal on it
     # (matmul's transpose flags give P^T = G^T L without a transpose op)
-    sym = where(np.tri(n, dtype=bool), mm(out, g, transpose_a=True),
+    sym = where(la.triangle_mask(out, lower=True), mm(out, g, transpose_a=True),
                 mm(g, out, transpose_a=True))
     return (0.5 * mm(mm(l_inv, sym, transpose_a=True), l_inv),)
 

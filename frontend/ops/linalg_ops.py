@@ -15,9 +15,10 @@ from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import OPS
-from stagecraft.ops.array_ops import expand_dims, transpose, zeros_like
-from stagecraft.ops.math_ops import (cast, greater, log, matmul, reduce_max, reduce_sum,
-                                     where)
+from stagecraft.ops.array_ops import expand_dims, shape, transpose, zeros_like
+from stagecraft.ops.array_ops import range as arange
+from stagecraft.ops.math_ops import (cast, greater, greater_equal, less_equal, log, matmul,
+                                     maximum, reduce_max, reduce_sum, where)
 
 
 class Slogdet(NamedTuple):
@@ -48,7 +49,8 @@ def _static_dims(x: Tensor, fn: str) -> tuple[int, int]:
     m, n = x.shape[-2], x.shape[-1]
     if m is None or n is None:
         raise ValueError(f"tf.linalg.{fn}: the matrix dimensions must be known (got shape "
-                         f"{x.shape}); give the function an input_signature with them.")
+                         f"{x.shape}); give them in the input_signature (batch dimensions may "
+                         f"stay None).")
     return m, n
 
 
@@ -76,11 +78,29 @@ def adjoint(matrix: Any, name: str | None = None) -> Tensor:
     return matrix_transpose(matrix)
 
 
+def triangle_mask(x: Tensor, lower: bool) -> Any:
+    """True on and below (``lower``) or on and above the diagonal of ``x``'s matrices: a
+    constant when the matrix dimensions are known, else compared row and column numbers."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m is not None and n is not None:
+        return np.tri(m, n, dtype=bool) if lower else np.tri(n, m, dtype=bool).T
+    dims = shape(x)
+    rows, cols = expand_dims(arange(dims[-2]), 1), expand_dims(arange(dims[-1]), 0)
+    return greater_equal(rows, cols) if lower else less_equal(rows, cols)
+
+
 def keep_triangle(x: Tensor, lower: bool) -> Tensor:
     """``x`` with the strict upper (``lower``) or strict lower triangle set to zero."""
-    m, n = _static_dims(x, "band_part")
-    mask = np.tri(m, n, dtype=bool) if lower else np.tri(n, m, dtype=bool).T
-    return where(convert_to_tensor(mask), x, zeros_like(x))
+    return where(triangle_mask(x, lower), x, zeros_like(x))
+
+
+def _max_dim(a: Tensor) -> Any:
+    """max(M, N) of ``a``'s matrices as a float of its dtype (a tensor when unknown)."""
+    m, n = a.shape[-2], a.shape[-1]
+    if m is not None and n is not None:
+        return float(max(m, n))
+    dims = shape(a)
+    return cast(maximum(dims[-2], dims[-1]), a.dtype)
 
 
 # --------------------------------------------------------------------------- primitives
@@ -270,9 +290,8 @@ def pinv(a: Any, rcond: Any = None, validate_args: bool = False,
     [[0.5, 0.0], [0.0, 0.0]]
     """
     a = _float_matrix(a, "pinv")
-    m, n = _static_dims(a, "pinv")
     if rcond is None:
-        rcond = 10.0 * max(m, n) * float(np.finfo(a.dtype.np).eps)
+        rcond = 10.0 * _max_dim(a) * float(np.finfo(a.dtype.np).eps)
     s, u, v = svd(a, full_matrices=False)
     cutoff = cast(convert_to_tensor(rcond), a.dtype) * reduce_max(s, axis=-1, keepdims=True)
     # 1 / inf = 0 drops the small singular values; the gradient through them is zero too.
@@ -292,9 +311,8 @@ def matrix_rank(a: Any, tol: Any = None, validate_args: bool = False,
     a = _float_matrix(a, "matrix_rank")
     s = svd(a, compute_uv=False)
     if tol is None:
-        m, n = _static_dims(a, "matrix_rank")
         eps = float(np.finfo(a.dtype.np).eps)
-        tol = reduce_max(s, axis=-1, keepdims=True) * (max(m, n) * eps)
+        tol = reduce_max(s, axis=-1, keepdims=True) * (_max_dim(a) * eps)
     else:
         tol = cast(convert_to_tensor(tol), a.dtype)
         tol = expand_dims(tol, -1) if tol.ndim else tol
@@ -338,4 +356,4 @@ def set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: Any = 0,  # n
 
 __all__ = ["inv", "det", "slogdet", "cholesky", "qr", "svd", "eigh", "eigvalsh", "solve",
            "triangular_solve", "cholesky_solve", "logdet", "lstsq", "pinv", "matrix_rank",
-           "set_diag", "adjoint", "matrix_transpose", "keep_triangle"]
+           "set_diag", "adjoint", "matrix_transpose", "keep_triangle", "triangle_mask"]

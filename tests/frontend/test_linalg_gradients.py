@@ -171,3 +171,41 @@ def test_gradients_traced_inside_a_function_equal_eager(name):
 
     for g, e in zip(grads(*[tf.constant(a) for a in c.args]), c.grads(c.args)):
         np.testing.assert_allclose(g.numpy(), e, rtol=1e-10, atol=1e-12)
+
+
+DYNAMIC = ["inv_adjoint", "cholesky", "eigh", "eigvalsh", "logdet", "solve",
+           "triangular_solve_broadcast"]
+
+
+@pytest.mark.parametrize("name", DYNAMIC)
+def test_gradients_with_unknown_matrix_dimensions(name):
+    """Traced with every dimension unknown, the rules build their masks and identities from
+    the run-time shape."""
+    c = Check(name)
+    specs = [tf.TensorSpec([None] * a.ndim, tf.float64) for a in c.args]
+
+    @tf.function(input_signature=specs, backend="reference")
+    def grads(*ts):
+        with tf.GradientTape() as tape:
+            tape.watch(ts)
+            y = tf.reduce_sum(c.fn(*ts) * c.w)
+        return tape.gradient(y, ts)
+
+    for g, e in zip(grads(*[tf.constant(a) for a in c.args]), c.grads(c.args)):
+        np.testing.assert_allclose(g.numpy(), e, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["qr_tall", "svd_tall"])
+def test_qr_and_svd_gradients_need_the_matrix_dimensions(name):
+    c = Check(name)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float64)],
+                 backend="reference")
+    def grads(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(c.fn(x))
+        return tape.gradient(y, x)
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="needs the matrix dimensions"):
+        grads(tf.constant(c.args[0]))
