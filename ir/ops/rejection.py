@@ -206,49 +206,38 @@ def poisson_sample(lam: np.ndarray, seed) -> np.ndarray:
     return out
 
 
-def _gamma_infer(types, shape, op="random_gamma", param="alpha"):
-    seed, alpha = types
-    if seed.dtype is not dt.int64 or seed.shape not in ((3,), (None,), None):
-        raise fail(op, f"seed must be an int64 tensor of shape [3] (global seed, op seed, "
-                       f"counter), got {seed}.")
-    check_dtype(op, param, alpha, dt.FLOATS)
-    if any(s < 0 for s in shape):
-        raise fail(op, f"shape must be non-negative, got {list(shape)}.")
-    return [TensorType(alpha.dtype, None if alpha.shape is None
-                       else tuple(shape) + tuple(alpha.shape))]
+def _sampler_op(name: str, param: str, sample, cases: list, doc: str) -> OpDef:
+    """A primitive drawing ``sample(flat float64 parameters, seed)`` for every element of
+    ``shape + param.shape`` (the parameter repeats over the leading ``shape``)."""
+    def infer(types, shape):
+        seed, p = types
+        if seed.dtype is not dt.int64 or seed.shape not in ((3,), (None,), None):
+            raise fail(name, f"seed must be an int64 tensor of shape [3] (global seed, op seed, "
+                             f"counter), got {seed}.")
+        check_dtype(name, param, p, dt.FLOATS)
+        if any(n < 0 for n in shape):
+            raise fail(name, f"shape must be non-negative, got {list(shape)}.")
+        return [TensorType(p.dtype, None if p.shape is None else tuple(shape) + tuple(p.shape))]
+
+    def kernel(seed, p, shape):
+        p = np.asarray(p)
+        flat = np.tile(p.reshape(-1).astype(np.float64), int(np.prod(shape, dtype=np.int64)))
+        return sample(flat, seed).astype(p.dtype).reshape(tuple(shape) + p.shape)
+
+    return OpDef(
+        name=name, kind=Kind.RANDOM, inputs=("seed", param), attrs=("shape",), infer=infer,
+        kernel=kernel, dtypes=dt.FLOATS, unify=(1,),
+        examples=lambda rng, d: [Example((np.asarray((1, 2, 3), np.int64), np.asarray(v, d.np)),
+                                         {"shape": s}) for v, s in cases],
+        doc=doc)
 
 
-def _gamma_kernel(seed, alpha, shape):
-    alpha = np.asarray(alpha)
-    reps = int(np.prod(shape, dtype=np.int64))
-    flat = np.tile(alpha.reshape(-1).astype(np.float64), reps)
-    return gamma_sample(flat, seed).astype(alpha.dtype).reshape(tuple(shape) + alpha.shape)
-
-
-random_gamma_op = OpDef(
-    name="random_gamma", kind=Kind.RANDOM, inputs=("seed", "alpha"), attrs=("shape",),
-    infer=_gamma_infer, kernel=_gamma_kernel, dtypes=dt.FLOATS, unify=(1,),
-    examples=lambda rng, d: [Example((np.asarray((1, 2, 3), np.int64),
-                                      np.asarray(a, d.np)), {"shape": s})
-                             for a, s in [(2.5, (4,)), ([0.3, 1.0, 7.0], (2,)),
-                                          ([[0.5], [3.0]], ())]],
-    doc="Gamma(alpha, 1) samples of shape `shape + alpha.shape` (Marsaglia-Tsang rejection; "
-        "NaN where alpha <= 0).")
-
-
-def _poisson_kernel(seed, lam, shape):
-    lam = np.asarray(lam)
-    reps = int(np.prod(shape, dtype=np.int64))
-    flat = np.tile(lam.reshape(-1).astype(np.float64), reps)
-    return poisson_sample(flat, seed).astype(lam.dtype).reshape(tuple(shape) + lam.shape)
-
-
-random_poisson_op = OpDef(
-    name="random_poisson", kind=Kind.RANDOM, inputs=("seed", "lam"), attrs=("shape",),
-    infer=lambda types, shape: _gamma_infer(types, shape, "random_poisson", "lam"),
-    kernel=_poisson_kernel, dtypes=dt.FLOATS, unify=(1,),
-    examples=lambda rng, d: [Example((np.asarray((1, 2, 3), np.int64),
-                                      np.asarray(lam, d.np)), {"shape": s})
-                             for lam, s in [(3.5, (4,)), ([0.0, 0.7, 12.0, 250.0], (3,))]],
-    doc="Poisson(lam) counts (as floats of lam's dtype) of shape `shape + lam.shape`; 0 where "
-        "lam is 0, NaN where it is negative.")
+random_gamma_op = _sampler_op(
+    "random_gamma", "alpha", gamma_sample,
+    [(2.5, (4,)), ([0.3, 1.0, 7.0], (2,)), ([[0.5], [3.0]], ())],
+    "Gamma(alpha, 1) samples of shape `shape + alpha.shape` (Marsaglia-Tsang rejection; NaN "
+    "where alpha <= 0).")
+random_poisson_op = _sampler_op(
+    "random_poisson", "lam", poisson_sample, [(3.5, (4,)), ([0.0, 0.7, 12.0, 250.0], (3,))],
+    "Poisson(lam) counts (as floats of lam's dtype) of shape `shape + lam.shape`; 0 where lam "
+    "is 0, NaN where it is negative.")
