@@ -9,6 +9,8 @@ in ``tf.data`` map functions, and is differentiable where TensorFlow's is.
 >>> tf.image.resize(tf.zeros([4, 4, 3]), [2, 2]).shape
 TensorShape([2, 2, 3])
 """
+from stagecraft.ops.image_bbox_sampling import (sample_distorted_bounding_box,
+                                                stateless_sample_distorted_bounding_box)
 from stagecraft.ops.image_color import (adjust_brightness, adjust_contrast, adjust_gamma,
                                         adjust_hue, adjust_saturation, grayscale_to_rgb,
                                         hsv_to_rgb, per_image_standardization, rgb_to_grayscale,
@@ -41,9 +43,11 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "per_image_standardization", "psnr", "random_brightness", "random_contrast",
            "random_crop", "random_flip_left_right", "random_flip_up_down", "random_hue",
            "random_saturation", "resize", "resize_with_crop_or_pad", "resize_with_pad",
-           "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "rot90", "sobel_edges",
+           "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "rot90",
+           "sample_distorted_bounding_box", "sobel_edges",
            "ssim", "ssim_multiscale", "stateless_random_brightness",
            "stateless_random_contrast", "stateless_random_crop",
            "stateless_random_flip_left_right", "stateless_random_flip_up_down",
-           "stateless_random_hue", "stateless_random_saturation", "total_variation",
+           "stateless_random_hue", "stateless_random_saturation",
+           "stateless_sample_distorted_bounding_box", "total_variation",
            "transpose", "yiq_to_rgb", "yuv_to_rgb"]

@@ -703,6 +703,61 @@ def test_non_max_suppression_at_a_zero_threshold_keeps_one_box():
     assert tf.image.non_max_suppression(BOXES, SCORES, 8, 0.0).numpy().tolist() == [7]
 
 
+def ref_distorted_box(height, width, boxes, draws, min_covered, ratios, areas):
+    """TF's rejection sampling of a crop, one attempt per row of draws in [0, 1) (aspect
+    ratio, height, top, left), in float32 like its kernel; the whole image when none fits."""
+    f = np.float32
+    pixel_boxes = [(int(b[0] * height), int(b[1] * width), int(b[2] * height), int(b[3] * width))
+                   for b in boxes]
+    for u in draws:
+        ratio = f(u[0]) * f(ratios[1] - ratios[0]) + f(ratios[0])
+        lo_area, hi_area = f(areas[0]) * f(height * width), f(areas[1]) * f(height * width)
+        lo_h, hi_h = int(np.rint(np.sqrt(lo_area / ratio))), int(np.rint(np.sqrt(hi_area / ratio)))
+        if np.rint(hi_h * ratio) > width:
+            hi_h = int(np.floor((width + f(0.5) - f(1e-7)) / ratio))
+            if np.rint(hi_h * ratio) > width:
+                hi_h -= 1
+        hi_h = min(hi_h, height)
+        lo_h = min(lo_h, hi_h)
+        h = lo_h + int(np.floor(u[1] * f(hi_h - lo_h + 1)))
+        w = int(np.rint(h * ratio))
+        if w * h < lo_area:
+            h += 1
+            w = int(np.rint(h * ratio))
+        if w * h > hi_area:
+            h -= 1
+            w = int(np.rint(h * ratio))
+        if not (lo_area <= w * h <= hi_area and 0 < w <= width and 0 < h <= height):
+            continue
+        y, x = int(np.floor(u[2] * f(height - h))), int(np.floor(u[3] * f(width - w)))
+        for by0, bx0, by1, bx1 in pixel_boxes:
+            area = (by1 - by0) * (bx1 - bx0)
+            inter = (max(min(y + h, by1) - max(y, by0), 0) * max(min(x + w, bx1) - max(x, bx0), 0))
+            if area >= 1 and inter / area >= min_covered:
+                return [y, x, 0], [h, w, -1]
+    return [0, 0, 0], [height, width, -1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sample_distorted_bounding_box_follows_tensorflows_sampling(seed):
+    boxes = [[0.1, 0.2, 0.5, 0.9], [0.6, 0.0, 0.95, 0.3]]
+    args = dict(min_object_covered=0.6, aspect_ratio_range=(0.5, 2.0), area_range=(0.1, 0.8),
+                max_attempts=20)
+    begin, size, window = tf.image.stateless_sample_distorted_bounding_box(
+        [30, 50, 3], [boxes], [seed, 7], **args)
+    draws = tf.random.stateless_uniform([20, 4], [seed, 7]).numpy()
+    want_begin, want_size = ref_distorted_box(30, 50, boxes, draws, 0.6, (0.5, 2.0), (0.1, 0.8))
+    assert begin.numpy().tolist() == want_begin and size.numpy().tolist() == want_size
+    y, x, h, w = want_begin[0], want_begin[1], want_size[0], want_size[1]
+    np.testing.assert_allclose(window.numpy(), [[[y / 30, x / 50, (y + h) / 30, (x + w) / 50]]],
+                               rtol=1e-6)
+    staged = tf.function(lambda s: tf.image.stateless_sample_distorted_bounding_box(
+        [30, 50, 3], [boxes], s, **args), backend="reference")(tf.constant([seed, 7]))
+    assert staged[0].numpy().tolist() == want_begin
+    crop = tf.slice(tf.zeros([30, 50, 3]), begin, size)
+    assert crop.shape == (h, w, 3)
+
+
 # first line of each error: (call, exception type, text it contains)
 ERRORS = {
     "flip_rank": (lambda: tf.image.flip_left_right(tf.zeros([2, 2])), ValueError,
@@ -757,6 +812,10 @@ ERRORS = {
     "crop_boxes": (lambda: tf.image.crop_and_resize(tf.zeros([1, 4, 4, 1]), [[0, 0, 1]], [0],
                                                     [2, 2]), ValueError,
                    "boxes must have shape [num_boxes, 4]"),
+    "distort_boxes": (lambda: tf.image.sample_distorted_bounding_box([4, 4, 3], [[[0, 0, 2, 1]]]),
+                      InvalidArgumentError, "coordinates must be in [0.0, 1.0]"),
+    "distort_none": (lambda: tf.image.sample_distorted_bounding_box([4, 4, 3], tf.zeros([1, 0, 4])),
+                     InvalidArgumentError, "no bounding boxes given"),
     "nms_iou": (lambda: tf.image.non_max_suppression(BOXES, SCORES, 2, 1.5),
                 InvalidArgumentError, "iou_threshold must be in [0, 1]"),
     "nms_boxes": (lambda: tf.image.non_max_suppression(BOXES[:, :3], SCORES, 2), ValueError,
