@@ -20,6 +20,7 @@ from stagecraft.ops.nn_ops import l2_normalize
 from stagecraft.ops.linalg_ops import (adjoint, cholesky, cholesky_solve, det, eigh, eigvalsh,
                                        inv, logdet, lstsq, matrix_rank, matrix_transpose, pinv,
                                        qr, set_diag, slogdet, solve, svd, triangular_solve)
+from stagecraft.ops.linalg_expm import expm
 
 
 def diag(diagonal: Any, name: str = "diag") -> Tensor:
@@ -102,4 +103,4 @@ __all__ = ["matmul", "diag", "diag_part", "eye", "matrix_transpose", "matvec", "
            "band_part", "norm", "l2_normalize", "tensordot", "global_norm", "adjoint",
            "cholesky", "cholesky_solve", "det", "eigh", "eigvalsh", "inv", "logdet", "lstsq",
            "matrix_rank", "pinv", "qr", "set_diag", "slogdet", "solve", "svd",
-           "triangular_solve"]
+           "triangular_solve", "expm"]

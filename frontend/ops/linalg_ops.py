@@ -36,7 +36,7 @@ class Eigh(NamedTuple):
     v: Tensor
 
 
-def _float_matrix(x: Any, fn: str) -> Tensor:
+def float_matrix(x: Any, fn: str) -> Tensor:
     """``x`` as a tensor of known rank >= 2 (the compositions below need the rank)."""
     x = convert_to_tensor(x)
     if x.shape.rank is None or x.shape.rank < 2:
@@ -266,7 +266,7 @@ def lstsq(matrix: Any, rhs: Any, l2_regularizer: Any = 0.0, fast: bool = True,
     >>> tf.linalg.lstsq(a, [[1.0], [1.0], [2.0]]).numpy().round(6).tolist()
     [[1.0], [1.0]]
     """
-    a = _float_matrix(matrix, "lstsq")
+    a = float_matrix(matrix, "lstsq")
     b = convert_to_tensor(rhs, dtype=a.dtype)
     if not fast:
         return matmul(pinv(a), b)
@@ -289,7 +289,7 @@ def pinv(a: Any, rcond: Any = None, validate_args: bool = False,
     >>> tf.linalg.pinv([[2.0, 0.0], [0.0, 0.0]]).numpy().tolist()
     [[0.5, 0.0], [0.0, 0.0]]
     """
-    a = _float_matrix(a, "pinv")
+    a = float_matrix(a, "pinv")
     if rcond is None:
         rcond = 10.0 * _max_dim(a) * float(np.finfo(a.dtype.np).eps)
     s, u, v = svd(a, full_matrices=False)
@@ -308,7 +308,7 @@ def matrix_rank(a: Any, tol: Any = None, validate_args: bool = False,
     >>> int(tf.linalg.matrix_rank([[1.0, 2.0], [2.0, 4.0]]))
     1
     """
-    a = _float_matrix(a, "matrix_rank")
+    a = float_matrix(a, "matrix_rank")
     s = svd(a, compute_uv=False)
     if tol is None:
         eps = float(np.finfo(a.dtype.np).eps)
@@ -342,7 +342,7 @@ def set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: Any = 0,  # n
     >>> tf.linalg.set_diag(tf.zeros([2, 3]), [1.0, 2.0], k=1).numpy().tolist()
     [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
     """
-    x = _float_matrix(input, "set_diag")
+    x = float_matrix(input, "set_diag")
     if not isinstance(k, (int, np.integer)):
         raise ValueError(f"tf.linalg.set_diag: k must be one int (a single diagonal); got "
                          f"{k!r}. Set the diagonals of a band one at a time.")

@@ -132,6 +132,9 @@ CASES = {
     "set_diag_k": (lambda x, d: tf.linalg.set_diag(x, d[0, :1], k=-1),
                    lambda x, d: _set_diag_ref(x, d[0, :1], -1), (WIDE, WIDE)),
     "adjoint": (tf.linalg.adjoint, lambda a: np.swapaxes(a, -1, -2), (TALLB,)),
+    "expm_batched_scaled": (tf.linalg.expm, lambda a: np.stack([sla.expm(m) for m in a]),
+                            (SQB * 3.0,)),
+    "expm_small": (tf.linalg.expm, sla.expm, (SQ * 0.1,)),
 }
 
 

@@ -72,6 +72,7 @@ CASES = {
     "pinv": (tf.linalg.pinv, (WIDE,), ()),
     "set_diag": (lambda x, d: tf.linalg.set_diag(x, d, k=1), (TALL.T, RHS[:, 0]), ()),
     "adjoint": (tf.linalg.adjoint, (WIDE,), ()),
+    "expm": (tf.linalg.expm, (SQB * 2.0,), ()),
 }
 
 SECOND_ORDER = ["inv_adjoint", "det", "solve", "svd_values", "eigvalsh", "lstsq", "pinv",
@@ -154,7 +155,7 @@ def test_second_order(name):
                                    err_msg=f"{name}: input {i}")
 
 
-STAGED = ["inv_adjoint", "cholesky", "qr_wide_batched", "svd_tall", "eigh", "lstsq", "pinv",
+STAGED = ["expm", "inv_adjoint", "cholesky", "qr_wide_batched", "svd_tall", "eigh", "lstsq", "pinv",
           "triangular_solve_broadcast"]
 
 
