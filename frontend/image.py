@@ -16,6 +16,7 @@ from stagecraft.ops.image_color import (adjust_brightness, adjust_contrast, adju
                                         hsv_to_rgb, per_image_standardization, rgb_to_grayscale,
                                         rgb_to_hsv, rgb_to_yiq, rgb_to_yuv, yiq_to_rgb,
                                         yuv_to_rgb)
+from stagecraft.ops.image_draw import draw_bounding_boxes
 from stagecraft.ops.image_dtype import convert_image_dtype
 from stagecraft.ops.image_geometry import (central_crop, crop_to_bounding_box, extract_patches,
                                            flip_left_right, flip_up_down, pad_to_bounding_box,
@@ -36,7 +37,7 @@ from stagecraft.ops.image_resize import ResizeMethod, crop_and_resize, resize, r
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
            "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
-           "crop_to_bounding_box",
+           "crop_to_bounding_box", "draw_bounding_boxes",
            "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb",
            "hsv_to_rgb", "image_gradients", "non_max_suppression", "non_max_suppression_overlaps",
            "non_max_suppression_padded", "non_max_suppression_with_scores", "pad_to_bounding_box",

@@ -187,6 +187,33 @@ def ref_crop_and_resize(x, boxes, index, ch, cw, method="bilinear", extrapolatio
 CROP_BOXES = np.array([[0.1, 0.2, 0.8, 0.9], [0.9, 0.05, 0.3, 0.7], [-0.2, 0.1, 0.6, 1.3]])
 
 
+def ref_draw_boxes(x, boxes, colors):
+    """TF's outline drawing: edges at int(coordinate * (size - 1)), clamped spans, edges
+    outside the image skipped, inverted or wholly outside boxes skipped."""
+    out = x.copy()
+    n, h, w, depth = x.shape
+    for b in range(n):
+        for i, (y0, x0, y1, x1) in enumerate(boxes[b]):
+            color = [1.0] * depth if depth == 1 else colors[i % len(colors)][:depth]
+            top, bottom = int(y0 * (h - 1)), int(y1 * (h - 1))
+            left, right = int(x0 * (w - 1)), int(x1 * (w - 1))
+            if top > bottom or left > right or top >= h or bottom < 0 or left >= w or right < 0:
+                continue
+            r0, r1, c0, c1 = max(top, 0), min(bottom, h - 1), max(left, 0), min(right, w - 1)
+            for row in (top, bottom):
+                if 0 <= row < h:
+                    out[b, row, c0:c1 + 1] = color
+            for col in (left, right):
+                if 0 <= col < w:
+                    out[b, r0:r1 + 1, col] = color
+    return out
+
+
+DRAW_BOXES = np.array([[[0.1, 0.2, 0.8, 0.9], [-0.3, 0.5, 0.5, 1.4], [0.6, 0.6, 0.2, 0.9]],
+                       [[0.0, 0.0, 1.0, 1.0], [0.4, -0.2, 1.5, 0.3], [1.2, 0.0, 1.5, 1.0]]])
+DRAW_COLORS = [[1.0, 0.0, 0.0, 1.0], [0.0, 0.5, 1.0, 1.0]]
+
+
 # ------------------------------------------------------------------- colour references
 
 def _per_pixel(fn, x):
@@ -375,6 +402,11 @@ CASES = {
     "crop_and_resize_boxes": (
         lambda b: tf.image.crop_and_resize(tf.constant(IMG), b, [0, 1], [3, 2]),
         lambda b: ref_crop_and_resize(IMG, b, [0, 1], 3, 2), (CROP_BOXES[:2],), True),
+    "draw_bounding_boxes": (lambda x: tf.image.draw_bounding_boxes(x, DRAW_BOXES, DRAW_COLORS),
+                            lambda x: ref_draw_boxes(x, DRAW_BOXES, DRAW_COLORS), (IMG,), True),
+    "draw_bounding_boxes_gray": (
+        lambda x: tf.image.draw_bounding_boxes(x, DRAW_BOXES, DRAW_COLORS),
+        lambda x: ref_draw_boxes(x, DRAW_BOXES, DRAW_COLORS), (IMG[..., :1],), True),
     "flip_left_right": (tf.image.flip_left_right, lambda x: x[..., ::-1, :], (IMG,), True),
     "flip_up_down": (tf.image.flip_up_down, lambda x: x[..., ::-1, :, :], (ONE,), True),
     "rot90": (lambda x: tf.image.rot90(x), lambda x: np.rot90(x, 1, (1, 2)), (IMG,), True),
