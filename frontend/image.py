@@ -23,8 +23,8 @@ from stagecraft.ops.image_geometry import (central_crop, crop_to_bounding_box, e
                                            resize_with_crop_or_pad, rot90, transpose)
 from stagecraft.ops.image_metrics import (image_gradients, psnr, sobel_edges, ssim,
                                           ssim_multiscale, total_variation)
-from stagecraft.ops.image_nms import (non_max_suppression, non_max_suppression_overlaps,
-                                      non_max_suppression_padded,
+from stagecraft.ops.image_nms import (combined_non_max_suppression, non_max_suppression,
+                                      non_max_suppression_overlaps, non_max_suppression_padded,
                                       non_max_suppression_with_scores)
 from stagecraft.ops.image_random import (random_brightness, random_contrast, random_crop,
                                          random_flip_left_right, random_flip_up_down, random_hue,
@@ -33,10 +33,12 @@ from stagecraft.ops.image_random import (random_brightness, random_contrast, ran
                                          stateless_random_flip_left_right,
                                          stateless_random_flip_up_down, stateless_random_hue,
                                          stateless_random_saturation)
-from stagecraft.ops.image_resize import ResizeMethod, crop_and_resize, resize, resize_with_pad
+from stagecraft.ops.image_resize import (ResizeMethod, crop_and_resize, resize,
+                                         resize_with_pad)
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
-           "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
+           "adjust_saturation", "central_crop", "combined_non_max_suppression",
+           "convert_image_dtype", "crop_and_resize",
            "crop_to_bounding_box", "draw_bounding_boxes",
            "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb",
            "hsv_to_rgb", "image_gradients", "non_max_suppression", "non_max_suppression_overlaps",

@@ -14,6 +14,7 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops.image_common import static_float, static_int
+from stagecraft.ops.indexing_ops import top_k
 from stagecraft.ops.manip_ops import pad
 from stagecraft.staging.while_loop import while_loop
 
@@ -43,10 +44,11 @@ def _iou(boxes: Tensor) -> Similarity:
 
 
 def _greedy(scores: Tensor, limit: Any, similar: Similarity, threshold: Any,
-            score_threshold: Any, soft_sigma: float = 0.0) -> tuple[Tensor, Tensor, Tensor]:
+            score_threshold: Any, soft_sigma: float = 0.0,
+            inclusive: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """Per row of ``scores`` [b, n]: (count [b], chosen indices [b, n], their scores [b, n]).
     Each step takes the highest live score (ties: lower index), drops every box whose
-    similarity s to it is >= threshold (TF 2's kernel compares inclusively) and, for soft-NMS,
+    similarity s to it is >= threshold (> with ``inclusive=False``) and, for soft-NMS,
     multiplies the other live scores by ``exp(-0.5 / soft_sigma * s^2)``; boxes at or below
     score_threshold leave."""
     limit = _m.cast(limit, "int32")
@@ -78,7 +80,8 @@ def _greedy(scores: Tensor, limit: Any, similar: Similarity, threshold: Any,
             weight = _m.exp(_m.multiply(_m.square(s), decay))
             current = _m.where(_a.expand_dims(moving, 1), _m.multiply(current, weight), current)
         gone = _m.logical_or(_m.logical_or(_m.equal(slots, _a.expand_dims(i, 1)),
-                                           _m.greater_equal(s, thr)),
+                                           (_m.greater_equal if inclusive else _m.greater)(s,
+                                                                                           thr)),
                              _m.less_equal(current, floor))
         alive = _m.logical_and(alive, _m.logical_not(_m.logical_and(
             gone, _a.expand_dims(moving, 1))))
@@ -106,10 +109,14 @@ def _inputs(api: str, boxes: Any, scores: Any, iou_threshold: Any,
     nb, ns = boxes.shape.as_list()[-2], scores.shape.as_list()[-1]
     if nb is not None and ns is not None and nb != ns:
         raise ValueError(f"{api}: scores has {ns} entries but boxes has {nb} boxes.")
+    _check_iou(api, iou_threshold)
+    return boxes, scores
+
+
+def _check_iou(api: str, iou_threshold: Any) -> None:
     iou = static_float(iou_threshold, api, "iou_threshold")
     if iou is not None and not 0.0 <= iou <= 1.0:
         raise InvalidArgumentError(f"{api}: iou_threshold must be in [0, 1], got {iou}.")
-    return boxes, scores
 
 
 def non_max_suppression(boxes: Any, scores: Any, max_output_size: Any, iou_threshold: Any = 0.5,
@@ -226,5 +233,70 @@ def non_max_suppression_padded(boxes: Any, scores: Any, max_output_size: Any,
     return _a.reshape(rows, lead + [m]), _a.reshape(count, lead)
 
 
+def combined_non_max_suppression(boxes: Any, scores: Any, max_output_size_per_class: int,
+                                 max_total_size: int, iou_threshold: Any = 0.5,
+                                 score_threshold: Any = float("-inf"),
+                                 pad_per_class: bool = False, clip_boxes: bool = True,
+                                 name: str | None = None) -> tuple:
+    """Per image and class, greedy NMS (at most ``max_output_size_per_class`` boxes, a box
+    suppressed when its IoU with a chosen one exceeds ``iou_threshold``), then the best
+    ``max_total_size`` of all classes by score. ``boxes`` [batch, num_boxes, q, 4] (q = 1:
+    shared by all classes, else one box per class), ``scores`` [batch, num_boxes,
+    num_classes]. Returns (boxes [batch, n, 4], scores [batch, n], classes [batch, n] as
+    floats, valid_detections [batch]), zero-padded; n is max_total_size, or with
+    ``pad_per_class`` min(max_output_size_per_class * num_classes, max_total_size).
+    ``clip_boxes`` clips the boxes to [0, 1].
+
+    >>> import stagecraft as tf
+    >>> boxes = [[[[0, 0, 1, 1]], [[0, 0.1, 1, 1.1]], [[0, 2, 1, 3]]]]
+    >>> scores = [[[0.9, 0.1], [0.8, 0.7], [0.2, 0.6]]]
+    >>> b, s, c, n = tf.image.combined_non_max_suppression(boxes, scores, 2, 3, clip_boxes=False)
+    >>> [round(float(v), 2) for v in s[0]], c[0].numpy().tolist(), n.numpy().tolist()
+    ([0.9, 0.7, 0.6], [0.0, 1.0, 1.0], [3])
+    """
+    api = "tf.image.combined_non_max_suppression"
+    b = _m.cast(convert_to_tensor(boxes), "float32")
+    sc = _m.cast(convert_to_tensor(scores), "float32")
+    bd, sd = b.shape.as_list() if b.shape.rank == 4 else None, sc.shape.as_list()
+    if bd is None or bd[3] != 4 or sc.shape.rank != 3 or None in bd[1:] or None in sd[1:]:
+        raise ValueError(f"{api}: boxes must be [batch, num_boxes, q, 4] and scores [batch, "
+                         f"num_boxes, num_classes] with known sizes after the batch, got "
+                         f"{b.shape} and {sc.shape}.")
+    n, q, k = bd[1], bd[2], sd[2]
+    if sd[1] != n or q not in (1, k):
+        raise ValueError(f"{api}: scores {sc.shape} must have one row per box of {b.shape}, and "
+                         f"q (boxes.shape[2]) must be 1 or num_classes ({k}).")
+    _check_iou(api, iou_threshold)
+    per_class = min(int(max_output_size_per_class), n)
+    total = int(max_total_size)
+    out_n = min(int(max_output_size_per_class) * k, total) if pad_per_class else total
+    class_boxes = _a.tile(b, [1, 1, k, 1]) if q == 1 and k > 1 else b        # [batch, n, k, 4]
+    rows_boxes = _a.reshape(_a.transpose(class_boxes, [0, 2, 1, 3]), [-1, n, 4])
+    rows_scores = _a.reshape(_a.transpose(sc, [0, 2, 1]), [-1, n])          # [batch * k, n]
+    count, chosen, kept = _greedy(rows_scores, per_class, _iou(rows_boxes), iou_threshold,
+                                  score_threshold, inclusive=False)
+    valid = _m.less(_a.range(per_class, dtype="int32"), _a.expand_dims(count, 1))
+    flat_scores = _a.reshape(_m.where(valid, kept[:, :per_class], float("-inf")),
+                             [-1, k * per_class])
+    picked = _a.gather(rows_boxes, chosen[:, :per_class], axis=1, batch_dims=1)
+    flat_boxes = _a.reshape(picked, [-1, k * per_class, 4])
+    best = min(out_n, k * per_class)
+    top_scores, order = top_k(flat_scores, best)
+    found = _m.greater(top_scores, float("-inf"))
+    out_boxes = _a.gather(flat_boxes, order, axis=1, batch_dims=1)
+    if clip_boxes:
+        out_boxes = _m.clip_by_value(out_boxes, 0.0, 1.0)
+    out_boxes = _m.where(_a.expand_dims(found, 2), out_boxes, 0.0)
+    out_scores = _m.where(found, top_scores, 0.0)
+    out_classes = _m.where(found, _m.cast(_m.floordiv(order, per_class), "float32"), 0.0)
+    if best < out_n:
+        out_boxes = pad(out_boxes, [[0, 0], [0, out_n - best], [0, 0]])
+        out_scores, out_classes = (pad(t, [[0, 0], [0, out_n - best]])
+                                   for t in (out_scores, out_classes))
+    return (out_boxes, out_scores, out_classes,
+            _m.reduce_sum(_m.cast(found, "int32"), axis=1))
+
+
 __all__ = ["non_max_suppression", "non_max_suppression_with_scores",
-           "non_max_suppression_overlaps", "non_max_suppression_padded"]
+           "non_max_suppression_overlaps", "non_max_suppression_padded",
+           "combined_non_max_suppression"]

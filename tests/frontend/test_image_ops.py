@@ -329,7 +329,7 @@ def ref_iou(p, q):
     return inter / (area_p + area_q - inter)
 
 
-def ref_soft_nms(similarity, scores, limit, thr, score_t=-np.inf, sigma=0.0):
+def ref_soft_nms(similarity, scores, limit, thr, score_t=-np.inf, sigma=0.0, strict=False):
     """TF's selection loop: a priority queue of candidates (ties: lower index first), each
     popped candidate compared with the boxes selected since it was last looked at; a
     similarity >= thr suppresses it, soft-NMS decays its score and re-queues it."""
@@ -344,7 +344,7 @@ def ref_soft_nms(similarity, scores, limit, thr, score_t=-np.inf, sigma=0.0):
         for j in range(len(chosen) - 1, begin - 1, -1):
             sim = similarity(i, chosen[j])
             score *= math.exp(scale * sim * sim) if sim <= thr else 0.0
-            if sim >= thr:
+            if sim > thr or (sim == thr and not strict):
                 hard = True
                 break
             if score <= score_t:
@@ -728,6 +728,40 @@ def test_non_max_suppression_overlaps_uses_the_given_matrix():
     got = tf.image.non_max_suppression_overlaps(m, scores, 5, 0.6, 0.1).numpy()
     np.testing.assert_array_equal(got, ref_soft_nms(lambda i, j: m[i, j], scores, 5, 0.6,
                                                     0.1)[0])
+
+
+def ref_combined_nms(boxes, scores, per_class, total, thr, score_t, pad_per_class, clip):
+    batch, n, q, _ = boxes.shape
+    k = scores.shape[2]
+    size = min(per_class * k, total) if pad_per_class else total
+    out = [np.zeros((batch, size, 4)), np.zeros((batch, size)), np.zeros((batch, size)),
+           np.zeros(batch, np.int32)]
+    for b in range(batch):
+        found = []
+        for c in range(k):
+            bx = boxes[b, :, 0 if q == 1 else c]
+            idx, kept = ref_soft_nms(lambda i, j: ref_iou(bx[i], bx[j]), scores[b, :, c],
+                                     per_class, thr, score_t, strict=True)
+            found += [(-sc, c, r, bx[i]) for r, (i, sc) in enumerate(zip(idx, kept))]
+        found = sorted(found, key=lambda t: t[:3])[:size]
+        for r, (neg, c, _, box) in enumerate(found):
+            out[0][b, r] = np.clip(box, 0, 1) if clip else box
+            out[1][b, r], out[2][b, r] = -neg, c
+        out[3][b] = len(found)
+    return out
+
+
+@pytest.mark.parametrize("q,per_class,pad_per_class,clip", [(1, 2, False, True),
+                                                             (3, 1, True, False)])
+def test_combined_non_max_suppression(q, per_class, pad_per_class, clip):
+    boxes = rng.uniform(-0.2, 1.2, size=(2, 6, q, 4))
+    scores = rng.uniform(size=(2, 6, 3))
+    got = tf.image.combined_non_max_suppression(boxes, scores, per_class, 5, 0.3, 0.2,
+                                                pad_per_class=pad_per_class, clip_boxes=clip)
+    want = ref_combined_nms(boxes, scores, per_class, 5, 0.3, 0.2, pad_per_class, clip)
+    assert got[0].shape == want[0].shape
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=1e-7)
 
 
 def test_non_max_suppression_at_a_zero_threshold_keeps_one_box():
