@@ -219,3 +219,17 @@ def test_fused_argument_chooses_the_moving_variance_rule():
         _bn(fused=True, name="f")(np.ones((2, 3), np.float32))
     with pytest.raises(ValueError, match="^BatchNormalization: synchronized=True"):
         _bn(synchronized=True)
+
+
+def test_unknown_batch_size_counts_the_values_when_the_function_runs():
+    layer = _bn(momentum=0.0)
+    step = tf.function(lambda t: layer(t, training=True),
+                       input_signature=[tf.TensorSpec([None, 2, 2, 3])])
+    x = rng.normal(size=(5, 2, 2, 3)).astype(np.float32)
+    step(x)
+    n = 5 * 2 * 2
+    np.testing.assert_allclose(layer.moving_variance.numpy(), x.var((0, 1, 2)) * n / (n - 1),
+                               rtol=1e-5)
+    _, _, var = tf.function(lambda t: tf.nn.fused_batch_norm(t, tf.ones([3]), tf.zeros([3])),
+                            input_signature=[tf.TensorSpec([None, 2, 2, 3])])(x)
+    np.testing.assert_allclose(var.numpy(), x.var((0, 1, 2), ddof=1), rtol=1e-5)
