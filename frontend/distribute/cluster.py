@@ -40,21 +40,18 @@ class RemoteHandle:
     """A tensor held by a task: its id there, dtype (NumPy) and shape, and how to get its
     value (the reply of the request that computes it, or a fetch)."""
 
-    __slots__ = ("cluster", "task", "id", "dtype", "shape", "pending", "slot", "value",
-                 "unsent", "__weakref__")
+    __slots__ = ("cluster", "device", "task", "id", "dtype", "shape", "pending", "slot",
+                 "value", "unsent", "__weakref__")
 
-    def __init__(self, cluster: "Cluster", task: int, dtype: np.dtype, shape: tuple):
-        self.cluster, self.task = cluster, task
+    def __init__(self, cluster: "Cluster", device: str, dtype: np.dtype, shape: tuple):
+        self.cluster, self.device = cluster, device
+        self.task = cluster.task_of(device)
         self.id = next(cluster.ids)
         self.dtype, self.shape = np.dtype(dtype), tuple(shape)
         self.pending: Any = None  # the Pending reply of the request that computes it
         self.slot = 0             # which result of that request it is
         self.value: np.ndarray | None = None  # the value, once known here
         self.unsent = False       # a copy not yet sent: the next request to its task carries it
-
-    @property
-    def device(self) -> str:
-        return self.cluster.devices[self.task]
 
     def fetch(self) -> np.ndarray:
         """The value (waits for the ops computing it; raises their error if they failed)."""
@@ -80,15 +77,12 @@ class RemoteHandle:
 class VariableHandle:
     """A variable held by a task (``RemoteVariable._value``)."""
 
-    __slots__ = ("cluster", "task", "id", "dtype", "shape")
+    __slots__ = ("cluster", "device", "task", "id", "dtype", "shape")
 
-    def __init__(self, cluster: "Cluster", task: int, dtype: np.dtype, shape: tuple):
-        self.cluster, self.task, self.id = cluster, task, next(cluster.ids)
+    def __init__(self, cluster: "Cluster", device: str, dtype: np.dtype, shape: tuple):
+        self.cluster, self.device, self.id = cluster, device, next(cluster.ids)
+        self.task = cluster.task_of(device)
         self.dtype, self.shape = np.dtype(dtype), tuple(shape)
-
-    @property
-    def device(self) -> str:
-        return self.cluster.devices[self.task]
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.cluster.variable_value(self)
@@ -116,13 +110,15 @@ class Cluster(Runtime):
             transport.shutdown()
             raise _errors.UnavailableError(f"Could not start the {num_workers} worker(s) of job "
                                            f"'{job}': {e}") from None
-        self.devices = [h["device"] for h in hellos]
+        self.tasks = [h["device"] for h in hellos]  # each task's CPU:0, which names it
+        self.devices = [d for h in hellos for d in h["devices"]]
+        self._task_of = {d: i for i, h in enumerate(hellos) for d in h["devices"]}
         self.specs = [DeviceSpec.from_string(d) for d in self.devices]
         self.resolved: dict[tuple, str] = {}  # (spec, soft placement) -> device (resolve's)
         self.lost: dict[int, str] = {}  # task -> why it is unavailable
-        self.garbage: list[list[int]] = [[] for _ in self.devices]
-        self.dead_variables: list[list[int]] = [[] for _ in self.devices]
-        self.registered: list[set[str]] = [set() for _ in self.devices]
+        self.garbage: list[list[int]] = [[] for _ in self.tasks]
+        self.dead_variables: list[list[int]] = [[] for _ in self.tasks]
+        self.registered: list[set[tuple]] = [set() for _ in self.tasks]  # (digest, kind)
         self.shipped: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ names
@@ -139,13 +135,19 @@ class Cluster(Runtime):
         return name
 
     def _resolve(self, spec: DeviceSpec, what: str, soft: bool) -> str:
-        tasks = [full for full in self.specs if spec.job in (None, full.job)
-                 and spec.replica in (None, 0) and spec.task in (None, full.task)]
-        if len(tasks) == 1 and (soft or spec.device_type in (None, "CPU")
-                                and spec.device_index in (None, 0)):
-            return tasks[0].to_string()
+        tasks = {full.task for full in self.specs if spec.job in (None, full.job)
+                 and spec.replica in (None, 0) and spec.task in (None, full.task)}
+        if len(tasks) == 1:
+            (task,) = tasks
+            kind = spec.device_type or "CPU"
+            for full in self.specs:
+                if full.task == task and full.device_type == kind and \
+                        spec.device_index in (None, 0):
+                    return full.to_string()
+            if soft:
+                return self.tasks[task]
         why = ("it names no task and the job has several: add /task:<i>" if len(tasks) > 1
-               else "the workers offer CPU:0 only" if tasks else "no such task")
+               else "the task has no such device" if tasks else "no such task")
         raise _errors.InvalidArgumentError(
             f"Could not satisfy device specification '{spec.to_string()}' for {what}: {why}. "
             f"The connected cluster has the devices [{', '.join(self.devices)}] (and this "
@@ -153,7 +155,7 @@ class Cluster(Runtime):
             f"  at {user_location()}")
 
     def task_of(self, device: str) -> int:
-        return self.devices.index(device)
+        return self._task_of[device]
 
     # ------------------------------------------------------------------ requests
     def submit(self, task: int, request: str, *args: Any) -> Any:
@@ -172,7 +174,7 @@ class Cluster(Runtime):
             raise self._unavailable(task) from None
         except TimeoutError:
             raise _errors.DeadlineExceededError(
-                f"No reply from {self.devices[task]} within {self.timeout} s: the worker is "
+                f"No reply from {self.tasks[task]} within {self.timeout} s: the worker is "
                 f"busy or stuck. Raise the limit with tf.distribute.connect(..., timeout=...), "
                 f"or disconnect (tf.distribute.disconnect()) and connect again.\n"
                 f"  at {user_location()}") from None
@@ -180,7 +182,7 @@ class Cluster(Runtime):
     def _check(self, task: int) -> None:
         if self.closed:
             raise _errors.UnavailableError(
-                f"{self.devices[task]} belongs to a cluster this program disconnected from: "
+                f"{self.tasks[task]} belongs to a cluster this program disconnected from: "
                 f"its tensors and variables are gone. Fetch values with .numpy() before "
                 f"disconnecting.\n  at {user_location()}")
         if task in self.lost:
@@ -188,7 +190,7 @@ class Cluster(Runtime):
 
     def _unavailable(self, task: int) -> _errors.UnavailableError:
         return _errors.UnavailableError(
-            f"The worker {self.devices[task]} is unavailable: {self.lost[task]}. Its tensors "
+            f"The worker {self.tasks[task]} is unavailable: {self.lost[task]}. Its tensors "
             f"and variables are lost. Disconnect (tf.distribute.disconnect()) and connect "
             f"again to start new workers.\n  at {user_location()}")
 
@@ -204,8 +206,8 @@ class Cluster(Runtime):
                 else failure.message)
         where = f"\n  at {user_location()}"
         if tb:
-            text += f"\n\nRemote traceback (on {self.devices[task]}):\n{tb}"
-        return cls(f"on {self.devices[task]}: {text}{where}")
+            text += f"\n\nRemote traceback (on {self.tasks[task]}):\n{tb}"
+        return cls(f"on {self.tasks[task]}: {text}{where}")
 
     def _free_lists(self, task: int) -> list:
         """The ids of ``task``'s tensors that died here, to send with the next request (and
@@ -251,12 +253,12 @@ class Cluster(Runtime):
 
     def transfer(self, x: Any, target: str) -> Any:
         value = np.asarray(x._host())  # a local copy (fetched when x is remote)
-        if target not in self.devices:
+        if target not in self._task_of:
             return wrap(value)  # to this process's CPU (placement moves it on to a GPU)
         with self.lock:
             task = self.task_of(target)
             self._check(task)
-            h = RemoteHandle(self, task, value.dtype, value.shape)
+            h = RemoteHandle(self, target, value.dtype, value.shape)
             h.value, h.unsent = value, True  # sent with the first request that uses it
             return wrap_remote(h)
 
@@ -272,18 +274,23 @@ class Cluster(Runtime):
             self._check(task)
             text, arrays = wire.encode_op(op, attrs, in_types, out_types)
             args = [self.argument(x, task) for x in inputs]
-            return self._dispatch(task, "op", (text, arrays, args), out_types)[0]
+            return self._dispatch(target, "op", (text, arrays, args), out_types)[0]
 
-    def _dispatch(self, task: int, request: str, args: tuple, out_types: Sequence[Any]
+    def kind(self, device: str) -> str:
+        """A task device's type: "CPU" or "GPU"."""
+        return "GPU" if device.endswith("/device:GPU:0") else "CPU"
+
+    def _dispatch(self, device: str, request: str, args: tuple, out_types: Sequence[Any]
                   ) -> tuple:
-        """Sends an op or call whose results have ``out_types``; returns their tensors and the
-        request's Pending. Known shapes: without waiting; else after the reply, which gives
-        them."""
+        """Sends an op or call for ``device`` whose results have ``out_types``; returns their
+        tensors and the request's Pending. Known shapes: without waiting; else after the
+        reply, which gives them."""
+        task = self.task_of(device)
         known = all(t.shape is not None and None not in t.shape for t in out_types)
-        handles = [RemoteHandle(self, task, t.dtype.np, t.shape if known else ())
+        handles = [RemoteHandle(self, device, t.dtype.np, t.shape if known else ())
                    for t in out_types]
         pending = self.submit(task, request, *args, [h.id for h in handles],
-                              self._free_lists(task))
+                              self._free_lists(task), self.kind(device))
         for i, h in enumerate(handles):
             h.pending, h.slot = pending, i
         if not known:
@@ -315,19 +322,20 @@ class Cluster(Runtime):
         digest, text, arrays, backend = self._shipment(concrete)
         with self.lock:
             self._check(task)
-            if digest not in self.registered[task]:
-                self.submit(task, "register", digest, text, arrays, backend)
-                self.registered[task].add(digest)
+            kind = self.kind(target)
+            if (digest, kind) not in self.registered[task]:
+                self.submit(task, "register", digest, text, arrays, backend, kind)
+                self.registered[task].add((digest, kind))
             wired, local_vars = [], []
             for i, a in enumerate(args):
                 if isinstance(a, Variable):
-                    wired.append(self._variable_argument(a, task, concrete.name))
+                    wired.append(self._variable_argument(a, target, concrete.name))
                     if wired[-1][0] == "lv":
                         local_vars.append((i, a))
                 else:
                     wired.append(self.argument(a, task))
             out_types = [r.type for r in concrete.graph.results]
-            outs, pending = self._dispatch(task, "call", (digest, wired), out_types)
+            outs, pending = self._dispatch(target, "call", (digest, wired), out_types)
             if local_vars:  # write back what the call assigned to this process's variables
                 reply = self.wait(task, pending)
                 if reply[0] == "error":
@@ -336,14 +344,14 @@ class Cluster(Runtime):
                     args[i].assign(value, read_value=False)
             return list(outs)
 
-    def _variable_argument(self, v: Variable, task: int, name: str) -> tuple:
+    def _variable_argument(self, v: Variable, target: str, name: str) -> tuple:
         handle = v._value
         if isinstance(handle, VariableHandle):
-            if handle.cluster is self and handle.task == task:
+            if handle.cluster is self and handle.device == target:
                 return "var", handle.id
             raise _errors.InvalidArgumentError(
                 f"{name}: the variable '{v.name}' lives on {v.device}, but the function runs "
-                f"on {self.devices[task]}. Call it under tf.device('{v.device}'), or pass the "
+                f"on {target}. Call it under tf.device('{v.device}'), or pass the "
                 f"variable's value as an argument.\n  at {user_location()}")
         return "lv", wire.pack(v._host())
 
@@ -353,16 +361,17 @@ class Cluster(Runtime):
         task = self.task_of(target)
         with self.lock:
             self._check(task)
-            handle = VariableHandle(self, task, initial.dtype.np, tuple(initial.shape.as_list()))
+            handle = VariableHandle(self, target, initial.dtype.np,
+                                    tuple(initial.shape.as_list()))
             arg = self.argument(initial, task)
             self.wait(task, self.submit(task, "variable", handle.id, "new", arg, None, name,
-                                        trainable, self._free_lists(task)))
+                                        trainable, self._free_lists(task), self.kind(target)))
             return handle
 
     def read_variable(self, handle: VariableHandle, shape: tuple) -> RemoteTensor:
         with self.lock:
             self._check(handle.task)
-            out = RemoteHandle(self, handle.task, handle.dtype, shape)
+            out = RemoteHandle(self, handle.device, handle.dtype, shape)
             # (not waited for: reading the tensor later fetches it, after this request)
             self.submit(handle.task, "variable", handle.id, "read", None, out.id)
             return wrap_remote(out)

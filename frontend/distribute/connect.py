@@ -18,7 +18,7 @@ _exit_hook = [False]
 
 def connect(num_workers: int = 1, job: str = "worker", address: str | None = None, *,
             timeout: float | None = DEFAULT_TIMEOUT, transport: str | Transport = "ray",
-            worker_cpus: float = 0) -> None:
+            worker_cpus: float = 0, worker_gpus: float = 0) -> None:
     """★ Starts ``num_workers`` workers, the tasks ``/job:<job>/replica:0/task:<i>``, and
     connects this program to them: their devices (``/job:worker/replica:0/task:1/device:CPU:0``)
     appear in ``tf.list_devices()`` and ``tf.config.list_logical_devices()``, and ops,
@@ -31,7 +31,10 @@ def connect(num_workers: int = 1, job: str = "worker", address: str | None = Non
     ``transport="in_process"`` runs the workers inside this process instead (for tests and
     examples without Ray). ``timeout`` bounds every wait for a worker, in seconds (None: no
     limit); a worker that does not answer in time raises ``DeadlineExceededError``, one that
-    died ``UnavailableError``. ``worker_cpus`` is the number of CPUs Ray reserves per task.
+    died ``UnavailableError``. ``worker_cpus`` and ``worker_gpus`` are the CPUs and GPUs Ray
+    reserves per task; with ``worker_gpus`` each task offers its GPU:0
+    (``/job:worker/replica:0/task:1/device:GPU:0``), where ops and functions run on
+    stagecraft's GPU backend (``transport="in_process"``: this process's GPU).
     Connecting again first disconnects from the current cluster.
 
     >>> import stagecraft as tf
@@ -53,7 +56,7 @@ def connect(num_workers: int = 1, job: str = "worker", address: str | None = Non
         raise ValueError(f"connect: timeout must be a positive number of seconds or None, got "
                          f"{timeout!r}.")
     if isinstance(transport, str):
-        transport = _make_transport(transport, address, worker_cpus)
+        transport = _make_transport(transport, address, worker_cpus, worker_gpus)
     elif not isinstance(transport, Transport):
         raise TypeError(f"connect: transport must be 'ray', 'in_process' or a Transport, got "
                         f"{type(transport).__name__}.")
@@ -67,13 +70,14 @@ def connect(num_workers: int = 1, job: str = "worker", address: str | None = Non
         _exit_hook[0] = True
 
 
-def _make_transport(kind: str, address: str | None, worker_cpus: float) -> Transport:
+def _make_transport(kind: str, address: str | None, worker_cpus: float,
+                    worker_gpus: float) -> Transport:
     if kind == "in_process":
-        return InProcessTransport()
+        return InProcessTransport(gpus=worker_gpus > 0)
     if kind == "ray":
         # lazy import: Ray (and its transport) load only when a program connects
         from stagecraft.distribute.ray_transport import RayTransport
-        return RayTransport(address, worker_cpus)
+        return RayTransport(address, worker_cpus, worker_gpus=worker_gpus)
     raise ValueError(f"connect: unknown transport {kind!r}; use 'ray' or 'in_process'.")
 
 

@@ -40,8 +40,8 @@ def ray_module() -> Any:
 class _Actor:
     """The body of each task's actor: one entry point that delivers requests to its server."""
 
-    def __init__(self, job: str, task: int, compile_mode: str):
-        self.server = WorkerServer(job, task, compile_mode)
+    def __init__(self, job: str, task: int, compile_mode: str, gpus: bool):
+        self.server = WorkerServer(job, task, compile_mode, gpus)
 
     def handle(self, request: str, args: tuple) -> Any:
         return self.server.handle(request, args)
@@ -88,12 +88,14 @@ class RayTransport(Transport):
     """Tasks as Ray actors; ``address`` joins an existing cluster (None: start a local one,
     or use the one this process already initialized). ``init_options`` go to ``ray.init``
     when a local cluster is started. Actors reserve ``worker_cpus`` CPUs each (0: Ray's
-    default for placing an actor, so that tests on a small machine never wait for cores)."""
+    default for placing an actor, so that tests on a small machine never wait for cores) and
+    ``worker_gpus`` GPUs (more than 0: the task offers its GPU:0)."""
 
     def __init__(self, address: str | None = None, worker_cpus: float = 0,
-                 init_options: dict | None = None):
+                 init_options: dict | None = None, worker_gpus: float = 0):
         self.address = address
         self.worker_cpus = worker_cpus
+        self.worker_gpus = worker_gpus
         self.init_options = dict(init_options or {})
         self.actors: list = []
         self.started_ray = False
@@ -111,14 +113,15 @@ class RayTransport(Transport):
             else:
                 ray.init(address=self.address, log_to_driver=False)
             self.started_ray = True
-        options: dict = {"num_cpus": self.worker_cpus}
+        options: dict = {"num_cpus": self.worker_cpus, "num_gpus": self.worker_gpus}
         if self.worker_cpus >= 1:
             # As many BLAS / OpenMP / Numba threads as reserved cores: a pool larger than its
             # share of the machine spins and slows every worker down.
             n = str(int(self.worker_cpus))
             options["runtime_env"] = {"env_vars": {k: n for k in _THREAD_VARIABLES}}
         actor = _actor().options(**options)
-        self.actors = [actor.remote(job, i, compile_mode) for i in range(num_workers)]
+        self.actors = [actor.remote(job, i, compile_mode, self.worker_gpus > 0)
+                       for i in range(num_workers)]
         return [self.submit(i, "hello").result(timeout) for i in range(num_workers)]
 
     def submit(self, task: int, request: str, *args: Any) -> Pending:

@@ -67,20 +67,24 @@ class InProcessTransport(Transport):
     """Runs each task's ``WorkerServer`` in this process, synchronously: the fake backend that
     tests the placement, handle and function logic without Ray. A killed task's requests raise
     ``WorkerLost``; ``hang(task)`` makes its requests time out (as a stuck worker would).
+    With ``gpus``, every task offers this process's GPU:0 too (the tests use Numba's CUDA
+    simulator).
 
     >>> t = InProcessTransport()
     >>> [h["device"] for h in t.start("worker", 2, "eager")]
     ['/job:worker/replica:0/task:0/device:CPU:0', '/job:worker/replica:0/task:1/device:CPU:0']
     """
 
-    def __init__(self) -> None:
+    def __init__(self, gpus: bool = False) -> None:
+        self.gpus = gpus  # whether workers offer this process's GPU:0 (when it has one)
         self.servers: list[WorkerServer | None] = []
         self.hung: set[int] = set()
         self.requests = 0  # how many requests were submitted (tests count round trips)
 
     def start(self, job: str, num_workers: int, compile_mode: str,
               timeout: float | None = None) -> list[dict]:
-        self.servers = [WorkerServer(job, i, compile_mode) for i in range(num_workers)]
+        self.servers = [WorkerServer(job, i, compile_mode, self.gpus)
+                        for i in range(num_workers)]
         return [s.hello() for s in self.servers]
 
     def submit(self, task: int, request: str, *args: Any) -> Pending:

@@ -100,11 +100,13 @@ def graph_digest(text: str, arrays: dict) -> str:
     return h.hexdigest()
 
 
-def result_entry(value: np.ndarray) -> tuple:
-    """How one result is described in a reply: (dtype string, shape, the value's bytes when
-    small, else None)."""
-    small = value.tobytes() if value.nbytes <= INLINE_BYTES else None
-    return value.dtype.str, value.shape, small
+def result_entry(value: Any, host: Any = np.asarray) -> tuple:
+    """How one result (a NumPy or device array; ``host`` copies it to NumPy) is described in
+    a reply: (dtype string, shape, the value's bytes when small, else None)."""
+    shape = tuple(value.shape)
+    small = host(value).tobytes() if math.prod(shape) * value.dtype.itemsize <= INLINE_BYTES \
+        else None
+    return value.dtype.str, shape, small
 
 
 def pack(value: np.ndarray) -> Any:

@@ -11,6 +11,7 @@ the transport carries back to the main program.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from typing import Any, Sequence
@@ -19,7 +20,11 @@ import numpy as np
 
 from stagecraft import backends
 from stagecraft.backends import get_backend
+from stagecraft.devices.device import device as device_scope
+from stagecraft.devices.device import has_gpu
 from stagecraft.eager.bind import bind
+from stagecraft.eager.device_tensor import wrap_device
+from stagecraft.eager.placement import to_device_array, to_host_array
 from stagecraft.eager.tensor import wrap
 from stagecraft.ir import serialize
 from stagecraft.ir.passes.manager import optimize
@@ -58,12 +63,15 @@ class WorkerServer:
     [0.0, 1.0, 2.0]
     """
 
-    def __init__(self, job: str, task: int, compile_mode: str | None = None):
+    def __init__(self, job: str, task: int, compile_mode: str | None = None,
+                 gpus: bool = False):
         self.job, self.task = job, task
         self.device = f"/job:{job}/replica:0/task:{task}/device:CPU:0"
+        # The task's device kinds: its CPU, and GPU:0 when asked for and present.
+        self.kinds = ["CPU"] + (["GPU"] if gpus and has_gpu() else [])
         if compile_mode is not None:
             backends.set_compile_mode(compile_mode)
-        self.tensors: dict[int, np.ndarray] = {}
+        self.tensors: dict[int, Any] = {}    # id -> NumPy array, or device array on GPU:0
         self.failed: dict[int, tuple] = {}   # id -> failure_of(the error that made it)
         self.variables: dict[int, Variable] = {}
         self.functions: dict[str, Any] = {}  # digest -> executable
@@ -86,8 +94,9 @@ class WorkerServer:
 
     # ------------------------------------------------------------------ basics
     def hello(self) -> dict:
-        """Who this worker is: its device name, process id and BLAS thread setting."""
+        """Who this worker is: its devices, process id and BLAS thread setting."""
         return {"device": self.device, "pid": os.getpid(),
+                "devices": [self.device.replace("CPU", kind) for kind in self.kinds],
                 "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS")
                 or os.environ.get("OMP_NUM_THREADS")}
 
@@ -98,7 +107,7 @@ class WorkerServer:
     def fetch(self, ids: Sequence[int], free: Sequence[int] = ()) -> list:
         """The values of tensors ``ids`` (RemoteFailure for one computed by a failed op)."""
         self.free(free)
-        return [self._value(i) for i in ids]
+        return [_host(self._value(i)) for i in ids]
 
     def free(self, ids: Sequence[int]) -> None:
         """Forgets tensors the main program no longer refers to."""
@@ -110,7 +119,7 @@ class WorkerServer:
         for i in ids:
             self.variables.pop(i, None)
 
-    def _value(self, tensor_id: int) -> np.ndarray:
+    def _value(self, tensor_id: int) -> Any:
         v = self.tensors.get(tensor_id)
         if v is not None:
             return v
@@ -120,24 +129,36 @@ class WorkerServer:
                                              f"was freed, or the worker restarted).", "")
 
     # ---------------------------------------------------------------- arguments
-    def _args(self, args: Sequence[tuple], temporaries: list | None = None) -> list:
+    def _scope(self, kind: str) -> Any:
+        """Where work of device ``kind`` runs: this process's GPU:0 or its CPU."""
+        if kind not in self.kinds:
+            raise RemoteFailure("InvalidArgumentError", f"{self.device}: this task has no "
+                                                        f"{kind} (it has {self.kinds}).", "")
+        return device_scope("/gpu:0") if kind == "GPU" else contextlib.nullcontext()
+
+    def _args(self, args: Sequence[tuple], kind: str = "CPU",
+              temporaries: list | None = None) -> list:
+        """The values of ``args``: buffers in the memory of device ``kind`` (copied between
+        this task's CPU and GPU where needed), and variables."""
         out = []
+        move = to_device_array if kind == "GPU" else _host
         for i, a in enumerate(args):
             tag = a[0]
             if tag == "h":
-                out.append(self._value(a[1]))
+                out.append(move(self._value(a[1])))
             elif tag == "p":
                 self.tensors[a[1]] = wire.unpack(a[2], f"argument {i}")
-                out.append(self.tensors[a[1]])
+                out.append(move(self.tensors[a[1]]))
             elif tag == "v":
-                out.append(wire.unpack(a[1], f"argument {i}"))
+                out.append(move(wire.unpack(a[1], f"argument {i}")))
             elif tag == "var":
                 if a[1] not in self.variables:
                     raise RemoteFailure("NotFoundError", f"{self.device} holds no variable "
                                                          f"#{a[1]}.", "")
                 out.append(self.variables[a[1]])
             elif tag == "lv" and temporaries is not None:
-                v = Variable(wire.unpack(a[1], f"argument {i}"))
+                with self._scope(kind):
+                    v = Variable(wire.unpack(a[1], f"argument {i}"))
                 temporaries.append((i, v, v._value))
                 out.append(v)
             else:
@@ -156,69 +177,76 @@ class WorkerServer:
         except Exception as e:  # any op error: reported to the main program, not raised here
             failure = failure_of(e)
         else:
+            values = [_buffer(v) for v in values]
             for i, v in zip(out_ids, values):
                 self.tensors[i] = v
-            return "ok", [wire.result_entry(v) for v in values], extra
+            return "ok", [wire.result_entry(v, _host) for v in values], extra
         for i in out_ids:
             self.failed[i] = failure
         return "error", failure, None
 
     # -------------------------------------------------------------------- eager ops
     def op(self, text: str, arrays: dict, args: Sequence[tuple], out_ids: Sequence[int],
-           free: Sequence[int] = ()) -> tuple:
-        """Runs one eager op (an ``wire.encode_op`` document) on ``args``; its results get
-        ``out_ids``."""
+           free: Sequence[int] = (), kind: str = "CPU") -> tuple:
+        """Runs one eager op (an ``wire.encode_op`` document) on ``args`` on this task's
+        device ``kind``; its results get ``out_ids``."""
         self.free(free)
 
         def work() -> tuple:
             op, attrs = wire.decode_op(text, arrays)
-            inputs = [wrap(v) for v in self._args(args)]
-            out = bind(op, *inputs, **attrs)
+            with self._scope(kind):
+                inputs = [_tensor(v) for v in self._args(args, kind)]
+                out = bind(op, *inputs, **attrs)
             outs = out if isinstance(out, tuple) else (out,)
-            return [np.asarray(t._value) for t in outs], None
+            return [t._value for t in outs], None
         return self._run(out_ids, work)
 
     # -------------------------------------------------------------------- functions
-    def has_function(self, digest: str) -> bool:
-        return digest in self.functions
+    def has_function(self, digest: str, kind: str = "CPU") -> bool:
+        return (digest, kind) in self.functions
 
-    def register(self, digest: str, text: str, arrays: dict, backend: str | None) -> None:
-        """Compiles a serialized graph function with this worker's backend, kept by digest."""
-        if digest in self.functions:
+    def register(self, digest: str, text: str, arrays: dict, backend: str | None,
+                 kind: str = "CPU") -> None:
+        """Compiles a serialized graph function with this worker's backend (the ``"cuda"``
+        backend for its GPU), kept by digest."""
+        self._scope(kind)  # (checks the kind)
+        if (digest, kind) in self.functions:
             return
         if wire.graph_digest(text, arrays) != digest:
             raise RemoteFailure("InvalidArgumentError", "the function's content does not "
                                                         "match its digest.", "")
         graph = serialize.loads(text, {k: wire.check_array(a, k) for k, a in arrays.items()})
-        self.functions[digest] = get_backend(backend).compile(optimize(graph))
+        self.functions[digest, kind] = get_backend("cuda" if kind == "GPU" else backend).compile(
+            optimize(graph))
 
     def call(self, digest: str, args: Sequence[tuple], out_ids: Sequence[int],
-             free: Sequence[int] = ()) -> tuple:
+             free: Sequence[int] = (), kind: str = "CPU") -> tuple:
         """Calls a registered function; the reply's extra part lists (argument index, new
         value) for each variable of the main program that the call assigned."""
         self.free(free)
 
         def work() -> tuple:
-            run = self.functions.get(digest)
+            run = self.functions.get((digest, kind))
             if run is None:
                 raise RemoteFailure("NotFoundError", f"unknown function {digest[:12]}", "")
             temporaries: list = []
-            outs = run(self._args(args, temporaries))
-            assigned = [(i, np.asarray(v._value)) for i, v, before in temporaries
+            outs = run(self._args(args, kind, temporaries))
+            assigned = [(i, _host(v._value)) for i, v, before in temporaries
                         if v._value is not before]
-            return [np.asarray(o) for o in outs], assigned
+            return list(outs), assigned
         return self._run(out_ids, work)
 
     # -------------------------------------------------------------------- variables
     def variable(self, var_id: int, action: str, arg: tuple | None = None,
                  out_id: int | None = None, name: str = "Variable", trainable: bool = True,
-                 free: Sequence[int] = ()) -> Any:
-        """Creates (``"new"``), reads into tensor ``out_id`` (``"read"``), fetches
-        (``"fetch"``) or updates (``"assign"``, ``"add"``, ``"sub"``) a variable."""
+                 free: Sequence[int] = (), kind: str = "CPU") -> Any:
+        """Creates (``"new"``, on device ``kind``), reads into tensor ``out_id`` (``"read"``),
+        fetches (``"fetch"``) or updates (``"assign"``, ``"add"``, ``"sub"``) a variable."""
         self.free(free)
         if action == "new":
-            (value,) = self._args([arg])
-            v = Variable(value, trainable=trainable, name=name)
+            with self._scope(kind):
+                (value,) = self._args([arg], kind)
+                v = Variable(_tensor(value), trainable=trainable, name=name)
             self.variables[var_id] = v
             return None
         v = self.variables.get(var_id)
@@ -229,11 +257,26 @@ class WorkerServer:
             self.tensors[out_id] = v._value
             return None
         if action == "fetch":
-            return v._value
-        (value,) = self._args([arg])
+            return _host(v._value)
+        (value,) = self._args([arg], "GPU" if v._device is not None else "CPU")
         update = {"assign": v.assign, "add": v.assign_add, "sub": v.assign_sub}.get(action)
         if update is None:
             raise RemoteFailure("InvalidArgumentError", f"unknown variable action "
                                                         f"{action!r}.", "")
-        update(value)
+        update(_tensor(value))
         return None
+
+
+def _host(value: Any) -> np.ndarray:
+    """A buffer (NumPy or device array) as a NumPy array."""
+    return value if isinstance(value, np.ndarray) else to_host_array(value)
+
+
+def _buffer(value: Any) -> Any:
+    """A kernel's result as a stored buffer (NumPy scalars become 0-d arrays)."""
+    return np.asarray(value) if isinstance(value, np.generic) else value
+
+
+def _tensor(value: Any) -> Any:
+    """A buffer as an eager tensor on its device."""
+    return wrap(value) if isinstance(value, np.ndarray) else wrap_device(value)

@@ -56,12 +56,12 @@ def test_unknown_remote_device_lists_the_cluster(transport):
 
 
 def test_soft_placement_on_a_worker(transport):
-    with tf.device("/job:worker/task:1/device:GPU:0"):  # workers offer CPU:0 only
+    with tf.device("/job:worker/task:1/device:GPU:0"):  # these workers have no GPU
         assert (tf.constant(1.0) + 1.0).device == W1
     tf.config.set_soft_device_placement(False)
     try:
         with tf.device("/job:worker/task:1/device:GPU:0"):
-            with pytest.raises(tf.errors.InvalidArgumentError, match="CPU:0 only"):
+            with pytest.raises(tf.errors.InvalidArgumentError, match="the task has no such device"):
                 tf.constant(1.0) + 1.0
     finally:
         tf.config.set_soft_device_placement(True)
@@ -217,6 +217,40 @@ def test_copies_between_a_worker_and_the_gpu(transport):
     with tf.device("/job:worker/task:0"):
         y = g + 1.0
     assert y.device == W0 and y.numpy().tolist() == [3.0, 5.0]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(device_module.gpu_kind() == "none",
+                    reason="needs a CUDA GPU or NUMBA_ENABLE_CUDASIM=1")
+def test_worker_gpus_run_ops_functions_and_variables():
+    tf.distribute.connect(num_workers=2, transport="in_process", worker_gpus=1)
+    try:
+        gpu1 = "/job:worker/replica:0/task:1/device:GPU:0"
+        assert gpu1 in tf.list_devices()
+        assert gpu1 in [d.name for d in tf.config.list_logical_devices("GPU")]
+        x = tf.constant([[1.0, -2.0], [3.0, 4.0]])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            local = tf.reduce_sum(tf.nn.relu(tf.matmul(x, x)) * 2.0)
+        expected = tape.gradient(local, x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            with tf.device(gpu1):
+                y = tf.nn.relu(tf.matmul(x, x)) * 2.0
+            remote = tf.reduce_sum(y)
+        assert y.device == gpu1 and float(remote) == float(local)
+        np.testing.assert_allclose(tape.gradient(remote, x).numpy(), expected.numpy())
+        with tf.device(gpu1):
+            v = tf.Variable([1.0, 2.0])
+            out = _affine(tf.ones([2, 3]), tf.fill([3, 4], 0.5), tf.zeros([4]))
+        assert v.device == gpu1 and out.device == gpu1
+        assert out.numpy().tolist() == [[1.5] * 4] * 2
+        v.assign_add([1.0, 1.0])
+        assert v.numpy().tolist() == [2.0, 3.0]
+        with tf.device("/job:worker/task:1"):  # the task's CPU: copied on the worker
+            assert (y + 1.0).device == W1
+    finally:
+        tf.distribute.disconnect()
 
 
 # ------------------------------------------------------------------ gradients
