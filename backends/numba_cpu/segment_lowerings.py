@@ -3,10 +3,15 @@
 ``random_gamma`` and ``random_poisson`` (``kernels/rejection.py``)."""
 from __future__ import annotations
 
+from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.source import literal, rank as _rank, tuple_text
-from stagecraft.backends.numba_cpu.lowerings import lowers
 from stagecraft.ir.graph import Eqn
 from stagecraft.ir.ops.segment import REDUCTIONS, identity
+
+# Registered into the backend's table by :mod:`.lowerings` (this module does not import it, so
+# the two stay free of import cycles).
+LOWERINGS = Lowerings("Numba", missing='compile this function with backend="reference"')
+lowers = LOWERINGS.lowers
 
 
 def _product(dims: list) -> str:

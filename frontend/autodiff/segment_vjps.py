@@ -1,10 +1,11 @@
 """VJP rule of ``segment_reduce``, TensorFlow's rules for the segment ops: a sum sends each
 segment's gradient to its rows (none to dropped rows with negative ids), a max or min to the
 rows that hold the extreme value (split evenly among ties), a product to each row as the
-product of the others (written to stay exact when rows are zero)."""
+product of the others (written to stay exact when rows are zero). ``RULES`` maps the op to its
+rule; :mod:`stagecraft.autodiff.vjps` adds it to the table (this module does not import it, so
+the two stay free of import cycles)."""
 from __future__ import annotations
 
-from stagecraft.autodiff.vjps import vjp
 from stagecraft.eager.bind import bind
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import OPS
@@ -30,7 +31,6 @@ def _segment(data: Tensor, ids: Tensor, num: Tensor, mode: str, sorted: bool,  #
     return bind(OPS["segment_reduce"], data, ids, num, mode=mode, sorted=sorted, static=static)
 
 
-@vjp("segment_reduce")
 def _segment_reduce(g, out, data, ids, num, mode, sorted, static):  # noqa: A002
     if mode == "sum":
         return _rows_of(g, ids, sorted), None, None
@@ -48,3 +48,6 @@ def _segment_reduce(g, out, data, ids, num, mode, sorted, static):  # noqa: A002
     counts = _segment(m.cast(selected, data.dtype), ids, num, "sum", sorted, static)
     share = _rows_of(m.divide(g, m.maximum(counts, 1)), ids, sorted)
     return m.where(selected, share, a.zeros_like(share)), None, None
+
+
+RULES = {"segment_reduce": _segment_reduce}
