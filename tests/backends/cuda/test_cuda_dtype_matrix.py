@@ -1,22 +1,26 @@
-"""The CUDA eager path in every dtype the default sample leaves out (see
-tests/backends/test_dtype_matrix.py): same dtype, shape and values as the NumPy reference
-kernel. Marked ``full_matrix``; the default run keeps one smoke case per new dtype."""
+"""The CUDA backend in every dtype the default sample leaves out (see
+tests/backends/test_dtype_matrix.py): the eager path gives the NumPy reference kernel's dtype,
+shape and values, and staged elementwise and reduction ops (generated kernels) those of the
+reference backend. Marked ``full_matrix``; the default run keeps one smoke case per new
+dtype."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import stagecraft as tf
 from stagecraft.backends.numba_cuda import eager, memory
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops import Kind
 
-from support.compare import assert_arrays_match
-from support.op_examples import as_list, examples, extra_dtype_cases
+from support.compare import assert_arrays_match, assert_tensors_match
+from support.op_examples import apply_all, as_list, examples, extra_dtype_cases, inputs
 
 pytestmark = pytest.mark.cuda
 
 NEW = tuple(d for d in dt.ALL if d not in dt.CLASSIC)
+GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
 
 
 def _check(name: str, cases: list) -> None:
@@ -36,6 +40,21 @@ def _check(name: str, cases: list) -> None:
                                         if op.kind is not Kind.RANDOM and extra_dtype_cases(n)))
 def test_every_dtype_on_cuda(name):
     _check(name, extra_dtype_cases(name))
+
+
+@pytest.mark.full_matrix
+@pytest.mark.parametrize("kind", [Kind.ELEMENTWISE, Kind.REDUCE], ids=lambda k: k.name)
+def test_every_dtype_staged_on_cuda(kind):
+    cases = [(n, d, ex) for n, op in sorted(OPS.items()) if op.kind is kind
+             for d, ex in extra_dtype_cases(n)]
+    flat = [x for _, _, ex in cases for x in inputs(ex)]
+    fn = apply_all(cases)
+    expected = tf.function(fn, backend="reference")(*flat)
+    with tf.device("/gpu:0"):
+        actual = tf.function(fn)(*flat)
+    assert len(actual) == len(expected)
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        assert_tensors_match(a, e, f"output {k}", device=GPU)
 
 
 @pytest.mark.parametrize("d", NEW, ids=[d.name for d in NEW])
