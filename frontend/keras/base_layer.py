@@ -107,7 +107,16 @@ class Layer(Module):
 
     @trainable.setter
     def trainable(self, value: bool) -> None:
-        self._trainable = bool(value)
+        # As in TensorFlow 2, the value goes to every sub-layer too: a frozen model's
+        # BatchNormalization layers then run in inference mode.
+        stack: list[Layer] = [self]
+        seen: set[int] = set()
+        while stack:
+            layer = stack.pop()
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                layer._trainable = bool(value)
+                stack.extend(c for c in layer._children() if isinstance(c, Layer))
 
     # --------------------------------------------------------------------- calling
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:

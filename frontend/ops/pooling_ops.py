@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import numpy as np
+
 from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
@@ -43,7 +45,7 @@ def _channels_first(op: str, data_format: str | None, n: int) -> bool:
 def _spatial_values(op: str, what: str, value: Any, n: int, channels_first: bool) -> tuple:
     """``ksize``/``strides``: an int, or a list of length 1, N or N+2 (batch and channel
     entries must then be 1) -> N spatial ints."""
-    values = [value] if isinstance(value, int) else [int(v) for v in value]
+    values = [int(value)] if isinstance(value, (int, np.integer)) else [int(v) for v in value]
     if len(values) == 1:
         values = values * n
     elif len(values) == n + 2:

@@ -233,3 +233,19 @@ def test_unknown_batch_size_counts_the_values_when_the_function_runs():
     _, _, var = tf.function(lambda t: tf.nn.fused_batch_norm(t, tf.ones([3]), tf.zeros([3])),
                             input_signature=[tf.TensorSpec([None, 2, 2, 3])])(x)
     np.testing.assert_allclose(var.numpy(), x.var((0, 1, 2), ddof=1), rtol=1e-5)
+
+
+def test_freezing_a_model_freezes_its_batch_normalization():
+    base = keras.Sequential([keras.layers.Dense(3, input_shape=(2,)),
+                             keras.layers.BatchNormalization(momentum=0.0)])
+    inputs = keras.Input((2,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(base(inputs)))
+    base.trainable = False  # as in TF 2: every sub-layer's trainable becomes False
+    assert [layer.trainable for layer in base.layers] == [False, False]
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    x = rng.normal(size=(8, 2)).astype(np.float32) + 4.0
+    model.fit(x, np.zeros((8, 1), np.float32), verbose=0)
+    np.testing.assert_array_equal(base.layers[1].moving_mean.numpy(), np.zeros(3))
+    base.trainable = True
+    assert [layer.trainable for layer in base.layers] == [True, True]
+    assert len(model.trainable_weights) == 6

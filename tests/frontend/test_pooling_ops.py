@@ -81,6 +81,7 @@ def test_named_variants_and_channels_first_agree_with_max_pool():
     first = tf.nn.max_pool2d(np.transpose(x, (0, 3, 1, 2)), 3, 2, "SAME", data_format="NCHW")
     np.testing.assert_array_equal(np.transpose(first.numpy(), (0, 2, 3, 1)), want)
     np.testing.assert_array_equal(tf.nn.pool(x, [3, 3], "MAX", [2, 2], "SAME"), want)
+    np.testing.assert_array_equal(tf.nn.max_pool(x, np.int64(3), np.int32(2), "SAME"), want)
     x1 = rng.normal(size=(2, 9, 2))
     np.testing.assert_allclose(tf.nn.avg_pool1d(x1, 2, 2, "VALID"),
                                _reference(x1, [2], [2], "VALID", "avg"))
