@@ -74,7 +74,7 @@ class WorkerServer:
         self.tensors: dict[int, Any] = {}    # id -> NumPy array, or device array on GPU:0
         self.failed: dict[int, tuple] = {}   # id -> failure_of(the error that made it)
         self.variables: dict[int, Variable] = {}
-        self.functions: dict[str, Any] = {}  # digest -> executable
+        self.functions: dict[tuple, Any] = {}  # (digest, device kind) -> executable
 
     # The requests the transport may deliver (``handle``'s method names).
     REQUESTS = frozenset({"hello", "put", "fetch", "free", "free_variables", "op",
