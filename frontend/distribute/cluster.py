@@ -240,7 +240,10 @@ class Cluster(Runtime):
             return self.wait(task, pending)[0]
 
     def argument(self, x: Any, task: int) -> tuple:
-        """How tensor ``x`` (local, GPU or remote) is passed to a request for ``task``."""
+        """How tensor ``x`` (local, GPU or remote) is passed to a request for ``task``. A
+        tensor of another task is fetched here and sent on: a worker fetching it from that
+        task itself could deadlock two tasks exchanging tensors, as each task runs its
+        requests one at a time, in order."""
         if type(x) is RemoteTensor:
             h = x._value
             if h.task == task and h.cluster is self:
