@@ -7,7 +7,7 @@ them in ``LOWER`` (this module does not import it, so the two stay free of impor
 from __future__ import annotations
 
 from stagecraft.backends.codegen.lowering import Lowerings
-from stagecraft.backends.codegen.source import tuple_text
+from stagecraft.backends.codegen.source import np_type, tuple_text
 from stagecraft.backends.numba_cpu.batched import emit_batched
 from stagecraft.ir.graph import Eqn
 
@@ -47,6 +47,12 @@ def _square(cg, e: Eqn) -> None:
     kernel = {"matrix_determinant": "determinant3", "log_matrix_determinant": "slogdet3",
               "cholesky": "cholesky3", "eigh": "eigh3"}[e.op]
     _bind(cg, e, f"K.{kernel}({_as3(cg, e.inputs[0])})")
+
+
+@lowers("lu")
+def _lu(cg, e: Eqn) -> None:
+    like = f"np.empty(0, {np_type(e.params['out_type'])})"
+    _bind(cg, e, f"K.lu3({_as3(cg, e.inputs[0])}, {like})")
 
 
 @lowers("qr", "svd")

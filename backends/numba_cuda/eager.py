@@ -137,6 +137,7 @@ TABLE["matrix_inverse"] = lambda xs, a, t: decompositions.inverse(xs[0], a["adjo
 TABLE["matrix_determinant"] = lambda xs, a, t: decompositions.determinant(xs[0], log=False)
 TABLE["log_matrix_determinant"] = lambda xs, a, t: decompositions.determinant(xs[0], log=True)
 TABLE["cholesky"] = lambda xs, a, t: decompositions.cholesky(xs[0])
+TABLE["lu"] = lambda xs, a, t: decompositions.lu(xs[0], a["out_type"].np)
 TABLE["matrix_solve"] = lambda xs, a, t: decompositions.solve(xs[0], xs[1], a["adjoint"])
 TABLE["triangular_solve"] = lambda xs, a, t: decompositions.triangular_solve(
     xs[0], xs[1], a["lower"], a["adjoint"], t[0].shape)

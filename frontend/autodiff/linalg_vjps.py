@@ -27,7 +27,8 @@ from stagecraft.eager.bind import bind
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import OPS
 from stagecraft.ops import linalg_ops as la
-from stagecraft.ops.array_ops import concat, expand_dims, eye, shape
+from stagecraft.ops.array_ops import concat, expand_dims, eye, gather, shape
+from stagecraft.ops.indexing_ops import argsort
 from stagecraft.ops.math_ops import matmul as mm
 from stagecraft.ops.math_ops import where
 
@@ -185,6 +186,23 @@ def _eigh(gs, outs, x):
     full = mm(mm(v, inner), v, transpose_b=True)
     # eigh reads the lower triangle: fold the symmetric gradient onto it
     return (_half_diagonal(la.keep_triangle(full, lower=True)),)
+
+
+@vjp("lu")
+def _lu(gs, outs, x, out_type):
+    # L U = A[p]: gA[p] = L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T, gL / gU the parts of
+    # the gradient below / on and above the diagonal (L's unit diagonal is not an output).
+    packed, perm = outs
+    g = gs[0]
+    low, up = la.lu_factors(packed)
+    g_up = la.keep_triangle(g, lower=False)
+    g_low = g - g_up
+    ltg = mm(low, g_low, transpose_a=True)
+    middle = (la.keep_triangle(ltg, lower=True) - ltg * _eye(ltg)
+              + la.keep_triangle(mm(g_up, up, transpose_b=True), lower=False))
+    y = la.triangular_solve(low, middle, lower=True, adjoint=True)
+    g_rows = _t(la.triangular_solve(up, _t(y), lower=False))
+    return (gather(g_rows, argsort(perm, axis=-1), axis=-2, batch_dims=perm.ndim - 1),)
 
 
 def _solve_grads(g, out, adjoint, solve_t):

@@ -15,7 +15,9 @@ from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import OPS
-from stagecraft.ops.array_ops import expand_dims, shape, transpose, zeros_like
+from stagecraft.ir.dtypes import as_dtype
+from stagecraft.ops.array_ops import expand_dims, eye, gather, shape, transpose, zeros_like
+from stagecraft.ops.indexing_ops import argsort
 from stagecraft.ops.array_ops import range as arange
 from stagecraft.ops.math_ops import (cast, greater, greater_equal, less_equal, log, matmul,
                                      maximum, reduce_max, reduce_sum, where)
@@ -225,6 +227,83 @@ def triangular_solve(matrix: Any, rhs: Any, lower: bool = True, adjoint: bool = 
     return bind(OPS["triangular_solve"], matrix, rhs, lower=bool(lower), adjoint=bool(adjoint))
 
 
+class Lu(NamedTuple):
+    lu: Tensor
+    p: Tensor
+
+
+def lu(input: Any, output_idx_type: Any = "int32", name: str | None = None) -> Lu:  # noqa: A002
+    """``(lu, p)``: the LU factorization with partial pivoting of each square matrix, L (unit
+    diagonal, not stored) below the diagonal of ``lu`` and U on and above it, and the row
+    order ``p`` (``output_idx_type``) with L @ U = input[..., p, :]. Singular matrices
+    factor without error.
+
+    >>> import stagecraft as tf
+    >>> lu, p = tf.linalg.lu([[1.0, 2.0], [4.0, 2.0]])
+    >>> lu.numpy().tolist(), p.numpy().tolist()
+    ([[4.0, 2.0], [0.25, 1.5]], [1, 0])
+    """
+    return Lu(*bind(OPS["lu"], input, out_type=as_dtype(output_idx_type)))
+
+
+def lu_factors(lower_upper: Tensor) -> tuple[Tensor, Tensor]:
+    """(L, U) of a packed factorization: L with its unit diagonal, U upper triangular."""
+    ident = _eye_like(lower_upper)
+    return keep_triangle(lower_upper, lower=True) - lower_upper * ident + ident, \
+        keep_triangle(lower_upper, lower=False)
+
+
+def _eye_like(x: Tensor) -> Any:
+    n = x.shape[-1]
+    return np.eye(n, dtype=x.dtype.np) if n is not None else eye(shape(x)[-1], dtype=x.dtype)
+
+
+def _rows(x: Tensor, order: Tensor) -> Tensor:
+    """The rows of each matrix of ``x`` in ``order`` (one order per matrix)."""
+    return gather(x, order, axis=-2, batch_dims=order.ndim - 1)
+
+
+def lu_reconstruct(lower_upper: Any, perm: Any, validate_args: bool = False,
+                   name: str | None = None) -> Tensor:
+    """The matrices whose tf.linalg.lu is (lower_upper, perm).
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.lu_reconstruct(*tf.linalg.lu([[1.0, 2.0], [4.0, 2.0]])).numpy().tolist()
+    [[1.0, 2.0], [4.0, 2.0]]
+    """
+    packed = convert_to_tensor(lower_upper)
+    low, up = lu_factors(packed)
+    return _rows(matmul(low, up), argsort(convert_to_tensor(perm), axis=-1))
+
+
+def lu_solve(lower_upper: Any, perm: Any, rhs: Any, validate_args: bool = False,
+             name: str | None = None) -> Tensor:
+    """x with A @ x = rhs, given (lower_upper, perm) = tf.linalg.lu(A): the rows of rhs in
+    perm's order, then two triangular solves.
+
+    >>> import stagecraft as tf
+    >>> lu, p = tf.linalg.lu([[1.0, 2.0], [4.0, 2.0]])
+    >>> tf.linalg.lu_solve(lu, p, [[3.0], [6.0]]).numpy().tolist()
+    [[1.0], [1.0]]
+    """
+    packed = convert_to_tensor(lower_upper)
+    low, up = lu_factors(packed)
+    b = _rows(convert_to_tensor(rhs, dtype=packed.dtype), convert_to_tensor(perm))
+    return triangular_solve(up, triangular_solve(low, b, lower=True), lower=False)
+
+
+def lu_matrix_inverse(lower_upper: Any, perm: Any, validate_args: bool = False,
+                      name: str | None = None) -> Tensor:
+    """The inverse of A from (lower_upper, perm) = tf.linalg.lu(A).
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.lu_matrix_inverse(*tf.linalg.lu([[2.0, 0.0], [0.0, 4.0]])).numpy().tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
+    packed = convert_to_tensor(lower_upper)
+    return lu_solve(packed, perm, _eye_like(packed) + zeros_like(packed))
+
+
 # --------------------------------------------------------------------------- compositions
 
 def cholesky_solve(chol: Any, rhs: Any, name: str | None = None) -> Tensor:
@@ -356,4 +435,5 @@ def set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: Any = 0,  # n
 
 __all__ = ["inv", "det", "slogdet", "cholesky", "qr", "svd", "eigh", "eigvalsh", "solve",
            "triangular_solve", "cholesky_solve", "logdet", "lstsq", "pinv", "matrix_rank",
-           "set_diag", "adjoint", "matrix_transpose", "keep_triangle", "triangle_mask"]
+           "set_diag", "adjoint", "matrix_transpose", "keep_triangle", "triangle_mask", "lu",
+           "lu_reconstruct", "lu_solve", "lu_matrix_inverse", "lu_factors"]

@@ -206,6 +206,35 @@ def triangular_solve_kernel(matrix, rhs, lower, adjoint):
     return x
 
 
+def _lu_infer(types, out_type):
+    out = _square_infer("lu", "matrix", "vector")(types)
+    if out_type not in (dt.int32, dt.int64):
+        raise fail("lu", f"output_idx_type must be int32 or int64, got {out_type.name}.")
+    return [out[0], TensorType(out_type, out[1].shape)]
+
+
+def lu_kernel(x, out_type):
+    """LU with partial pivoting (LAPACK getrf's choice of pivots: the first largest |value|),
+    vectorized over the batch: (lu, p) with L below the diagonal (unit diagonal implied), U
+    on and above, and p the row order, lu's L U = x[..., p, :]. A zero pivot column is left
+    unscaled (the matrix is singular; no error, as in TensorFlow)."""
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"lu needs square matrices, got shape {x.shape}")
+    n = x.shape[-1]
+    a = np.array(x, x.dtype).reshape(-1, n, n)
+    perm = np.tile(np.arange(n), (a.shape[0], 1))
+    every = np.arange(a.shape[0])
+    for k in range(n):
+        p = k + np.argmax(np.abs(a[:, k:, k]), axis=1)
+        a[every, k], a[every, p] = a[every, p], a[every, k].copy()
+        perm[every, k], perm[every, p] = perm[every, p], perm[every, k].copy()
+        d = a[:, k, k, None]
+        a[:, k + 1:, k] = np.where(d != 0, a[:, k + 1:, k] / np.where(d != 0, d, 1),
+                                   a[:, k + 1:, k])
+        a[:, k + 1:, k + 1:] -= a[:, k + 1:, k, None] * a[:, k, None, k + 1:]
+    return a.reshape(x.shape), perm.astype(out_type.np).reshape(x.shape[:-1])
+
+
 # ----------------------------------------------------------------------------- examples
 
 def _random(rng, d, shape):
@@ -238,6 +267,11 @@ def _square_examples(make, attrs=None):
         attr_sets = attrs or [{}]
         return [Example((make(rng, d, s),), a) for s in SQUARE_SHAPES for a in attr_sets]
     return examples
+
+
+def _lu_examples(rng, d):
+    return [Example((np.asarray(_random(rng, d, s), d.np),), {"out_type": t})
+            for s, t in [((3, 3), dt.int32), ((2, 4, 4), dt.int64)]]
 
 
 def _qr_examples(rng, d):
@@ -338,3 +372,12 @@ triangular_solve_op = OpDef(
         "triangle of matrix; op is the transpose with ``adjoint``. Batch dimensions "
         "broadcast. The diagonal is not checked: a zero on it gives inf / nan, as in "
         "TensorFlow.")
+
+lu_op = OpDef(
+    name="lu", kind=Kind.LINALG, inputs=("input",), attrs=("out_type",), infer=_lu_infer,
+    kernel=lu_kernel, dtypes=FLOATS, unify=(0,), copying=True, num_outputs=2,
+    examples=_lu_examples,
+    doc="(lu, p) of the LU factorization with partial pivoting of each square matrix: L "
+        "(unit diagonal, not stored) below the diagonal of lu, U on and above it, and the row "
+        "order p (``out_type``: int32 or int64) with L @ U = input[..., p, :]. Singular "
+        "matrices factor without error (a zero on U's diagonal).")

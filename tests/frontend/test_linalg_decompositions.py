@@ -135,6 +135,13 @@ CASES = {
     "expm_batched_scaled": (tf.linalg.expm, lambda a: np.stack([sla.expm(m) for m in a]),
                             (SQB * 3.0,)),
     "expm_small": (tf.linalg.expm, sla.expm, (SQ * 0.1,)),
+    "lu_factors": (lambda a: tf.linalg.lu(a).lu, lambda a: sla.lu_factor(a)[0], (SQ,)),
+    "lu_reconstruct": (lambda a: tf.linalg.lu_reconstruct(*tf.linalg.lu(a)), lambda a: a,
+                       (SQB,)),
+    "lu_solve": (lambda a, b: tf.linalg.lu_solve(*tf.linalg.lu(a), b), np.linalg.solve,
+                 (SQB, RHSB)),
+    "lu_matrix_inverse": (lambda a: tf.linalg.lu_matrix_inverse(*tf.linalg.lu(a)),
+                          np.linalg.inv, (SQB,)),
 }
 
 
@@ -208,6 +215,11 @@ def test_output_conventions():
     assert tf.linalg.matrix_rank(RANK1).numpy() == 1 and tf.linalg.matrix_rank(SQ).numpy() == 3
     assert tf.linalg.matrix_rank(RANK1).dtype == tf.int32
     assert tf.linalg.slogdet(SQ).sign.shape == () and tf.linalg.qr(SQ).r.shape == (3, 3)
+    lu, p = tf.linalg.lu(SQB, output_idx_type=tf.int64)
+    assert p.dtype == tf.int64 and p.shape == (2, 3)
+    low = np.tril(lu.numpy(), -1) + np.eye(3)
+    np.testing.assert_allclose(low @ np.triu(lu.numpy()), np.take_along_axis(
+        SQB, p.numpy()[..., None], axis=-2))
 
 
 def test_triangular_solve_does_not_check_the_diagonal():

@@ -73,9 +73,11 @@ CASES = {
     "set_diag": (lambda x, d: tf.linalg.set_diag(x, d, k=1), (TALL.T, RHS[:, 0]), ()),
     "adjoint": (tf.linalg.adjoint, (WIDE,), ()),
     "expm": (tf.linalg.expm, (SQB * 2.0,), ()),
+    "lu": (lambda a: tf.linalg.lu(a).lu, (SQB,), ()),
+    "lu_solve": (lambda a, b: tf.linalg.lu_solve(*tf.linalg.lu(a), b), (SQ, RHS), ()),
 }
 
-SECOND_ORDER = ["inv_adjoint", "det", "solve", "svd_values", "eigvalsh", "lstsq", "pinv",
+SECOND_ORDER = ["lu", "inv_adjoint", "det", "solve", "svd_values", "eigvalsh", "lstsq", "pinv",
                 "qr_tall", "triangular_solve_broadcast"]
 
 
@@ -174,7 +176,7 @@ def test_gradients_traced_inside_a_function_equal_eager(name):
         np.testing.assert_allclose(g.numpy(), e, rtol=1e-10, atol=1e-12)
 
 
-DYNAMIC = ["inv_adjoint", "cholesky", "eigh", "eigvalsh", "logdet", "solve",
+DYNAMIC = ["lu_solve", "inv_adjoint", "cholesky", "eigh", "eigvalsh", "logdet", "solve",
            "triangular_solve_broadcast"]
 
 

@@ -16,7 +16,8 @@ from stagecraft.backends.numba_cpu.kernels.scatter import scatter_nd  # noqa: F4
 from stagecraft.backends.numba_cpu.kernels.conv import (  # noqa: F401
     conv5, conv_backprop_filter5, conv_backprop_input5)
 from stagecraft.backends.numba_cpu.kernels.decompositions import (  # noqa: F401
-    cholesky3, determinant3, eigh3, inverse3, qr3, slogdet3, solve3, svd3, triangular_solve3)
+    cholesky3, determinant3, eigh3, inverse3, lu3, qr3, slogdet3, solve3, svd3,
+    triangular_solve3)
 from stagecraft.backends.numba_cpu.kernels.pooling import (  # noqa: F401
     avg_pool5, avg_pool_grad5, max_pool5, max_pool_grad5, max_pool_grad_grad5)
 from stagecraft.backends.numba_cpu.kernels.segment import (  # noqa: F401

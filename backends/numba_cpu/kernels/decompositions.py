@@ -172,3 +172,37 @@ def triangular_solve3(a, rhs, ia, ib, lower, adjoint):
             for col in range(k):
                 x[i, col] /= d
     return out
+
+
+@_jit
+def lu3(x, perm_dtype_like):
+    """LU with partial pivoting per matrix, as the reference kernel (first largest pivot,
+    a zero pivot column left unscaled): (lu, p) with p's dtype that of ``perm_dtype_like``."""
+    nb, n = x.shape[0], x.shape[1]
+    lu = x.copy()
+    perm = np.empty((nb, n), perm_dtype_like.dtype)
+    for b in range(nb):
+        a = lu[b]
+        for i in range(n):
+            perm[b, i] = i
+        for k in range(n):
+            p = k
+            for i in range(k + 1, n):
+                if abs(a[i, k]) > abs(a[p, k]):
+                    p = i
+            if p != k:
+                for j in range(n):
+                    t = a[k, j]
+                    a[k, j] = a[p, j]
+                    a[p, j] = t
+                t2 = perm[b, k]
+                perm[b, k] = perm[b, p]
+                perm[b, p] = t2
+            d = a[k, k]
+            for i in range(k + 1, n):
+                if d != 0:
+                    a[i, k] /= d
+                f = a[i, k]
+                for j in range(k + 1, n):
+                    a[i, j] -= f * a[k, j]
+    return lu, perm

@@ -203,6 +203,39 @@ def determinant(x: Any, log: bool) -> Any:
     return (out_sign, value) if log else value
 
 
+@functools.lru_cache(maxsize=None)
+def _permutation_kernel() -> Callable:
+    bind_cuda(globals())
+
+    @cuda.jit
+    def permutation(perm, piv, n):
+        """The row order of matrix b from its row swaps (``piv``)."""
+        for b in range(cuda.grid(1), perm.size // max(n, 1), cuda.gridsize(1)):
+            for i in range(n):
+                perm[b * n + i] = i
+            for k in range(n):
+                p = piv[b * n + k]
+                if p != k:
+                    t = perm[b * n + k]
+                    perm[b * n + k] = perm[b * n + p]
+                    perm[b * n + p] = t
+    return permutation
+
+
+def lu(x: Any, out_type: np.dtype) -> tuple:
+    """``lu``: the factors and the row order (singular matrices factor without error).
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> f, p = lu(to_device(np.array([[1.0, 2.0], [4.0, 2.0]])), np.dtype(np.int32))
+    >>> to_host(f).tolist(), to_host(p).tolist()
+    ([[4.0, 2.0], [0.25, 1.5]], [1, 0])
+    """
+    work, piv, sign, _ = _lu(x)
+    perm = memory.empty(tuple(x.shape)[:-1], out_type)
+    launch_over(_permutation_kernel(), sign.size, perm, piv, int(tuple(x.shape)[-1]))
+    return work, perm
+
+
 # ------------------------------------------------------------------------- Cholesky
 
 @functools.lru_cache(maxsize=None)

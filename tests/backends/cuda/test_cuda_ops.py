@@ -39,10 +39,10 @@ def _run_examples(name: str) -> None:
         inputs = [memory.to_device(np.asarray(x)) for x in ex.inputs]
         actual = eager.run(name, inputs, dict(ex.attrs))
         assert len(as_list(actual)) == op.num_outputs
-        for a, e in zip(as_list(actual), as_list(expected)):
+        inferred = op.infer([_type(x) for x in inputs], **ex.attrs)
+        for a, e, t in zip(as_list(actual), as_list(expected), inferred):
             assert_matches(a, e, where)
-            inferred = op.infer([_type(x) for x in inputs], **ex.attrs)[0]
-            assert np.dtype(a.dtype) == inferred.dtype.np, f"{where}: not the inferred dtype"
+            assert np.dtype(a.dtype) == t.dtype.np, f"{where}: not the inferred dtype"
 
 
 def _type(x):
