@@ -13,7 +13,10 @@ error depends on them, always single elements: ``range`` (start, limit, delta),
 ``where_indices`` (the row count), ``strided_slice``/``strided_slice_grad`` with run-time
 bounds (those bounds), ``row_update`` (the row index), the shape tensor of the ``*_dynamic``
 ops (a few ints), ``random_uniform_int`` (minval, maxval), and the error flag of
-``gather``/``gather_grad`` and of integer ``floordiv``/``floormod``/``pow``.
+``gather``/``gather_grad`` and of integer ``floordiv``/``floormod``/``pow``, and one flag per
+matrix of ``matrix_inverse``/``matrix_solve``/``cholesky`` (singular, not positive definite).
+``qr``, ``svd`` and ``eigh`` are the exception: a host round trip through the reference
+kernels (see ``kernels/decompositions.py``).
 
 >>> import numpy as np
 >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host

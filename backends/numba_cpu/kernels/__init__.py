@@ -18,6 +18,9 @@ Submodules are imported lazily by their users (``import numba`` costs 0.15-0.35 
 * :mod:`.slicing` -- strided slicing and its adjoint, planned at code-generation time.
 * :mod:`.creation` -- fill, eye, range, where (indices), and random ops (Philox,
   in nopython mode: the Philox stream of ir/ops/philox.py).
+* :mod:`.decompositions` -- inverse, determinants, Cholesky, QR, SVD, eigh, LU and solves
+  (LAPACK through Numba's np.linalg per matrix of a batch; substitution loops for
+  triangular solves).
 """
 
 # Before any kernel is defined: the kernels' numba cache files are sealed with a digest that is
