@@ -1,11 +1,12 @@
 """``tf.image.resize`` and ``resize_with_pad`` with TensorFlow 2's sampling.
 
-Every method except nearest neighbour is a fixed linear map along the height axis and another
-along the width axis, so a resize is two small matmuls whose matrices are computed here in
-NumPy from TF's kernel definitions (half-pixel centers: output pixel ``i`` samples input
-coordinate ``(i + 0.5) * in / out - 0.5``): the same values eagerly and staged on any backend,
-differentiable through the matmuls. Nearest neighbour is a gather, so it keeps the dtype; the
-other methods return float32, as in TF.
+Every method is a fixed linear map along the height axis and another along the width axis
+(half-pixel centers: output pixel ``i`` samples input coordinate ``(i + 0.5) * in / out -
+0.5``). Bilinear and nearest neighbour resample each axis by gathers (two rows and a lerp, or
+one row, which also works when the size is known only at run time); the wider kernels are
+small matmuls whose matrices are computed here in NumPy from TF's kernel definitions. The
+same values eagerly and staged on any backend, differentiable through the gathers and
+matmuls. Nearest neighbour keeps the dtype; the other methods return float32, as in TF.
 """
 from __future__ import annotations
 
@@ -56,16 +57,6 @@ def _matrix(n_in: int, n_out: int, taps: list) -> np.ndarray:
     for idx, w in taps:
         np.add.at(m, (rows, idx), w)
     return m
-
-
-def bilinear_matrix(n_in: int, n_out: int) -> np.ndarray:
-    """Linear interpolation between the two nearest input pixels (clamped at the edges)."""
-    src = _half_pixel(n_in, n_out)
-    low = np.floor(src)
-    lerp = (src - low).astype(np.float64)
-    lower = np.maximum(low, 0).astype(np.int64)
-    upper = np.minimum(np.ceil(src), n_in - 1).astype(np.int64)
-    return _matrix(n_in, n_out, [(lower, 1.0 - lerp), (upper, lerp)])
 
 
 def _keys_table() -> np.ndarray:
@@ -169,7 +160,7 @@ def nearest_rows(n_in: int, n_out: int) -> np.ndarray:
     return np.clip(src, 0, n_in - 1).astype(np.int32)
 
 
-_LINEAR = {"bilinear": bilinear_matrix, "bicubic": bicubic_matrix, "area": area_matrix}
+_LINEAR = {"bicubic": bicubic_matrix, "area": area_matrix}
 
 
 def _method(method: Any) -> str:
@@ -194,22 +185,60 @@ def _size(api: str, size: Any) -> tuple[int, int]:
     return int(v[0]), int(v[1])
 
 
+def _gather_axis(x: Tensor, axis: int, n_in: int | None, n_out: int, method: str) -> Tensor:
+    """Bilinear or nearest resampling along ``axis`` by gathers: two rows and a lerp per
+    output row (cheaper than the dense matrix on large images). The sample points are
+    NumPy constants when ``n_in`` is known, else computed from the run-time size."""
+    if n_in is not None:
+        if method == "nearest":
+            return _a.gather(x, convert_to_tensor(nearest_rows(n_in, n_out)), axis=axis)
+        src = _half_pixel(n_in, n_out)
+        low = np.floor(src)
+        lower = convert_to_tensor(np.maximum(low, 0).astype(np.int32))
+        upper = convert_to_tensor(np.minimum(np.ceil(src), n_in - 1).astype(np.int32))
+        lerp = convert_to_tensor((src - low).astype(_F))
+    else:
+        size = _a.shape(x)[axis]
+        scale = _m.divide(_m.cast(size, "float32"), _F(n_out))
+        centers = convert_to_tensor(np.arange(n_out, dtype=_F) + _F(0.5))
+        last = _m.subtract(size, 1)
+        if method == "nearest":
+            rows = _m.minimum(_m.cast(_m.floor(_m.multiply(centers, scale)), "int32"), last)
+            return _a.gather(x, rows, axis=axis)
+        src = _m.subtract(_m.multiply(centers, scale), _F(0.5))
+        low = _m.floor(src)
+        lower = _m.cast(_m.maximum(low, _F(0)), "int32")
+        upper = _m.minimum(_m.cast(_m.ceil(src), "int32"), last)
+        lerp = _m.subtract(src, low)
+    shape = [1] * x.shape.rank
+    shape[axis] = n_out
+    a = _a.gather(x, lower, axis=axis)
+    return _m.add(a, _m.multiply(_m.subtract(_a.gather(x, upper, axis=axis), a),
+                                 _a.reshape(lerp, shape)))
+
+
 def _resize4(x: Tensor, oh: int, ow: int, method: str, antialias: bool) -> Tensor:
-    h, w = static_hw(x, "tf.image.resize")
-    if method == "nearest":
-        if oh != h:
-            x = _a.gather(x, convert_to_tensor(nearest_rows(h, oh)), axis=1)
-        if ow != w:
-            x = _a.gather(x, convert_to_tensor(nearest_rows(w, ow)), axis=2)
-        return x
-    x = _m.cast(x, "float32")
+    h, w = x.shape.as_list()[1:3]
+    if (h is None or w is None) and (method not in ("bilinear", "nearest") or
+                                     antialias and method == "bilinear"):
+        raise ValueError(f"tf.image.resize: method {method!r}{' with antialias' * antialias} "
+                         f"needs the image's height and width when the function is traced, "
+                         f"got shape {x.shape}; give them in the input_signature, or use "
+                         f"'bilinear' or 'nearest'.")
+    if method != "nearest":
+        x = _m.cast(x, "float32")
     for axis, n_in, n_out in ((1, h, oh), (2, w, ow)):
-        if method in _LINEAR and not (antialias and method != "area"):
-            matrix = _LINEAR[method](n_in, n_out)
+        if n_in == n_out and method in ("nearest", "bilinear", "bicubic", "area"):
+            continue  # (these sample the pixels themselves at the same size)
+        if n_in is None or method == "nearest" or method == "bilinear" and not antialias:
+            x = _gather_axis(x, axis, n_in, n_out, method)
         else:
-            matrix = scale_translate_matrix(n_in, n_out, method, antialias)
-        if not np.array_equal(matrix, np.eye(n_in)):
-            x = linear_map(x, matrix, axis)
+            if method in _LINEAR and not (antialias and method != "area"):
+                matrix = _LINEAR[method](n_in, n_out)
+            else:  # (the Gaussian and Mitchell kernels blur even at the same size)
+                matrix = scale_translate_matrix(n_in, n_out, method, antialias)
+            if not np.array_equal(matrix, np.eye(n_in)):
+                x = linear_map(x, matrix, axis)
     return x
 
 
@@ -231,8 +260,8 @@ def resize(images: Any, size: Any, method: Any = ResizeMethod.BILINEAR,
     x = as_image(images, api, what="images")
     m = _method(method)
     oh, ow = _size(api, size)
-    h, w = static_hw(x, api)
     if preserve_aspect_ratio:
+        h, w = static_hw(x, api)
         factor = min(_F(oh) / _F(h), _F(ow) / _F(w))
         oh, ow = int(np.rint(factor * _F(h))), int(np.rint(factor * _F(w)))
     if m == "nearest" and not (x.dtype.is_floating or x.dtype.is_integer):

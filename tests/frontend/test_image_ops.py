@@ -572,6 +572,18 @@ def test_resize_with_unknown_batch_size_staged():
     np.testing.assert_allclose(f(tf.constant(IMG)).numpy(), ref_bilinear(IMG, 3, 3), rtol=2e-5)
 
 
+@pytest.mark.parametrize("method", ["bilinear", "nearest"])
+def test_resize_of_images_whose_size_is_known_only_at_run_time(method):
+    f = tf.function(lambda x: tf.image.resize(x, [7, 3], method), backend="reference",
+                    input_signature=[tf.TensorSpec([None, None, None, 3], tf.float64)])
+    ref = ref_bilinear if method == "bilinear" else ref_nearest
+    for shape in ((2, 4, 5, 3), (1, 9, 2, 3)):
+        x = rng.uniform(size=shape)
+        out = f(tf.constant(x))
+        assert out.shape == (shape[0], 7, 3, 3)
+        np.testing.assert_allclose(out.numpy(), ref(x, 7, 3), rtol=2e-5, atol=2e-6)
+
+
 def test_convert_image_dtype_follows_tensorflows_scaling():
     conv = tf.image.convert_image_dtype
     np.testing.assert_allclose(conv(tf.constant(U8), tf.float32).numpy(),
@@ -887,7 +899,11 @@ ERRORS = {
     "nms_boxes": (lambda: tf.image.non_max_suppression(BOXES[:, :3], SCORES, 2), ValueError,
                   "boxes must have shape [num_boxes, 4]"),
     "unknown_size": (lambda: tf.function(
-        lambda x: tf.image.resize(x, [2, 2]),
+        lambda x: tf.image.resize(x, [2, 2], "bicubic"),
+        input_signature=[tf.TensorSpec([None, None, 3])])(tf.zeros([2, 2, 3])), ValueError,
+        "method 'bicubic' needs the image's height and width when the function is traced"),
+    "unknown_size_pad": (lambda: tf.function(
+        lambda x: tf.image.pad_to_bounding_box(x, 0, 0, 4, 4),
         input_signature=[tf.TensorSpec([None, None, 3])])(tf.zeros([2, 2, 3])), ValueError,
         "height and width must be known when the function is traced"),
 }
