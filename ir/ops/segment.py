@@ -21,7 +21,7 @@ from stagecraft.ir.shapes import format_dims
 from stagecraft.ir.types import TensorType
 
 REDUCTIONS = ("sum", "prod", "max", "min")
-DTYPES = (dt.int32, dt.int64, dt.float32, dt.float64)
+DTYPES = dt.INTEGERS + dt.FLOATS   # TensorFlow's real-number kernels (not bool)
 
 
 def identity(mode: str, dtype: np.dtype):
