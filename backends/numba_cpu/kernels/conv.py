@@ -6,10 +6,12 @@ spatial dims as ``x5 [N, D, H, W, C]`` (unit dims in front) and the filters as
 ``w5 [KD, KH, KW, Cg, O]``, and passes the geometry as one tuple of ints
 ``(sd, sh, sw, rd, rh, rw, pd, ph, pw, groups)`` (strides, dilations, padding before; the
 padding after only shows in the output size, which the caller passes or the kernel reads from
-``dy``). The im2col matrix of group ``g`` is ``cols[g] [M, KD*KH*KW*Cg]`` (``M = N*OD*OH*OW``,
-channels fastest); each product is one ``np.dot`` on contiguous 2-D blocks, which Numba sends
-to BLAS (floats only, as the op table allows). A 1x1 convolution with stride 1 and no padding
-uses the input as its own im2col matrix.
+``dy``). The im2col matrix of group ``g`` holds ``[M, KD*KH*KW*Cg]`` (``M = N*OD*OH*OW``,
+channels fastest); it is built a chunk of about 4 MiB of rows at a time into one reused buffer,
+each chunk followed by its ``np.dot`` on contiguous 2-D blocks, which Numba sends to BLAS
+(floats only, as the op table allows). A 1x1 convolution with stride 1 and no padding uses the
+input as its own im2col matrix; a depthwise one (one input channel per group) runs direct
+loops instead.
 """
 from __future__ import annotations
 
@@ -59,87 +61,68 @@ def _zero(dst, d0, n):
 
 
 @_jit
-def _patch_copy(src, dst, kshape, geom, xshape, oshape, m, add):
-    """The loops shared by im2col and col2im over flat buffers: for every output position and
-    kernel tap, the input channels of each group. ``add``: False copies input -> columns
-    (zeros in the padding); True adds columns -> input. With one group and no dilation along
-    the width, the taps of a kernel row read one contiguous run of the input."""
+def _patch_copy(src, dst, kshape, geom, xshape, oshape, r0, r1, gstride, add):
+    """The loops shared by im2col and col2im over flat buffers, for the output rows
+    ``[r0, r1)`` (row ``r0`` at offset 0 of the columns, group ``g`` at ``g * gstride``): for
+    every row and kernel tap, the input channels of each group. ``add``: False copies input ->
+    columns (zeros in the padding); True adds columns -> input. With one group and no
+    dilation along the width, the taps of a kernel row read one contiguous run of the input."""
     n, d, h, w, c = xshape
     kd, kh, kw = kshape
     od, oh, ow = oshape
     groups = geom[9]
     cg = c // groups
     width = kd * kh * kw * cg
-    gstride = m * width
     run = groups == 1 and geom[5] == 1
-    row = 0
-    for b in range(n):
-        for z in range(od):
-            for y in range(oh):
-                for v in range(ow):
-                    f0, f1 = _taps(v, kw, geom[2], geom[5], geom[8], w)
-                    ix0 = v * geom[2] + f0 * geom[5] - geom[8]
-                    for a in range(kd):
-                        iz = z * geom[0] + a * geom[3] - geom[6]
-                        for e in range(kh):
-                            iy = y * geom[1] + e * geom[4] - geom[7]
-                            k0 = row * width + (a * kh + e) * kw * cg
-                            inside = 0 <= iz < d and 0 <= iy < h
-                            if not add:  # zeros where the taps fall into the padding
-                                lo, hi = (f0, f1) if inside else (0, 0)
-                                for g in range(groups):
-                                    base = g * gstride + k0
-                                    _zero(dst, base, lo * cg)
-                                    _zero(dst, base + hi * cg, (kw - hi) * cg)
-                            if not inside:
-                                continue
-                            pos = (((b * d + iz) * h + iy) * w + ix0) * c
-                            if run:
-                                at = k0 + f0 * c
-                                if add:
-                                    _copy(src, at, dst, pos, (f1 - f0) * c, True)
-                                else:
-                                    _copy(src, pos, dst, at, (f1 - f0) * c, False)
-                                continue
-                            for f in range(f0, f1):
-                                px = pos + (f - f0) * geom[5] * c
-                                for g in range(groups):
-                                    col = g * gstride + k0 + f * cg
-                                    if add:
-                                        _copy(src, col, dst, px + g * cg, cg, True)
-                                    else:
-                                        _copy(src, px + g * cg, dst, col, cg, False)
-                    row += 1
+    for row in range(r0, r1):
+        v = row % ow
+        y = (row // ow) % oh
+        z = (row // (ow * oh)) % od
+        b = row // (ow * oh * od)
+        f0, f1 = _taps(v, kw, geom[2], geom[5], geom[8], w)
+        ix0 = v * geom[2] + f0 * geom[5] - geom[8]
+        for a in range(kd):
+            iz = z * geom[0] + a * geom[3] - geom[6]
+            for e in range(kh):
+                iy = y * geom[1] + e * geom[4] - geom[7]
+                k0 = (row - r0) * width + (a * kh + e) * kw * cg
+                inside = 0 <= iz < d and 0 <= iy < h
+                if not add:  # zeros where the taps fall into the padding
+                    lo, hi = (f0, f1) if inside else (0, 0)
+                    for g in range(groups):
+                        base = g * gstride + k0
+                        _zero(dst, base, lo * cg)
+                        _zero(dst, base + hi * cg, (kw - hi) * cg)
+                if not inside:
+                    continue
+                pos = (((b * d + iz) * h + iy) * w + ix0) * c
+                if run:
+                    at = k0 + f0 * c
+                    if add:
+                        _copy(src, at, dst, pos, (f1 - f0) * c, True)
+                    else:
+                        _copy(src, pos, dst, at, (f1 - f0) * c, False)
+                    continue
+                for f in range(f0, f1):
+                    px = pos + (f - f0) * geom[5] * c
+                    for g in range(groups):
+                        col = g * gstride + k0 + f * cg
+                        if add:
+                            _copy(src, col, dst, px + g * cg, cg, True)
+                        else:
+                            _copy(src, px + g * cg, dst, col, cg, False)
+
+
+# Rows of im2col per chunk: about this many bytes of columns, which stay in cache for the
+# product that follows and are reused by every chunk (a whole-batch im2col buffer costs
+# page faults and memory traffic on every call), but at least _MIN_ROWS for BLAS.
+_CHUNK_BYTES = 1 << 22
+_MIN_ROWS = 256
 
 
 @_jit
-def im2col5(x, kshape, geom, oshape):
-    """``[groups, M, KD*KH*KW*Cg]`` patches of ``x [N, D, H, W, C]``; zeros in the padding."""
-    n, d, h, w, c = x.shape
-    groups = geom[9]
-    m = n * oshape[0] * oshape[1] * oshape[2]
-    cols = np.empty((groups, m, kshape[0] * kshape[1] * kshape[2] * (c // groups)), x.dtype)
-    _patch_copy(x.reshape(-1), cols.reshape(-1), kshape, geom, x.shape, oshape, m, False)
-    return cols
-
-
-@_jit
-def col2im5(dcols, xshape, kshape, geom, oshape):
-    """The adjoint of :func:`im2col5`: ``dcols [groups, M, KD*KH*KW*Cg]`` summed into a new
-    ``[N, D, H, W, C]`` array (``xshape``); padding positions are dropped."""
-    dx = np.zeros(xshape, dcols.dtype)
-    _patch_copy(dcols.reshape(-1), dx.reshape(-1), kshape, geom, xshape, oshape,
-                dcols.shape[1], True)
-    return dx
-
-
-@_jit
-def _columns(x, kshape, geom, oshape):
-    if _pointwise(kshape, geom):
-        n, d, h, w, c = x.shape
-        if geom[9] == 1:
-            return x.reshape((1, n * d * h * w, c))
-    return im2col5(x, kshape, geom, oshape)
+def _chunk_rows(m, width, itemsize):
+    return max(1, min(m, max(_MIN_ROWS, _CHUNK_BYTES // max(1, width * itemsize))))
 
 
 @_jit
@@ -151,9 +134,12 @@ def _filters2(w):
 
 @_jit
 def _split_columns(a, groups):
-    """``[M, groups * k]`` -> contiguous ``[groups, M, k]``."""
+    """``[M, groups * k]`` (C-contiguous) -> contiguous ``[groups, M, k]`` (a view for one
+    group)."""
     m, total = a.shape
     k = total // groups
+    if groups == 1:
+        return a.reshape((1, m, k))
     out = np.empty((groups, m, k), a.dtype)
     for g in range(groups):
         out[g] = a[:, g * k:(g + 1) * k]
@@ -161,23 +147,104 @@ def _split_columns(a, groups):
 
 
 @_jit
+def _depthwise_tap(xs, ws, out, mult, mode):
+    """One tap of :func:`_depthwise` over the channels (each branch a plain loop LLVM
+    vectorizes; a channel multiplier of 1 runs over the channels directly)."""
+    c = xs.shape[0]
+    if mult == 1:
+        if mode == 0:
+            for q in range(c):
+                out[q] += xs[q] * ws[q]
+        elif mode == 1:
+            for q in range(c):
+                xs[q] += out[q] * ws[q]
+        else:
+            for q in range(c):
+                ws[q] += xs[q] * out[q]
+        return
+    for ch in range(c):
+        base = ch * mult
+        if mode == 0:
+            for t in range(mult):
+                out[base + t] += xs[ch] * ws[base + t]
+        elif mode == 1:
+            acc = xs[ch]
+            for t in range(mult):
+                acc += out[base + t] * ws[base + t]
+            xs[ch] = acc
+        else:
+            for t in range(mult):
+                ws[base + t] += xs[ch] * out[base + t]
+
+
+@_jit
+def _depthwise(x, w, y, geom, mode):
+    """Depthwise convolution (one input channel per group, ``O = C * mult``) by direct loops
+    over the output positions and their in-bounds taps, the channels innermost (contiguous in
+    all three arrays): ``x [N, D, H, W, C]``, ``w [KD, KH, KW, 1, O]``, ``y [N, OD, OH, OW, O]``.
+    ``mode`` 0 accumulates the convolution into ``y``, 1 its input gradient (``y`` holding
+    ``dy``) into ``x``, 2 its filter gradient into ``w``. Skips the per-group im2col copies and
+    the many tiny matrix products of the grouped path."""
+    n, d, h, wd, c = x.shape
+    kd, kh, kw = w.shape[0], w.shape[1], w.shape[2]
+    od, oh, ow, o = y.shape[1], y.shape[2], y.shape[3], y.shape[4]
+    mult = o // c
+    for b in range(n):
+        for z in range(od):
+            for yy in range(oh):
+                for v in range(ow):
+                    f0, f1 = _taps(v, kw, geom[2], geom[5], geom[8], wd)
+                    out = y[b, z, yy, v]
+                    for a in range(kd):
+                        iz = z * geom[0] + a * geom[3] - geom[6]
+                        if iz < 0 or iz >= d:
+                            continue
+                        for e in range(kh):
+                            iy = yy * geom[1] + e * geom[4] - geom[7]
+                            if iy < 0 or iy >= h:
+                                continue
+                            for f in range(f0, f1):
+                                xs = x[b, iz, iy, v * geom[2] + f * geom[5] - geom[8]]
+                                _depthwise_tap(xs, w[a, e, f, 0], out, mult, mode)
+
+
+@_jit
+def _is_depthwise(cg, geom):
+    return cg == 1 and geom[9] > 1
+
+
+@_jit
 def conv5(x, w, geom, oshape):
     """``conv`` of ``x5`` with ``w5``; returns ``[N, OD, OH, OW, O]``."""
-    n = x.shape[0]
-    o = w.shape[4]
+    n, c = x.shape[0], x.shape[4]
+    kd, kh, kw, cg, o = w.shape
     groups = geom[9]
-    cols = _columns(x, (w.shape[0], w.shape[1], w.shape[2]), geom, oshape)
+    full = (n, oshape[0], oshape[1], oshape[2], o)
+    if _is_depthwise(cg, geom):
+        y = np.zeros(full, x.dtype)
+        _depthwise(x, w, y, geom, 0)
+        return y
     w2 = _filters2(w)
-    m = cols.shape[1]
-    if groups == 1:
-        out = np.dot(cols[0], w2)
-    else:
-        wg = _split_columns(w2, groups)
-        og = o // groups
-        out = np.empty((m, o), x.dtype)
-        for g in range(groups):
-            out[:, g * og:(g + 1) * og] = np.dot(cols[g], wg[g])
-    return out.reshape((n, oshape[0], oshape[1], oshape[2], o))
+    m = n * oshape[0] * oshape[1] * oshape[2]
+    if groups == 1 and _pointwise((kd, kh, kw), geom):
+        return np.dot(x.reshape((m, c)), w2).reshape(full)
+    width = kd * kh * kw * cg
+    rows = _chunk_rows(m, width, x.itemsize)
+    cols = np.empty((groups, rows, width), x.dtype)
+    out = np.empty((m, o), x.dtype)
+    wg = _split_columns(w2, groups)
+    og = o // groups
+    xf = x.reshape(-1)
+    for r0 in range(0, m, rows):
+        r1 = min(m, r0 + rows)
+        _patch_copy(xf, cols.reshape(-1), (kd, kh, kw), geom, x.shape, oshape, r0, r1,
+                    rows * width, False)
+        if groups == 1:
+            np.dot(cols[0, :r1 - r0], w2, out[r0:r1])
+        else:
+            for g in range(groups):
+                out[r0:r1, g * og:(g + 1) * og] = np.dot(cols[g, :r1 - r0], wg[g])
+    return out.reshape(full)
 
 
 @_jit
@@ -186,18 +253,29 @@ def conv_backprop_filter5(x, dy, fshape, geom):
     ``dy5``."""
     kd, kh, kw, cg, o = fshape
     groups = geom[9]
+    if _is_depthwise(cg, geom):
+        dw5 = np.zeros(fshape, x.dtype)
+        _depthwise(x, dw5, dy, geom, 2)
+        return dw5
     oshape = (dy.shape[1], dy.shape[2], dy.shape[3])
-    cols = _columns(x, (kd, kh, kw), geom, oshape)
     dy2 = dy.reshape((-1, o))
-    if groups == 1:
-        dw = np.dot(cols[0].T, dy2)
-    else:
-        dyg = _split_columns(dy2, groups)
-        og = o // groups
-        dw = np.empty((kd * kh * kw * cg, o), x.dtype)
+    m = dy2.shape[0]
+    if groups == 1 and _pointwise((kd, kh, kw), geom):
+        return np.dot(x.reshape((m, cg)).T, dy2).reshape(fshape)
+    width = kd * kh * kw * cg
+    rows = _chunk_rows(m, width, x.itemsize)
+    cols = np.empty((groups, rows, width), x.dtype)
+    dw = np.zeros((width, o), x.dtype)
+    dyg = _split_columns(dy2, groups)
+    og = o // groups
+    xf = x.reshape(-1)
+    for r0 in range(0, m, rows):
+        r1 = min(m, r0 + rows)
+        _patch_copy(xf, cols.reshape(-1), (kd, kh, kw), geom, x.shape, oshape, r0, r1,
+                    rows * width, False)
         for g in range(groups):
-            dw[:, g * og:(g + 1) * og] = np.dot(cols[g].T, dyg[g])
-    return dw.reshape((kd, kh, kw, cg, o))
+            dw[:, g * og:(g + 1) * og] += np.dot(cols[g, :r1 - r0].T, dyg[g, r0:r1])
+    return dw.reshape(fshape)
 
 
 @_jit
@@ -209,20 +287,28 @@ def conv_backprop_input5(w, dy, xshape, geom):
     n = dy.shape[0]
     oshape = (dy.shape[1], dy.shape[2], dy.shape[3])
     full = (n, xshape[0], xshape[1], xshape[2], xshape[3])
+    if _is_depthwise(cg, geom):
+        dx = np.zeros(full, w.dtype)
+        _depthwise(dx, w, dy, geom, 1)
+        return dx
     dy2 = dy.reshape((-1, o))
     w2 = _filters2(w)
-    if groups == 1:
-        dcols = np.dot(dy2, w2.T)
-        if _pointwise((kd, kh, kw), geom):
-            return dcols.reshape(full)
-        return col2im5(dcols.reshape((1,) + dcols.shape), full, (kd, kh, kw), geom, oshape)
+    if groups == 1 and _pointwise((kd, kh, kw), geom):
+        return np.dot(dy2, w2.T).reshape(full)
+    m = dy2.shape[0]
+    width = kd * kh * kw * cg
+    rows = _chunk_rows(m, width, w.itemsize)
+    dcols = np.empty((groups, rows, width), w.dtype)
+    dx = np.zeros(full, w.dtype)
     dyg = _split_columns(dy2, groups)
     wg = _split_columns(w2, groups)
-    m = dy2.shape[0]
-    dc = np.empty((groups, m, kd * kh * kw * cg), w.dtype)
-    for g in range(groups):
-        dc[g] = np.dot(dyg[g], wg[g].T)
-    return col2im5(dc, full, (kd, kh, kw), geom, oshape)
+    for r0 in range(0, m, rows):
+        r1 = min(m, r0 + rows)
+        for g in range(groups):
+            np.dot(dyg[g, r0:r1], wg[g].T, dcols[g, :r1 - r0])
+        _patch_copy(dcols.reshape(-1), dx.reshape(-1), (kd, kh, kw), geom, full, oshape, r0,
+                    r1, rows * width, True)
+    return dx
 
 
 # --------------------------------------------------------------------------- adapters
