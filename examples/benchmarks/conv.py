@@ -16,12 +16,13 @@ import json
 import os
 import statistics
 import sys
+import time
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import batches, benchmark_parser, time_ms  # noqa: E402
+from timing import batches, benchmark_parser  # noqa: E402
 
 import stagecraft as tf  # noqa: E402
 
@@ -90,7 +91,20 @@ def tf_step(x, w, dy, s):
     return y, tape.gradient(y, [x, w], output_gradients=dy)
 
 
-def measure(name: str, shape: tuple, batch: int, repeat, number) -> dict:
+def batch_ms(fn, number: int | None, clock) -> float:
+    """The mean time of one call over a batch of ``number`` calls (as many as fit in about
+    0.1 s when None), in ms on ``clock``."""
+    if number is None:
+        start = time.perf_counter()
+        fn()
+        number = max(1, round(0.1 / max(time.perf_counter() - start, 1e-9)))
+    start = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - start) / number * 1e3
+
+
+def measure(name: str, shape: tuple, batch: int, repeat, number, clock) -> dict:
     size, c, k, o, s = shape
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, size, size, c), np.float32)
@@ -117,13 +131,12 @@ def measure(name: str, shape: tuple, batch: int, repeat, number) -> dict:
     for _ in range(repeat or 5):
         for label, kinds in runs.items():
             for kind, run in kinds.items():
-                times.setdefault(f"{label} {kind}", []).append(
-                    time_ms(run, 1, number)["median_ms"])
+                times.setdefault(f"{label} {kind}", []).append(batch_ms(run, number, clock))
     row.update({k: statistics.median(v) for k, v in times.items()})
     return row
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], clock: str = "wall") -> str:
     head = (f"{'shape':<26} {'N':>2}  {'fwd eager':>9} {'staged':>8} {'numpy':>8} {'st/np':>6}"
             f"  {'f+b eager':>9} {'staged':>8} {'numpy':>8} {'st/np':>6}")
     lines = [head, "-" * len(head)]
@@ -133,22 +146,27 @@ def table(rows: list[dict]) -> str:
             e, st, n = (r[f"{label} {k}"] for k in ("eager", "staged", "numpy"))
             cells.append(f"{e:9.2f} {st:8.2f} {n:8.2f} {st / n:6.2f}")
         lines.append(f"{r['shape']:<26} {r['batch']:>2}  " + "  ".join(cells))
-    lines.append("times: median ms per call; st/np: staged Numba over hand-written NumPy")
+    lines.append(f"times: median ms per call ({clock} clock); st/np: staged Numba over "
+                 f"hand-written NumPy")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = benchmark_parser(__doc__, list(SHAPES) + list(QUICK))
     parser.add_argument("--batches", type=int, nargs="+", help="batch sizes (default: 1 8)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall time (default) or the process's CPU time, which load from "
+                             "other processes disturbs less (all BLAS threads count)")
     args = parser.parse_args()
     repeat, number = batches(args)
     shapes = QUICK if args.quick else SHAPES
     if args.only:
         shapes = {k: v for k, v in {**SHAPES, **QUICK}.items() if k in args.only}
     sizes = args.batches or ([1] if args.quick else [1, 8])
-    rows = [measure(name, shape, b, repeat, number) for b in sizes
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    rows = [measure(name, shape, b, repeat, number, clock) for b in sizes
             for name, shape in shapes.items()]
-    print(table(rows))
+    print(table(rows, args.clock))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
