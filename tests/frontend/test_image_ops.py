@@ -492,11 +492,10 @@ FLOAT32_OUT = {n for n in CASES if n.startswith(("resize", "per_image", "psnr", 
 TOLERANCE = {"yiq_round_trip": 2e-4, "yuv_round_trip": 2e-4}
 
 
-# Numba compiles cost seconds each: the default run compiles one case per distinct structure
-# (gathers, padded gathers, HSV where-chains, a while loop; the linear maps of resize in
-# test_resize_with_unknown_batch_size_staged); --full-matrix runs them all.
-NUMBA_SAMPLE = {"resize_nearest", "extract_patches_same_rates",
-                "adjust_hue", "non_max_suppression"}
+# Numba compiles cost seconds each: the default run compiles a case of HSV where-chains and
+# one of a while loop (and test_resize_with_unknown_batch_size_staged the resize gathers);
+# --full-matrix compiles every case.
+NUMBA_SAMPLE = {"adjust_hue", "non_max_suppression"}
 RUNS = [(how, name) if how != "numba" or name in NUMBA_SAMPLE else
         pytest.param(how, name, marks=pytest.mark.full_matrix)
         for how in ("eager", "reference", "numba") for name in CASES]
