@@ -22,10 +22,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from stagecraft.ir.ops.decompositions import (CHOLESKY_FAILED, EIGH_FAILED, NOT_INVERTIBLE,
-                                              SOLVE_NOT_INVERTIBLE, SVD_FAILED)
+from stagecraft.ir.ops import decompositions as ref
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+
+# The reference kernels' messages, prefixed with the op's name as staged errors read.
+NOT_INVERTIBLE = "matrix_inverse: " + ref.NOT_INVERTIBLE
+SOLVE_NOT_INVERTIBLE = "matrix_solve: " + ref.SOLVE_NOT_INVERTIBLE
+CHOLESKY_FAILED = "cholesky: " + ref.CHOLESKY_FAILED
+EIGH_FAILED = "eigh: " + ref.EIGH_FAILED
+SVD_FAILED = "svd: " + ref.SVD_FAILED
 
 
 @_jit
