@@ -435,6 +435,92 @@ def atrous_conv2d(value: Any, filters: Any, rate: int, padding: str,
     return _conv("atrous_conv2d", value, filters, 1, padding, "NHWC", int(rate), 2)
 
 
+def atrous_conv2d_transpose(value: Any, filters: Any, output_shape: Any, rate: int,
+                            padding: str, name: str | None = None) -> Tensor:
+    """The transpose of :func:`atrous_conv2d`: ``conv2d_transpose`` with ``dilations=rate``
+    and stride 1; ``filters`` is ``[height, width, out_channels, in_channels]``.
+
+    >>> import stagecraft as tf
+    >>> tf.nn.atrous_conv2d_transpose(tf.ones([1, 3, 3, 1]), tf.ones([2, 2, 1, 1]),
+    ...                               [1, 5, 5, 1], 2, "VALID").shape
+    TensorShape([1, 5, 5, 1])
+    """
+    if not isinstance(rate, (int, np.integer)) or rate < 1:
+        raise ValueError(f"atrous_conv2d_transpose: rate must be a positive int, got {rate!r}.")
+    return _conv_transpose("atrous_conv2d_transpose", value, filters, output_shape, 1, padding,
+                           "NHWC", int(rate), 2)
+
+
+def _depthwise_geometry(op: str, sizes: list, k: list, strides: Any, padding: Any,
+                        dilations: Any, first: bool) -> dict:
+    """The conv attributes of a depthwise convolution of an NHWC input of ``sizes`` with a
+    ``[kh, kw, C, multiplier]`` filter of shape ``k``."""
+    s = _per_dim(op, "strides", strides, 2, first)
+    d = _per_dim(op, "dilations", dilations, 2, first)
+    return dict(strides=s, dilations=d, padding=_padding(op, padding, sizes[1:3], k[:2], s, d,
+                                                         first), groups=int(k[2]))
+
+
+def depthwise_conv2d_backprop_input(input_sizes: Any, filter: Any, out_backprop: Any,  # noqa: A002
+                                    strides: Any, padding: Any, data_format: str = "NHWC",
+                                    dilations: Any = None, name: str | None = None) -> Tensor:
+    """The gradient of :func:`depthwise_conv2d` with respect to its input, whose shape is
+    ``input_sizes``, given the output's gradient ``out_backprop``.
+
+    >>> import stagecraft as tf
+    >>> dx = tf.nn.depthwise_conv2d_backprop_input([1, 3, 3, 2], tf.ones([2, 2, 2, 1]),
+    ...                                            tf.ones([1, 2, 2, 2]), [1, 1, 1, 1], "VALID")
+    >>> dx[0, :, :, 0].numpy().tolist()
+    [[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]
+    """
+    op = "depthwise_conv2d_backprop_input"
+    first = _channels_first(op, data_format, 2)
+    sizes = _static_shape(op, input_sizes)
+    if len(sizes) != 4:
+        raise _err(op, f"input_sizes must have 4 entries, got {sizes}.")
+    if first:
+        sizes = [sizes[0], sizes[2], sizes[3], sizes[1]]
+    dy, _ = _input(op, out_backprop, 2, first)
+    w = _filters(op, filter, dy, 2)
+    k = w.shape.as_list()
+    if k[2] != sizes[3]:
+        raise _err(op, f"the filter's in_channels (dimension 2 of {w.shape}) is {k[2]} but "
+                       f"input_sizes {sizes} has {sizes[3]} channels; they must be equal.")
+    conv = _depthwise_geometry(op, sizes, k, strides, padding, dilations, first)
+    dx = bind(OPS["conv_backprop_input"], _a.reshape(w, [k[0], k[1], 1, k[2] * k[3]]), dy,
+              input_shape=(None, *sizes[1:]), **conv)
+    return _output(dx, 2, first, None)
+
+
+def depthwise_conv2d_backprop_filter(input: Any, filter_sizes: Any, out_backprop: Any,  # noqa: A002
+                                     strides: Any, padding: Any, data_format: str = "NHWC",
+                                     dilations: Any = None, name: str | None = None) -> Tensor:
+    """The gradient of :func:`depthwise_conv2d` with respect to its filter, whose shape is
+    ``filter_sizes`` (``[height, width, in_channels, channel_multiplier]``), given the output's
+    gradient ``out_backprop``.
+
+    >>> import stagecraft as tf
+    >>> dw = tf.nn.depthwise_conv2d_backprop_filter(tf.ones([1, 3, 3, 2]), [2, 2, 2, 1],
+    ...                                             tf.ones([1, 2, 2, 2]), [1, 1, 1, 1], "VALID")
+    >>> dw.numpy().ravel().tolist()
+    [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0]
+    """
+    op = "depthwise_conv2d_backprop_filter"
+    first = _channels_first(op, data_format, 2)
+    x, _ = _input(op, input, 2, first)
+    dy, _ = _input(op, out_backprop, 2, first)
+    k = _static_shape(op, filter_sizes)
+    if len(k) != 4 or k[2] != x.shape[-1]:
+        raise _err(op, f"filter_sizes must be [height, width, in_channels, "
+                       f"channel_multiplier] with in_channels = the input's {x.shape[-1]} "
+                       f"channels, got {k}.")
+    conv = _depthwise_geometry(op, x.shape.as_list(), k, strides, padding, dilations, first)
+    dw = bind(OPS["conv_backprop_filter"], x, dy, filter_shape=(k[0], k[1], 1, k[2] * k[3]),
+              **conv)
+    return _a.reshape(dw, k)
+
+
 __all__ = ["conv1d", "conv2d", "conv3d", "convolution", "conv1d_transpose",
            "conv2d_transpose", "conv3d_transpose", "conv_transpose", "depthwise_conv2d",
-           "separable_conv2d", "atrous_conv2d"]
+           "depthwise_conv2d_backprop_input", "depthwise_conv2d_backprop_filter",
+           "separable_conv2d", "atrous_conv2d", "atrous_conv2d_transpose"]

@@ -235,6 +235,36 @@ def test_transpose_is_the_gradient_of_the_convolution(name):
     np.testing.assert_allclose(staged, expected, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_depthwise_backprops_are_the_gradients_of_depthwise_conv2d(data_format):
+    x, w = XD if data_format == "NHWC" else nchw(XD), WD
+    kw = dict(strides=[1, 2, 1, 1] if data_format == "NHWC" else [1, 1, 2, 1], padding="SAME",
+              data_format=data_format, dilations=[1, 2])
+    tx, tw = tf.constant(x), tf.constant(w)
+    dy = tf.constant(arr(*tf.nn.depthwise_conv2d(tx, tw, **kw).shape))
+    with tf.GradientTape() as tape:
+        tape.watch([tx, tw])
+        y = tf.nn.depthwise_conv2d(tx, tw, **kw)
+    gx, gw = tape.gradient(y, [tx, tw], output_gradients=dy)
+    np.testing.assert_allclose(
+        tf.nn.depthwise_conv2d_backprop_input(list(x.shape), tw, dy, **kw).numpy(), gx.numpy(),
+        rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        tf.nn.depthwise_conv2d_backprop_filter(tx, list(w.shape), dy, **kw).numpy(),
+        gw.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_atrous_conv2d_transpose_is_the_gradient_of_atrous_conv2d():
+    x, w = tf.constant(X2), tf.constant(W2)
+    dy = tf.constant(arr(*tf.nn.atrous_conv2d(x, w, 2, "SAME").shape))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.nn.atrous_conv2d(x, w, 2, "SAME")
+    np.testing.assert_allclose(
+        tf.nn.atrous_conv2d_transpose(dy, w, list(X2.shape), 2, "SAME").numpy(),
+        tape.gradient(y, x, output_gradients=dy).numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_conv2d_transpose_adjoint_identity():
     # <conv(x), dy> == <x, conv_transpose(dy)>, independently of the tape.
     x, w, dy = arr(1, 6, 6, 2), arr(3, 3, 2, 3), arr(1, 3, 3, 3)
