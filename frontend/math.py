@@ -19,6 +19,7 @@ __all__ += ["bincount", "segment_max", "segment_mean", "segment_min", "segment_p
             "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
             "unsorted_segment_sum"]
 from stagecraft.ops.special_math_ops import (  # noqa: F401
-    digamma, erf, erfc, erfinv, lgamma, polygamma, zeta)
+    cumulative_logsumexp, digamma, erf, erfc, erfinv, lgamma, polygamma, zeta)
 
-__all__ += ["digamma", "erf", "erfc", "erfinv", "lgamma", "polygamma", "zeta"]
+__all__ += ["cumulative_logsumexp", "digamma", "erf", "erfc", "erfinv", "lgamma", "polygamma",
+            "zeta"]

@@ -1,6 +1,7 @@
 """Numba lowerings of ``segment_reduce``, ``unique_index`` and ``searchsorted`` (calls into
-``kernels/segment.py`` on 2-D views: rows by the segment ids, the rest flattened) and of
-``random_gamma`` and ``random_poisson`` (``kernels/rejection.py``)."""
+``kernels/segment.py`` on 2-D views: rows by the segment ids, the rest flattened), of
+``random_gamma`` and ``random_poisson`` (``kernels/rejection.py``) and of
+``cumulative_logsumexp`` (``kernels/logsumexp.py``)."""
 from __future__ import annotations
 
 from stagecraft.backends.codegen.lowering import Lowerings
@@ -72,3 +73,15 @@ def _random_gamma(cg, e: Eqn) -> None:
     cg.line(f"K.rejection_sample_into({out}, {cg.array(alpha)}, {cg.array(seed)}, "
             f"{e.op == 'random_poisson'})")
     cg.define_array(v, out)
+
+
+@lowers("cumulative_logsumexp")
+def _cumulative_logsumexp(cg, e: Eqn) -> None:
+    x, v = e.inputs[0], e.outputs[0]
+    a = e.params
+    dims = cg.dims(x)
+    k = a["axis"] % len(dims)
+    view = (f"np.ascontiguousarray({cg.operand(x)}).reshape(({_product(dims[:k])}, {dims[k]}, "
+            f"{_product(dims[k + 1:])}))")
+    cg.define(v, f"K.cumulative_logsumexp3({view}, {bool(a['exclusive'])}, "
+                 f"{bool(a['reverse'])}).reshape({tuple_text(dims)})")

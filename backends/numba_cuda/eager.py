@@ -324,3 +324,8 @@ from stagecraft.backends.numba_cuda.kernels import rejection  # noqa: E402
 TABLE["random_gamma"] = lambda xs, a, t: rejection.random_gamma(xs[0], xs[1], a["shape"])
 TABLE["random_poisson"] = lambda xs, a, t: rejection.random_gamma(xs[0], xs[1], a["shape"],
                                                                  poisson=True)
+
+from stagecraft.backends.numba_cuda.kernels import logsumexp  # noqa: E402
+
+TABLE["cumulative_logsumexp"] = lambda xs, a, t: logsumexp.cumulative_logsumexp(
+    xs[0], a["axis"], a["exclusive"], a["reverse"])

@@ -548,8 +548,10 @@ from stagecraft.autodiff.pooling_vjps import RULES as _POOLING_RULES  # noqa: E4
 from stagecraft.autodiff.linalg_vjps import RULES as _LINALG_RULES  # noqa: E402
 from stagecraft.autodiff.segment_vjps import RULES as _SEGMENT_RULES  # noqa: E402
 from stagecraft.autodiff.special_vjps import RULES as _SPECIAL_RULES  # noqa: E402
+from stagecraft.autodiff.logsumexp_vjps import RULES as _LOGSUMEXP_RULES  # noqa: E402
 
 VJPS.update(_POOLING_RULES)
 VJPS.update(_LINALG_RULES)
 VJPS.update(_SEGMENT_RULES)
 VJPS.update(_SPECIAL_RULES)
+VJPS.update(_LOGSUMEXP_RULES)

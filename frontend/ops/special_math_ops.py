@@ -1,7 +1,7 @@
 """Special functions (``tf.math.lgamma``, ``digamma``, ``erf``, ``erfc``, ``erfinv``,
 ``zeta``, ``polygamma``): elementwise primitives (``ir/ops/special.py``) with their gradients
 (``autodiff/special_vjps.py``); ``polygamma`` is composed from ``digamma``, ``lgamma`` and
-``zeta``."""
+``zeta``. Also ``tf.math.cumulative_logsumexp`` (``ir/ops/logsumexp.py``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +12,8 @@ from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import OPS
 from stagecraft.ops import math_ops as _m
 
-__all__ = ["lgamma", "digamma", "erf", "erfc", "erfinv", "zeta", "polygamma"]
+__all__ = ["lgamma", "digamma", "erf", "erfc", "erfinv", "zeta", "polygamma",
+           "cumulative_logsumexp"]
 
 
 def lgamma(x: Any, name: str | None = None) -> Tensor:
@@ -93,3 +94,20 @@ def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
     value = _m.where(_m.equal(a, 0.0), digamma(x), higher)
     valid = _m.logical_and(_m.greater_equal(a, 0.0), _m.equal(a, _m.floor(a)))
     return _m.where(valid, value, float("nan"))
+
+
+def cumulative_logsumexp(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+                         name: str | None = None) -> Tensor:
+    """log(cumsum(exp(x))) along ``axis``, accumulated with logaddexp so that it neither
+    overflows nor loses small terms; ``exclusive`` starts from log(0) = -inf, ``reverse`` from
+    the end.
+
+    >>> import stagecraft as tf
+    >>> x = tf.math.log(tf.constant([1.0, 2.0, 3.0], tf.float64))
+    >>> tf.exp(tf.math.cumulative_logsumexp(x)).numpy().round(12).tolist()
+    [1.0, 3.0, 6.0]
+    >>> tf.math.cumulative_logsumexp([-1000.0, 0.0], exclusive=True).numpy().tolist()
+    [-inf, -1000.0]
+    """
+    return bind(OPS["cumulative_logsumexp"], x, axis=int(axis), exclusive=bool(exclusive),
+                reverse=bool(reverse))

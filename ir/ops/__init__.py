@@ -11,14 +11,14 @@ import warnings
 
 from stagecraft.ir.ops import creation, elementwise, linalg, random, reduce, shape, slicing
 from stagecraft.ir.ops import conv
-from stagecraft.ir.ops import rejection, search, segment, special
+from stagecraft.ir.ops import logsumexp, rejection, search, segment, special
 from stagecraft.ir.ops import bitwise
 from stagecraft.ir.ops import pooling
 from stagecraft.ir.ops import decompositions
 from stagecraft.ir.ops.opdef import Example, Kind, OpDef
 
 _FAMILIES = (elementwise, reduce, shape, slicing, linalg, creation, random, conv, pooling,
-             segment, search, special, rejection, decompositions, bitwise)
+             segment, search, special, rejection, logsumexp, decompositions, bitwise)
 
 OPS: types.MappingProxyType = types.MappingProxyType(
     {v.name: v for m in _FAMILIES for v in vars(m).values() if isinstance(v, OpDef)})

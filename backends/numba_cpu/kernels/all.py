@@ -26,3 +26,4 @@ from stagecraft.backends.numba_cpu.kernels.special import (  # noqa: F401
     digamma, erf, erfc, erfinv, lgamma, zeta)
 from stagecraft.backends.numba_cpu.kernels.rejection import (  # noqa: F401
     rejection_sample_into)
+from stagecraft.backends.numba_cpu.kernels.logsumexp import cumulative_logsumexp3  # noqa: F401
