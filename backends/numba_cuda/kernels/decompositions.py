@@ -310,6 +310,13 @@ def _triangular_kernel() -> Callable:
     return trsv
 
 
+def _batch_indices(own: tuple, batch: tuple) -> np.ndarray:
+    """For each matrix of the broadcast ``batch``, the index of its matrix in a batch of
+    shape ``own`` (host integers, from the shapes alone)."""
+    count = int(np.prod(own, dtype=np.int64))
+    return np.broadcast_to(np.arange(count, dtype=np.int64).reshape(own), batch).ravel()
+
+
 def triangular_solve(a: Any, rhs: Any, lower: bool, adjoint: bool, out_shape: tuple) -> Any:
     """``triangular_solve``; batch dimensions broadcast through per-output index arrays
     computed from the shapes on the host (no device data is read).
@@ -321,14 +328,11 @@ def triangular_solve(a: Any, rhs: Any, lower: bool, adjoint: bool, out_shape: tu
     [[1.0], [2.0]]
     """
     batch = tuple(out_shape[:-2])
-    ia = np.broadcast_to(np.arange(int(np.prod(tuple(a.shape)[:-2], dtype=np.int64)), dtype=np.int64)
-                         .reshape(tuple(tuple(a.shape)[:-2])), batch).ravel()
-    ib = np.broadcast_to(np.arange(int(np.prod(tuple(rhs.shape)[:-2], dtype=np.int64)),
-                                   dtype=np.int64).reshape(tuple(tuple(rhs.shape)[:-2])), batch).ravel()
+    ia, ib = (_batch_indices(tuple(x.shape)[:-2], batch) for x in (a, rhs))
     out = memory.empty(tuple(out_shape), a.dtype)
+    n, k = int(tuple(a.shape)[-1]), int(tuple(rhs.shape)[-1])
     launch_over(_triangular_kernel(), ia.size, out, a, rhs, memory.to_device(ia),
-                memory.to_device(ib), int(tuple(a.shape)[-1]), int(tuple(rhs.shape)[-1]), bool(lower),
-                bool(adjoint))
+                memory.to_device(ib), n, k, bool(lower), bool(adjoint))
     return out
 
 
