@@ -176,7 +176,58 @@ def _grouped_filters(w, groups):
     return w.reshape(kc, groups, -1).transpose(1, 0, 2)
 
 
+def _taps(k_shape):
+    return itertools.product(*(range(k) for k in k_shape))
+
+
+def _tap_slices(kk, dilations, out, strides):
+    """The padded-input positions read by kernel tap ``kk`` for every output position."""
+    return (slice(None),) + tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
+                                  for k, d, o, s in zip(kk, dilations, out, strides))
+
+
+def _depthwise(x, w, dy, strides, dilations, padding, mode):
+    """Depthwise convolution (one input channel per group) one kernel tap at a time, each an
+    elementwise multiply-add over strided views of the padded input (no im2col copy and no
+    per-channel products): ``mode`` "conv" returns the output, "input" the input gradient
+    given ``dy`` (``x`` then only gives the input's shape and dtype), "filter" the filter
+    gradient given ``dy``."""
+    r = x.ndim - 2
+    k_shape, c = w.shape[:r], x.shape[-1]
+    mult = w.shape[-1] // c
+    out = _out_dims(x.shape, k_shape, strides, dilations, padding)
+    lead = (x.shape[0], *out)
+    wt = w.reshape(math.prod(k_shape), c, mult)
+    xp = _pad(x, padding) if mode != "input" else np.zeros(
+        (x.shape[0], *(n + lo + hi for n, (lo, hi) in zip(x.shape[1:-1], padding)), c), x.dtype)
+    acc = np.zeros(lead + (c, mult), x.dtype) if mode == "conv" else None
+    dw = np.zeros_like(wt) if mode == "filter" else None
+    g = None if dy is None else dy.reshape(lead + (c, mult))
+    for t, kk in enumerate(_taps(k_shape)):
+        view = xp[_tap_slices(kk, dilations, out, strides)]
+        if mode == "conv":
+            acc += view[..., None] * wt[t]
+        elif mode == "input":
+            view += (g * wt[t]).sum(axis=-1)
+        else:
+            lead_axes = "abcd"[:r + 1]
+            dw[t] = np.einsum(f"{lead_axes}x,{lead_axes}xm->xm", view, g)
+    if mode == "conv":
+        return acc.reshape(lead + (c * mult,))
+    if mode == "filter":
+        return dw.reshape(w.shape)
+    crop = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[1:-1], padding))
+    return np.ascontiguousarray(xp[(slice(None),) + crop])
+
+
+def _is_depthwise(w, groups) -> bool:
+    return groups > 1 and w.shape[-2] == 1
+
+
 def conv_kernel(x, w, strides, dilations, padding, groups):
+    if _is_depthwise(w, groups) and 0 not in _out_dims(x.shape, w.shape[:-2], strides,
+                                                       dilations, padding):
+        return _depthwise(x, w, None, strides, dilations, padding, "conv")
     r = x.ndim - 2
     out = _out_dims(x.shape, w.shape[:r], strides, dilations, padding)
     cols = _columns(x, w.shape[:r], strides, dilations, padding)
@@ -190,6 +241,9 @@ def conv_kernel(x, w, strides, dilations, padding, groups):
 
 
 def conv_backprop_filter_kernel(x, dy, filter_shape, strides, dilations, padding, groups):
+    if groups > 1 and filter_shape[-2] == 1 and dy.size:
+        return _depthwise(x, np.zeros(filter_shape, x.dtype), dy, strides, dilations, padding,
+                          "filter")
     r = x.ndim - 2
     k_shape = tuple(filter_shape[:r])
     cols = _columns(x, k_shape, strides, dilations, padding)
@@ -219,6 +273,9 @@ def col2im(dcols, x_shape, k_shape, strides, dilations, padding, dtype):
 
 
 def conv_backprop_input_kernel(w, dy, input_shape, strides, dilations, padding, groups):
+    if _is_depthwise(w, groups) and dy.size:
+        like = np.broadcast_to(np.zeros((), w.dtype), (dy.shape[0], *input_shape[1:]))
+        return _depthwise(like, w, dy, strides, dilations, padding, "input")
     r = w.ndim - 2
     k_shape = w.shape[:r]
     kp, o = math.prod(k_shape), w.shape[-1]
