@@ -25,8 +25,7 @@ from stagecraft.ops import array_ops as _a
 # data_format -> (spatial rank, channels first)
 _FORMATS = {"NWC": (1, False), "NCW": (1, True), "NHWC": (2, False), "NCHW": (2, True),
             "NDHWC": (3, False), "NCDHW": (3, True)}
-_LAYOUT = {1: "[batch, width, channels]", 2: "[batch, height, width, channels]",
-           3: "[batch, depth, height, width, channels]"}
+_SPATIAL = {1: "width", 2: "height, width", 3: "depth, height, width"}
 _KERNEL = {1: "[filter_width, ", 2: "[filter_height, filter_width, ",
            3: "[filter_depth, filter_height, filter_width, "}
 
@@ -120,8 +119,8 @@ def _input(op: str, input: Any, r: int, first: bool) -> tuple[Tensor, tuple | No
     leading batch dimensions it had (None when it had exactly one)."""
     x = convert_to_tensor(input)
     if x.shape.rank is None or x.shape.rank < r + 2:
-        layout = _LAYOUT[r] if not first else _LAYOUT[r].replace(", channels]", "]").replace(
-            "[batch, ", "[batch, channels, ")
+        layout = (f"[batch, channels, {_SPATIAL[r]}]" if first else
+                  f"[batch, {_SPATIAL[r]}, channels]")
         raise _err(op, f"the input must have rank >= {r + 2} ({layout}), got shape "
                        f"{x.shape}.")
     lead = None
