@@ -15,7 +15,7 @@ from stagecraft.ops import math_ops as _m
 
 
 def as_image(image: Any, api: str, ranks: Sequence[int] = (3, 4), what: str = "image") -> Tensor:
-    """``image`` as a tensor whose rank is one of ``ranks`` (None: at least 3)."""
+    """``image`` as a tensor whose rank is one of ``ranks``."""
     x = convert_to_tensor(image)
     r = x.shape.rank
     if r is None:

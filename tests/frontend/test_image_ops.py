@@ -664,6 +664,15 @@ def test_image_ops_in_a_dataset_map():
     want = ref_bilinear(IMG, 3, 3)
     for o, w in zip(out, want):
         assert np.allclose(o, w, atol=2e-6) or np.allclose(o, w[:, ::-1], atol=2e-6)
+    crops = tf.data.Dataset.from_tensor_slices(np.repeat(IMG, 3, axis=0)).map(
+        lambda im: tf.image.random_crop(tf.image.random_flip_left_right(im), [2, 2, 3]))
+    seen = set()
+    for crop, im in zip(crops, np.repeat(IMG, 3, axis=0)):
+        c = crop.numpy()
+        seen.add(c.tobytes())
+        assert any(np.array_equal(c, v[r:r + 2, q:q + 2]) for v in (im, im[:, ::-1])
+                   for r in range(3) for q in range(4))
+    assert len(seen) > 1
 
 
 def test_rot90_with_a_run_time_k():
