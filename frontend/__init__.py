@@ -27,6 +27,9 @@ from stagecraft.ops.manip_ops import (linspace, meshgrid, pad, repeat, reverse, 
 from stagecraft.ops.segment_ops import searchsorted, unique, unique_with_counts
 from stagecraft.ops.einsum_ops import einsum
 from stagecraft.ops.vectorize_ops import vectorized_map
+from stagecraft.ops.counting_ops import (dynamic_partition, dynamic_stitch,
+                                         histogram_fixed_width, histogram_fixed_width_bins,
+                                         sequence_mask, unravel_index)
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft import bitwise
 from stagecraft.linalg import norm

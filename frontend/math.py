@@ -23,3 +23,9 @@ from stagecraft.ops.special_math_ops import (  # noqa: F401
 
 __all__ += ["cumulative_logsumexp", "digamma", "erf", "erfc", "erfinv", "lgamma", "polygamma",
             "zeta"]
+from stagecraft.ops.counting_ops import (  # noqa: F401
+    confusion_matrix, count_nonzero, in_top_k, invert_permutation, is_non_decreasing,
+    is_strictly_increasing, zero_fraction)
+
+__all__ += ["confusion_matrix", "count_nonzero", "in_top_k", "invert_permutation",
+            "is_non_decreasing", "is_strictly_increasing", "zero_fraction"]
