@@ -2,9 +2,9 @@
 ``tf.random.categorical`` / ``stateless_categorical`` by the Gumbel-max trick (the argmax of
 ``logits + Gumbel noise`` is distributed as ``softmax(logits)``), ``tf.random.shuffle`` as
 the order that sorts one uniform number per row, and ``tf.random.gamma`` / ``poisson`` on the
-``random_gamma`` / ``random_poisson`` primitives (``ir/ops/rejection.py``). Seeds follow TensorFlow's rules as every
-other random op: an op seed with the global seed names a stream whose calls differ; a
-stateless op is a pure function of its seed of shape [2]."""
+``random_gamma`` / ``random_poisson`` primitives (``ir/ops/rejection.py``). Seeds follow
+TensorFlow's rules as every other random op: an op seed with the global seed names a stream
+whose calls differ; a stateless op is a pure function of its seed of shape [2]."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,7 +1,8 @@
 """tf.random.categorical / stateless_categorical / shuffle / gamma / stateless_gamma /
-poisson / stateless_poisson and tf.vectorized_map: sample frequencies and moments against the distributions with fixed seeds, TensorFlow's seed rules (an op seed
-under set_seed repeats; stateless ops are pure functions of the seed, eagerly and staged),
-dtypes and shapes, and errors."""
+poisson / stateless_poisson and tf.vectorized_map: sample frequencies and moments against the
+distributions with fixed seeds, TensorFlow's seed rules (an op seed under set_seed repeats;
+stateless ops are pure functions of the seed, eagerly and staged), dtypes and shapes, and
+errors."""
 from __future__ import annotations
 
 import numpy as np
