@@ -19,10 +19,11 @@ __all__ += ["bincount", "segment_max", "segment_mean", "segment_min", "segment_p
             "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
             "unsorted_segment_sum"]
 from stagecraft.ops.special_math_ops import (  # noqa: F401
-    cumulative_logsumexp, digamma, erf, erfc, erfinv, lgamma, polygamma, zeta)
+    cumulative_logsumexp, digamma, erf, erfc, erfinv, lgamma, log_sigmoid, polygamma,
+    reciprocal_no_nan, xdivy, xlog1py, zeta)
 
-__all__ += ["cumulative_logsumexp", "digamma", "erf", "erfc", "erfinv", "lgamma", "polygamma",
-            "zeta"]
+__all__ += ["cumulative_logsumexp", "digamma", "erf", "erfc", "erfinv", "lgamma", "log_sigmoid",
+            "polygamma", "reciprocal_no_nan", "xdivy", "xlog1py", "zeta"]
 from stagecraft.ops.counting_ops import (  # noqa: F401
     confusion_matrix, count_nonzero, in_top_k, invert_permutation, is_non_decreasing,
     is_strictly_increasing, zero_fraction)

@@ -1,7 +1,8 @@
 """Special functions (``tf.math.lgamma``, ``digamma``, ``erf``, ``erfc``, ``erfinv``,
 ``zeta``, ``polygamma``): elementwise primitives (``ir/ops/special.py``) with their gradients
 (``autodiff/special_vjps.py``); ``polygamma`` is composed from ``digamma``, ``lgamma`` and
-``zeta``. Also ``tf.math.cumulative_logsumexp`` (``ir/ops/logsumexp.py``)."""
+``zeta``. Also ``tf.math.cumulative_logsumexp`` (``ir/ops/logsumexp.py``) and the
+zero-safe ``xdivy``, ``xlog1py``, ``reciprocal_no_nan`` and ``log_sigmoid``."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +14,7 @@ from stagecraft.ir import OPS
 from stagecraft.ops import math_ops as _m
 
 __all__ = ["lgamma", "digamma", "erf", "erfc", "erfinv", "zeta", "polygamma",
-           "cumulative_logsumexp"]
+           "cumulative_logsumexp", "xdivy", "xlog1py", "reciprocal_no_nan", "log_sigmoid"]
 
 
 def lgamma(x: Any, name: str | None = None) -> Tensor:
@@ -113,3 +114,55 @@ def cumulative_logsumexp(x: Any, axis: int = 0, exclusive: bool = False, reverse
     """
     return bind(OPS["cumulative_logsumexp"], x, axis=int(axis), exclusive=bool(exclusive),
                 reverse=bool(reverse))
+
+
+def _where_x_zero(x: Tensor, value: Tensor) -> Tensor:
+    return _m.where(_m.equal(x, 0.0), _m.multiply(x, 0.0), value)
+
+
+def xdivy(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """``x / y``, and 0 where ``x`` is 0 (even where ``y`` is 0 too); gradients stay finite
+    there.
+
+    >>> import stagecraft as tf
+    >>> tf.math.xdivy([0.0, 3.0], [0.0, 2.0]).numpy().tolist()
+    [0.0, 1.5]
+    """
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    safe_y = _m.where(_m.equal(x, 0.0), _m.add(_m.multiply(y, 0.0), 1.0), y)
+    return _where_x_zero(x, _m.divide(x, safe_y))
+
+
+def xlog1py(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """``x * log1p(y)``, and 0 where ``x`` is 0 (even where ``y`` is -1).
+
+    >>> import stagecraft as tf
+    >>> tf.math.xlog1py([0.0, 2.0], [-1.0, 0.0]).numpy().tolist()
+    [0.0, 0.0]
+    """
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    safe_y = _m.where(_m.equal(x, 0.0), _m.multiply(y, 0.0), y)
+    return _where_x_zero(x, _m.multiply(x, _m.log1p(safe_y)))
+
+
+def reciprocal_no_nan(x: Any, name: str | None = None) -> Tensor:
+    """``1 / x``, and 0 where ``x`` is 0.
+
+    >>> import stagecraft as tf
+    >>> tf.math.reciprocal_no_nan([0.0, 4.0]).numpy().tolist()
+    [0.0, 0.25]
+    """
+    x = convert_to_tensor(x)
+    zero = _m.equal(x, 0.0)
+    inverse = _m.divide(1.0, _m.where(zero, _m.add(_m.multiply(x, 0.0), 1.0), x))
+    return _m.where(zero, _m.multiply(x, 0.0), inverse)
+
+
+def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
+    """``log(sigmoid(x))`` computed as ``-softplus(-x)``, without overflow.
+
+    >>> import stagecraft as tf
+    >>> [round(v, 6) for v in tf.math.log_sigmoid([-1000.0, 0.0]).numpy().tolist()]
+    [-1000.0, -0.693147]
+    """
+    return _m.negative(_m.softplus(_m.negative(convert_to_tensor(x))))

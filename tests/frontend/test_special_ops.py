@@ -188,3 +188,25 @@ def test_cumulative_logsumexp_gradients_to_second_order(exclusive, reverse):
         gw = tf.reduce_sum(inner.gradient(y, v) * w2)
     np.testing.assert_allclose(outer.gradient(gw, v).numpy(), _numeric_grad(
         lambda x: float(np.sum(first(x) * w2)), x0), rtol=1e-5, atol=1e-7)
+
+
+def test_zero_safe_functions_match_numpy_and_have_finite_gradients():
+    x = np.array([0.0, 0.0, 1.5, -2.0])
+    y = np.array([0.0, -1.0, 2.0, 0.5])
+    with np.errstate(all="ignore"):
+        want = [np.where(x == 0, 0.0, x / y), np.where(x == 0, 0.0, x * np.log1p(y)),
+                np.where(y == 0, 0.0, 1 / y), -np.logaddexp(0.0, -x)]
+    xv, yv = tf.Variable(x), tf.Variable(y)
+    with tf.GradientTape(persistent=True) as tape:
+        got = [tf.math.xdivy(xv, yv), tf.math.xlog1py(xv, yv), tf.math.reciprocal_no_nan(yv),
+               tf.math.log_sigmoid(xv)]
+        total = tf.add_n([tf.reduce_sum(g) for g in got])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-15)
+    gx, gy = tape.gradient(total, [xv, yv])
+    with np.errstate(all="ignore"):
+        want_gx = np.where(x == 0, 0.0, 1 / y + np.log1p(y)) + 1 / (1 + np.exp(x))
+        want_gy = np.where(x == 0, 0.0, -x / y ** 2 + x / (1 + y)) + np.where(y == 0, 0.0,
+                                                                             -1 / y ** 2)
+    np.testing.assert_allclose(gx.numpy(), want_gx, rtol=1e-14)
+    np.testing.assert_allclose(gy.numpy(), want_gy, rtol=1e-14)
