@@ -116,7 +116,7 @@ def gamma(shape: Any, alpha: Any, beta: Any = None, dtype: Any = _dt.float32,
     ``alpha`` (it is None).
 
     >>> import stagecraft as tf
-    >>> x = tf.random.gamma([2000], [1.5, 4.0], seed=1, dtype=tf.float64)
+    >>> x = tf.random.gamma([2000], [2.0, 4.0], seed=1, dtype=tf.float64)
     >>> x.shape, [round(m) for m in tf.reduce_mean(x, axis=0).numpy().tolist()]
     (TensorShape([2000, 2]), [2, 4])
     """
