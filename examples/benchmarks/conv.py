@@ -6,8 +6,9 @@ staged on Numba, against a hand-written NumPy im2col + BLAS convolution of the s
 
 For each shape it times the forward pass and the forward + backward pass (the convolution
 and the gradients with respect to input and filters, for a given output gradient) and prints
-median milliseconds and staged / NumPy (issue 18's target: at most 1.5). float32, NHWC. The
-variants are timed in interleaved rounds, so load from other processes falls on all alike.
+median milliseconds and staged / NumPy (issue 18's target: at most 1.5). float32, NHWC. Each
+variant is timed on its own after a pause (see ``measure``: NumPy and the staged code call two
+different OpenBLAS builds whose thread pools would otherwise compete).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ SHAPES = {
     "1x1/2 56x56x256->512": (56, 256, 1, 512, 2),
     "3x3/2 56x56x128->128": (56, 128, 3, 128, 2),
 }
+PAUSE_S = 0.3  # lets the previous variant's BLAS threads go to sleep
 QUICK = {"3x3 12x12x8->8": (12, 8, 3, 8, 1), "1x1/2 12x12x8->16": (12, 8, 1, 16, 2)}
 
 
@@ -104,7 +106,7 @@ def batch_ms(fn, number: int | None, clock) -> float:
     return (clock() - start) / number * 1e3
 
 
-def measure(name: str, shape: tuple, batch: int, repeat, number, clock) -> dict:
+def measure(name: str, shape: tuple, batch: int, repeat, number, clock, pause: float) -> dict:
     size, c, k, o, s = shape
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, size, size, c), np.float32)
@@ -125,14 +127,16 @@ def measure(name: str, shape: tuple, batch: int, repeat, number, clock) -> dict:
             "fwd+bwd": {"eager": lambda: tf_step(tx, tw, tdy, s),
                         "staged": lambda: step(tx, tw, tdy),
                         "numpy": lambda: numpy_step(x, w, dy, s)}}
-    # Interleaved: each round times one batch of every variant, so that load from other
-    # processes falls on all of them alike.
-    times: dict[str, list] = {}
-    for _ in range(repeat or 5):
-        for label, kinds in runs.items():
-            for kind, run in kinds.items():
-                times.setdefault(f"{label} {kind}", []).append(batch_ms(run, number, clock))
-    row.update({k: statistics.median(v) for k, v in times.items()})
+    # One variant at a time, after a pause: NumPy's matmuls run on NumPy's OpenBLAS and the
+    # staged code's np.dot on SciPy's, two thread pools whose threads spin for a while after
+    # each call; alternating them makes each wait for the other's spinning threads (measured:
+    # 8 ms staged alone, 54 ms right after a NumPy step, on 2 cores).
+    for label, kinds in runs.items():
+        for kind, run in kinds.items():
+            run()
+            time.sleep(pause)
+            row[f"{label} {kind}"] = statistics.median(
+                batch_ms(run, number, clock) for _ in range(repeat or 5))
     return row
 
 
@@ -164,7 +168,8 @@ def main() -> None:
         shapes = {k: v for k, v in {**SHAPES, **QUICK}.items() if k in args.only}
     sizes = args.batches or ([1] if args.quick else [1, 8])
     clock = time.perf_counter if args.clock == "wall" else time.process_time
-    rows = [measure(name, shape, b, repeat, number, clock) for b in sizes
+    pause = 0.0 if args.quick else PAUSE_S
+    rows = [measure(name, shape, b, repeat, number, clock, pause) for b in sizes
             for name, shape in shapes.items()]
     print(table(rows, args.clock))
     if args.json:
