@@ -123,6 +123,30 @@ def test_flagship_example_stages_tensor_control_flow() -> None:
     assert "steady state: eager " in out
 
 
+def test_api_coverage_counts_the_names_a_namespace_has(tmp_path) -> None:
+    names = tmp_path / "names.json"
+    names.write_text('{"namespaces": {"": ["constant", "no_such_name"], '
+                     '"nn": ["relu", "conv2d"], "keras.layers": ["Dense", "NoSuchLayer"]}}')
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "api_coverage.py"),
+                          str(names), "--missing", "tf.keras.layers"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "tf                         1/2" in out
+    assert "tf.nn                      2/2" in out
+    assert out.splitlines()[-1] == "tf.keras.layers lacks: NoSuchLayer"
+
+
+def test_resnet50_benchmark_runs_quick(tmp_path) -> None:
+    import json
+    path = tmp_path / "bench.json"
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks",
+                                                       "resnet50.py"), "--quick", "--batches",
+                          "1", "--json", str(path)], capture_output=True, text=True, check=True)
+    rows = json.loads(path.read_text())
+    assert [r["batch"] for r in rows] == [1]
+    assert all(rows[0][k] > 0 for k in ("eager", "staged", "numpy"))
+    assert "staged/numpy" in out.stdout
+
+
 def test_conv_benchmark_runs_quick(tmp_path) -> None:
     import json
     path = tmp_path / "bench.json"

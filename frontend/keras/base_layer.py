@@ -326,6 +326,21 @@ class Layer(Module):
         """The non-trainable weights, as a tuple."""
         return tuple(self.non_trainable_weights)
 
+    def count_params(self) -> int:
+        """The number of scalars in the layer's weights (trainable or not); the layer must
+        be built.
+
+        >>> import stagecraft as tf
+        >>> layer = tf.keras.layers.Dense(3)
+        >>> layer.build((None, 4))
+        >>> layer.count_params()
+        15
+        """
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on layer {self.name!r}, but the "
+                             f"layer isn't built. Call it on inputs first (or call build()).")
+        return sum(int(np.prod(w.shape.as_list())) for w in self.weights)
+
     def get_weights(self) -> list[np.ndarray]:
         """The values of ``weights`` as NumPy arrays.
 
