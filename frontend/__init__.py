@@ -47,6 +47,8 @@ from stagecraft.staging.function import Function, function
 from stagecraft.staging.cond import cond
 from stagecraft.staging.while_loop import while_loop
 from stagecraft.ops.logging_ops import print_ as print  # noqa: A001 (TensorFlow's name)
+from stagecraft.ops.logging_ops import Assert
+from stagecraft.ops.check_ops import assert_equal, assert_greater, assert_less, assert_rank
 from stagecraft.ops.script_ops import py_function
 from stagecraft.eager.scopes import get_current_name_scope, init_scope, name_scope
 from stagecraft.ops.tensor_array import TensorArray
