@@ -270,8 +270,9 @@ def _static_shape(op: str, output_shape: Any) -> list:
     return [int(v) for v in np.asarray(value).reshape(-1)]
 
 
-def _conv_transpose(op: str, input: Any, filters: Any, output_shape: Any, strides: Any,  # noqa: A002
-                    padding: Any, data_format: str | None, dilations: Any, r: int) -> Tensor:
+def _conv_transpose(op: str, input: Any, filters: Any,  # noqa: A002
+                    output_shape: Any, strides: Any, padding: Any, data_format: str | None,
+                    dilations: Any, r: int) -> Tensor:
     first = _channels_first(op, data_format, r)
     x, lead = _input(op, input, r, first)
     if lead is not None:

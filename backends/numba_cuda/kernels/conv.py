@@ -14,7 +14,7 @@ import functools
 import math
 from typing import Any, Callable
 
-import numpy as np
+import numpy as np  # noqa: F401 (the docstring examples use it)
 
 from stagecraft.backends.numba_cpu.kernels.conv import geometry
 from stagecraft.backends.numba_cuda.kernels import matmul, shape
