@@ -34,8 +34,10 @@ def _pointwise(kshape, geom):
 def _taps(v, k, stride, rate, pad, size):
     """The kernel taps ``[f0, f1)`` of output position ``v`` that read inside ``[0, size)``."""
     start = v * stride - pad
-    f0 = 0 if start >= 0 else (-start + rate - 1) // rate
     last = size - 1 - start
+    if start >= 0 and last >= (k - 1) * rate:  # the whole window is inside (no divisions)
+        return 0, k
+    f0 = 0 if start >= 0 else (-start + rate - 1) // rate
     f1 = 0 if last < 0 else min(k, last // rate + 1)
     return f0, max(f0, f1)
 
@@ -74,11 +76,22 @@ def _patch_copy(src, dst, kshape, geom, xshape, oshape, r0, r1, gstride, add):
     cg = c // groups
     width = kd * kh * kw * cg
     run = groups == 1 and geom[5] == 1
+    v = r0 % ow  # the output position of row r0, then advanced with carries (no divisions)
+    y = (r0 // ow) % oh
+    z = (r0 // (ow * oh)) % od
+    b = r0 // (ow * oh * od)
     for row in range(r0, r1):
-        v = row % ow
-        y = (row // ow) % oh
-        z = (row // (ow * oh)) % od
-        b = row // (ow * oh * od)
+        if row > r0:
+            v += 1
+            if v == ow:
+                v = 0
+                y += 1
+                if y == oh:
+                    y = 0
+                    z += 1
+                    if z == od:
+                        z = 0
+                        b += 1
         f0, f1 = _taps(v, kw, geom[2], geom[5], geom[8], w)
         ix0 = v * geom[2] + f0 * geom[5] - geom[8]
         for a in range(kd):
@@ -87,7 +100,8 @@ def _patch_copy(src, dst, kshape, geom, xshape, oshape, r0, r1, gstride, add):
                 iy = y * geom[1] + e * geom[4] - geom[7]
                 k0 = (row - r0) * width + (a * kh + e) * kw * cg
                 inside = 0 <= iz < d and 0 <= iy < h
-                if not add:  # zeros where the taps fall into the padding
+                if not add and not (inside and f0 == 0 and f1 == kw):
+                    # zeros where the taps fall into the padding
                     lo, hi = (f0, f1) if inside else (0, 0)
                     for g in range(groups):
                         base = g * gstride + k0
