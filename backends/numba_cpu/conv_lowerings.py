@@ -2,14 +2,18 @@
 (``[N, D, H, W, C]`` inputs, ``[KD, KH, KW, Cg, O]`` filters, unit spatial dims in front) and
 the im2col + BLAS kernels of :mod:`stagecraft.backends.numba_cpu.kernels.conv` run with the
 geometry baked into the source; their 5-D results are viewed back with the op's rank.
-Registered in ``LOWER`` when :mod:`.lowerings` loads.
+``LOWERINGS`` holds them; :mod:`.lowerings` registers them in ``LOWER`` (this module does
+not import it: no import cycle).
 """
 from __future__ import annotations
 
+from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.source import tuple_text
 from stagecraft.backends.numba_cpu.kernels.conv import geometry
-from stagecraft.backends.numba_cpu.lowerings import lowers
 from stagecraft.ir.graph import Eqn
+
+LOWERINGS = Lowerings("Numba", missing='compile this function with backend="reference"')
+lowers = LOWERINGS.lowers
 
 
 def _as5(cg, x, lead: int) -> str:

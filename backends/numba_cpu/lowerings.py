@@ -464,11 +464,11 @@ def _random(cg, e: Eqn) -> None:
 
 
 # Lowerings of other op families, kept in their own modules, register into LOWER here.
-from stagecraft.backends.numba_cpu import conv_lowerings  # noqa: E402,F401
+from stagecraft.backends.numba_cpu.conv_lowerings import LOWERINGS as _CONV  # noqa: E402
 from stagecraft.backends.numba_cpu.pooling_lowerings import LOWERINGS as _POOLING  # noqa: E402
 from stagecraft.backends.numba_cpu.decomposition_lowerings import (  # noqa: E402
     LOWERINGS as _DECOMPOSITIONS)
 from stagecraft.backends.numba_cpu.segment_lowerings import LOWERINGS as _SEGMENTS  # noqa: E402
 
-for _name, _fn in (*_POOLING.items(), *_DECOMPOSITIONS.items(), *_SEGMENTS.items()):
+for _name, _fn in (*_CONV.items(), *_POOLING.items(), *_DECOMPOSITIONS.items(), *_SEGMENTS.items()):
     lowers(_name)(_fn)

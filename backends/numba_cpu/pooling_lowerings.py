@@ -7,21 +7,16 @@ so the two stay free of import cycles).
 """
 from __future__ import annotations
 
-from typing import Callable
 
+from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.source import tuple_text
 from stagecraft.backends.numba_cpu.kernels.pooling import geometry
 from stagecraft.ir.graph import Eqn
 
-LOWERINGS: dict[str, Callable] = {}
+LOWERINGS = Lowerings("Numba", missing='compile this function with backend="reference"')
+lowers = LOWERINGS.lowers
 
 
-def lowers(*names: str) -> Callable:
-    def register(fn: Callable) -> Callable:
-        for n in names:
-            LOWERINGS[n] = fn
-        return fn
-    return register
 
 
 def _as5(cg, x, rank: int) -> str:

@@ -11,11 +11,14 @@ With ``<conv(x, w), dy> = <x, backprop_input(w, dy)> = <w, backprop_filter(x, dy
 """
 from __future__ import annotations
 
-from stagecraft.autodiff.vjps import vjp
+from stagecraft.autodiff.rule_table import RuleTable
 from stagecraft.eager.bind import bind
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import OPS
 from stagecraft.ir.errors import InvalidArgumentError
+
+RULES = RuleTable()  # merged into autodiff.vjps.VJPS by that module (no import cycle)
+vjp = RULES.rule
 
 
 def _static(t: Tensor, what: str, batch_may_be_unknown: bool) -> tuple:

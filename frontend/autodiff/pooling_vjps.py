@@ -10,20 +10,14 @@ table, adds them (this module does not import it, so the two stay free of import
 """
 from __future__ import annotations
 
-from typing import Callable
 
+from stagecraft.autodiff.rule_table import RuleTable
 from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
 from stagecraft.ops import array_ops as a
 
-RULES: dict[str, Callable[..., tuple]] = {}
-
-
-def vjp(name: str) -> Callable:
-    def register(fn: Callable) -> Callable:
-        RULES[name] = fn
-        return fn
-    return register
+RULES = RuleTable()
+vjp = RULES.rule
 
 
 def _static_shape(x, op: str) -> tuple:

@@ -543,13 +543,14 @@ __all__ = ["VJPS", "NOT_DIFFERENTIABLE", "rule", "unbroadcast"]
 
 
 # Rule modules of other op families register into VJPS when this table loads.
-from stagecraft.autodiff import conv_vjps  # noqa: E402,F401
+from stagecraft.autodiff.conv_vjps import RULES as _CONV_RULES  # noqa: E402
 from stagecraft.autodiff.pooling_vjps import RULES as _POOLING_RULES  # noqa: E402
 from stagecraft.autodiff.linalg_vjps import RULES as _LINALG_RULES  # noqa: E402
 from stagecraft.autodiff.segment_vjps import RULES as _SEGMENT_RULES  # noqa: E402
 from stagecraft.autodiff.special_vjps import RULES as _SPECIAL_RULES  # noqa: E402
 from stagecraft.autodiff.logsumexp_vjps import RULES as _LOGSUMEXP_RULES  # noqa: E402
 
+VJPS.update(_CONV_RULES)
 VJPS.update(_POOLING_RULES)
 VJPS.update(_LINALG_RULES)
 VJPS.update(_SEGMENT_RULES)
