@@ -107,8 +107,11 @@ MATH = {"exp": math.exp, "log": math.log, "log1p": math.log1p, "sqrt": math.sqrt
         "sinh": math.sinh, "cosh": math.cosh, "arcsinh": math.asinh, "arccosh": math.acosh,
         "arctanh": math.atanh, "isfinite": math.isfinite, "isnan": math.isnan,
         "isinf": math.isinf, "arctan2": math.atan2}
-CONSTANTS = {"nan": np.nan, "inf": np.inf, "float32": np.float32, "float64": np.float64,
-             "int32": np.int32, "int64": np.int64, "bool_": np.bool_}
+# Every dtype's scalar type (the generated code writes casts as `np.int8(x)`, ...).
+CONSTANTS = {"nan": np.nan, "inf": np.inf, "bool_": np.bool_,
+             **{name: getattr(np, name) for name in (
+                 "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                 "uint32", "uint64")}}
 
 
 @functools.lru_cache(maxsize=None)
