@@ -46,7 +46,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     `tf.device("/gpu:0")`; on Numba's CUDA simulator when there is no GPU."""
     if metafunc.definition.get_closest_marker("gpu_placements") and _gpu_available():
         metafunc.fixturenames.append("_placement")  # every test of the module takes it
-        metafunc.parametrize("_placement", ["cpu", pytest.param("gpu", marks=pytest.mark.cuda)],
+        marks = [pytest.mark.cuda]
+        # The simulator interprets every kernel thread in Python: a test marked
+        # `heavy_on_simulator` runs its "gpu" variant there only with --full-matrix.
+        if metafunc.definition.get_closest_marker("heavy_on_simulator") and \
+                device.gpu_kind() == "simulator":
+            marks.append(pytest.mark.full_matrix)
+        metafunc.parametrize("_placement", ["cpu", pytest.param("gpu", marks=marks)],
                              indirect=True)
 
 

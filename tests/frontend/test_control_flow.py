@@ -364,6 +364,7 @@ def test_while_staged_cond_must_return_bool():
         g(tf.constant(3.0))
 
 
+@pytest.mark.heavy_on_simulator
 def test_nested_cond_inside_while():
     @tf.function
     def collatz(n):
@@ -507,6 +508,7 @@ def _loop_staged(x, a):
     return tf.reduce_sum(s)
 
 
+@pytest.mark.heavy_on_simulator
 def test_while_gradients_match_eager():
     xs = [np.array([0.3, -0.4]), np.array(0.8)]
     staged = tf.function(_loop_staged)
@@ -517,6 +519,7 @@ def test_while_gradients_match_eager():
     _assert_same(s[2], e[2])
 
 
+@pytest.mark.heavy_on_simulator
 def test_while_gradient_data_dependent_trip_count():
     def eager(x):
         s = x
@@ -613,6 +616,7 @@ def test_range_loop_recorded_in_its_forward_run_keeps_side_effects_once():
     assert counter.numpy() == 5.0
 
 
+@pytest.mark.heavy_on_simulator
 def test_range_loop_second_order_under_nested_tapes():
     # Two tapes: the forward run stays a plain loop and the gradient records a second one,
     # which the outer tape differentiates again.
@@ -648,6 +652,7 @@ def test_range_loop_of_unknown_rank_under_a_tape_runs_and_its_gradient_says_why_
                               "it a shape invariant of known rank to differentiate the loop.")
 
 
+@pytest.mark.heavy_on_simulator
 @pytest.mark.parametrize("start, limit, delta", [(0, 5, 1), (5, 0, -1), (1, 8, 3), (7, -2, -4),
                                                  (3, 3, 1), (4, 2, 1)])
 def test_autograph_range_loops_record_in_their_forward_run(start, limit, delta):
@@ -684,6 +689,7 @@ def test_while_gradient_zero_iterations():
     assert float(t.gradient(y, x)) == 2.0
 
 
+@pytest.mark.heavy_on_simulator
 def test_while_with_maximum_iterations_gradient():
     def staged(x):
         return tf.while_loop(lambda s: s < 1e9, lambda s: s * x, (x,), maximum_iterations=3)[0]
@@ -697,6 +703,7 @@ def test_while_with_maximum_iterations_gradient():
     _assert_same(s[2], e[2])
 
 
+@pytest.mark.heavy_on_simulator
 def test_cond_inside_while_gradient():
     def eager(x):
         s = x
