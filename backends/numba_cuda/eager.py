@@ -165,8 +165,21 @@ TABLE["concat"] = lambda xs, a, t: shape.concat(xs, a["axis"], t[0].shape)
 TABLE["tile"] = lambda xs, a, t: shape.tile(xs[0], a["multiples"])
 TABLE["gather"] = lambda xs, a, t: gather.gather(xs[0], xs[1], a["axis"], a["batch_dims"],
                                                  t[0].shape)
-TABLE["gather_grad"] = lambda xs, a, t: gather.gather_grad(xs[0], xs[1], tuple(xs[2].shape),
-                                                           a["axis"], a["batch_dims"])
+
+
+@implements("gather_grad")
+def _gather_grad(xs, a, t):
+    grad = xs[0]
+    # CUDA's atomic add has no 8- or 16-bit integers: sum in 32 bits and wrap back, which
+    # gives the same result (addition modulo 2**bits).
+    narrow = np.dtype(grad.dtype).kind in "iu" and np.dtype(grad.dtype).itemsize < 4
+    if narrow:
+        wide = dt.int32 if np.dtype(grad.dtype).kind == "i" else dt.uint32
+        grad = elementwise.run("cast", [grad], wide, tuple(grad.shape))
+    out = gather.gather_grad(grad, xs[1], tuple(xs[2].shape), a["axis"], a["batch_dims"])
+    return elementwise.run("cast", [out], t[0].dtype, t[0].shape) if narrow else out
+
+
 TABLE["one_hot"] = lambda xs, a, t: gather.one_hot(xs[0], xs[1], xs[2], a["depth"], a["axis"],
                                                    t[0].shape)
 
