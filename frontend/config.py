@@ -56,9 +56,10 @@ def set_compile_mode(mode: str) -> None:
     ``tf.function(jit_compile=True)`` always compiles as ``"sync"`` does.
 
     >>> import stagecraft as tf
-    >>> tf.config.set_compile_mode("sync"); tf.config.get_compile_mode()
-    'sync'
-    >>> tf.config.set_compile_mode("background")
+    >>> before = tf.config.get_compile_mode()
+    >>> tf.config.set_compile_mode("eager"); tf.config.get_compile_mode()
+    'eager'
+    >>> tf.config.set_compile_mode(before)
     """
     backends.set_compile_mode(mode)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stagecraft import backends
 from stagecraft.distribute.transport import Pending, Transport, WorkerLost
 from stagecraft.distribute.worker import RemoteFailure, WorkerServer
 
@@ -41,6 +42,8 @@ class _Actor:
     """The body of each task's actor: one entry point that delivers requests to its server."""
 
     def __init__(self, job: str, task: int, compile_mode: str, gpus: bool):
+        if compile_mode is not None:  # the actor's own process
+            backends.set_compile_mode(compile_mode)
         self.server = WorkerServer(job, task, compile_mode, gpus)
 
     def handle(self, request: str, args: tuple) -> Any:

@@ -18,7 +18,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from stagecraft import backends
 from stagecraft.backends import get_backend
 from stagecraft.devices.device import device as device_scope
 from stagecraft.devices.device import has_gpu
@@ -69,8 +68,10 @@ class WorkerServer:
         self.device = f"/job:{job}/replica:0/task:{task}/device:CPU:0"
         # The task's device kinds: its CPU, and GPU:0 when asked for and present.
         self.kinds = ["CPU"] + (["GPU"] if gpus and has_gpu() else [])
-        if compile_mode is not None:
-            backends.set_compile_mode(compile_mode)
+        # The compile mode is the process's: a worker process (a Ray actor) sets it when it
+        # starts (ray_transport); one sharing this process (the in-process transport) must not
+        # change the main program's.
+        self.compile_mode = compile_mode
         self.tensors: dict[int, Any] = {}    # id -> NumPy array, or device array on GPU:0
         self.failed: dict[int, tuple] = {}   # id -> failure_of(the error that made it)
         self.variables: dict[int, Variable] = {}
