@@ -15,6 +15,10 @@ from stagecraft.ops import conv_ops as _conv
 from stagecraft.ops import manip_ops as _manip
 from stagecraft.ops import math_ops as _m
 
+UNSUPPORTED = ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+               "kernel_constraint", "bias_constraint", "depthwise_regularizer",
+               "depthwise_constraint", "pointwise_regularizer", "pointwise_constraint")
+
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
            "Conv3DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D",
            "SeparableConv2D"]
@@ -75,7 +79,9 @@ class _BaseConv(Layer):
 
     def __init__(self, kernel_size: Any, strides: Any, padding: str, data_format: Any,
                  dilation_rate: Any, activation: Any, use_bias: bool, bias_initializer: Any,
-                 unsupported: dict, **kwargs: Any):
+                 **kwargs: Any):
+        # Keras's regularizer and constraint arguments: accepted, but only as None.
+        unsupported = {arg: kwargs.pop(arg) for arg in UNSUPPORTED if arg in kwargs}
         super().__init__(**kwargs)
         cls = type(self).__name__
         for arg, value in unsupported.items():
@@ -151,11 +157,12 @@ class _BaseConv(Layer):
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
 
 
-def _unsupported(kernel_regularizer: Any, bias_regularizer: Any, activity_regularizer: Any,
-                 kernel_constraint: Any, bias_constraint: Any) -> dict:
-    return {"kernel_regularizer": kernel_regularizer, "bias_regularizer": bias_regularizer,
-            "activity_regularizer": activity_regularizer,
-            "kernel_constraint": kernel_constraint, "bias_constraint": bias_constraint}
+def positive_filters(layer: str, filters: Any) -> int:
+    """``filters`` if it is a positive int; a ValueError in Keras's words otherwise."""
+    if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
+        raise ValueError(f"{layer}: invalid value for argument `filters`, expected a positive "
+                         f"integer. Received: filters={filters!r}.")
+    return filters
 
 
 class _Conv(_BaseConv):
@@ -165,18 +172,11 @@ class _Conv(_BaseConv):
                  padding: str = "valid", data_format: Any = None, dilation_rate: Any = 1,
                  groups: int = 1, activation: str | Callable[..., Any] | None = None,
                  use_bias: bool = True, kernel_initializer: Any = "glorot_uniform",
-                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
-                 bias_regularizer: Any = None, activity_regularizer: Any = None,
-                 kernel_constraint: Any = None, bias_constraint: Any = None, **kwargs: Any):
+                 bias_initializer: Any = "zeros", **kwargs: Any):
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
-                         use_bias, bias_initializer,
-                         _unsupported(kernel_regularizer, bias_regularizer,
-                                      activity_regularizer, kernel_constraint, bias_constraint),
-                         **kwargs)
+                         use_bias, bias_initializer, **kwargs)
         cls = type(self).__name__
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"{cls}: invalid value for argument `filters`, expected a positive "
-                             f"integer. Received: filters={filters!r}.")
+        positive_filters(cls, filters)
         if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0 or \
                 filters % groups:
             raise ValueError(f"{cls}: the number of filters must be evenly divisible by the "
@@ -264,19 +264,11 @@ class _ConvTranspose(_BaseConv):
                  padding: str = "valid", output_padding: Any = None, data_format: Any = None,
                  dilation_rate: Any = 1, activation: str | Callable[..., Any] | None = None,
                  use_bias: bool = True, kernel_initializer: Any = "glorot_uniform",
-                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
-                 bias_regularizer: Any = None, activity_regularizer: Any = None,
-                 kernel_constraint: Any = None, bias_constraint: Any = None, **kwargs: Any):
+                 bias_initializer: Any = "zeros", **kwargs: Any):
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
-                         use_bias, bias_initializer,
-                         _unsupported(kernel_regularizer, bias_regularizer,
-                                      activity_regularizer, kernel_constraint, bias_constraint),
-                         **kwargs)
+                         use_bias, bias_initializer, **kwargs)
         cls = type(self).__name__
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"{cls}: invalid value for argument `filters`, expected a positive "
-                             f"integer. Received: filters={filters!r}.")
-        self.filters = filters
+        self.filters = positive_filters(cls, filters)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.output_padding = None
         if output_padding is not None:
@@ -377,16 +369,9 @@ class _DepthwiseConv(_BaseConv):
                  depth_multiplier: int = 1, data_format: Any = None, dilation_rate: Any = 1,
                  activation: str | Callable[..., Any] | None = None, use_bias: bool = True,
                  depthwise_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
-                 depthwise_regularizer: Any = None, bias_regularizer: Any = None,
-                 activity_regularizer: Any = None, depthwise_constraint: Any = None,
-                 bias_constraint: Any = None, **kwargs: Any):
+                 **kwargs: Any):
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
-                         use_bias, bias_initializer,
-                         {"depthwise_regularizer": depthwise_regularizer,
-                          "bias_regularizer": bias_regularizer,
-                          "activity_regularizer": activity_regularizer,
-                          "depthwise_constraint": depthwise_constraint,
-                          "bias_constraint": bias_constraint}, **kwargs)
+                         use_bias, bias_initializer, **kwargs)
         if isinstance(depth_multiplier, bool) or not isinstance(depth_multiplier, int) or \
                 depth_multiplier <= 0:
             raise ValueError(f"{type(self).__name__}: `depth_multiplier` must be a positive "
@@ -455,23 +440,11 @@ class _SeparableConv(_DepthwiseConv):
                  activation: str | Callable[..., Any] | None = None, use_bias: bool = True,
                  depthwise_initializer: Any = "glorot_uniform",
                  pointwise_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
-                 depthwise_regularizer: Any = None, pointwise_regularizer: Any = None,
-                 bias_regularizer: Any = None, activity_regularizer: Any = None,
-                 depthwise_constraint: Any = None, pointwise_constraint: Any = None,
-                 bias_constraint: Any = None, **kwargs: Any):
-        for arg, value in (("pointwise_regularizer", pointwise_regularizer),
-                           ("pointwise_constraint", pointwise_constraint)):
-            if value is not None:
-                raise ValueError(f"{type(self).__name__}: {arg} is not supported by stagecraft "
-                                 f"(regularizers and constraints are not).")
+                 **kwargs: Any):
         super().__init__(kernel_size, strides, padding, depth_multiplier, data_format,
                          dilation_rate, activation, use_bias, depthwise_initializer,
-                         bias_initializer, depthwise_regularizer, bias_regularizer,
-                         activity_regularizer, depthwise_constraint, bias_constraint, **kwargs)
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"{type(self).__name__}: invalid value for argument `filters`, "
-                             f"expected a positive integer. Received: filters={filters!r}.")
-        self.filters = filters
+                         bias_initializer, **kwargs)
+        self.filters = positive_filters(type(self).__name__, filters)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
 
     def build(self, input_shape: Any) -> None:
