@@ -293,24 +293,16 @@ class _ConvTranspose(_BaseConv):
         self._check_channels(inputs, self.kernel.shape[-1])
         dims = inputs.shape.as_list()
         spatial = dims[1:-1] if self.data_format == "channels_last" else dims[2:]
-        dynamic = None
-        if None in spatial or dims[0] is None:
-            dynamic = _a.shape(inputs)
-        out = []
-        for i, length in enumerate(spatial):
-            pad = None if self.output_padding is None else self.output_padding[i]
-            if length is None:
-                raise ValueError(f'Layer "{self.name}" needs the spatial dimensions of its '
-                                 f'inputs to be known; got input shape {tuple(dims)}. Give the '
-                                 f'function an input_signature with known image sizes.')
-            out.append(deconv_output_length(length, self.kernel_size[i], self.padding, pad,
-                                            self.strides[i], self.dilation_rate[i]))
-        batch = dims[0] if dims[0] is not None else dynamic[0]
+        if None in spatial:
+            raise ValueError(f'Layer "{self.name}" needs the spatial dimensions of its inputs '
+                             f'to be known; got input shape {tuple(dims)}. Give the function '
+                             f'an input_signature with known image sizes.')
+        pads = self.output_padding or (None,) * self.rank
+        out = [deconv_output_length(n, k, self.padding, p, s, d) for n, k, p, s, d in
+               zip(spatial, self.kernel_size, pads, self.strides, self.dilation_rate)]
+        batch = dims[0] if dims[0] is not None else _a.shape(inputs)[0]
         shape = [batch] + out + [self.filters] if self.data_format == "channels_last" \
             else [batch, self.filters] + out
-        if dims[0] is None:
-            shape = _a.stack([_m.cast(s, "int32") if isinstance(s, Tensor) else s
-                              for s in shape])
         outputs = _conv.conv_transpose(inputs, self.kernel, shape, strides=list(self.strides),
                                        padding=self._tf_padding,
                                        dilations=list(self.dilation_rate),

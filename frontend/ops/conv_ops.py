@@ -262,12 +262,19 @@ def convolution(input: Any, filters: Any, strides: Any = None, padding: str = "V
 # ---------------------------------------------------------------------- transposed
 
 def _static_shape(op: str, output_shape: Any) -> list:
-    value = _a.get_static_value(output_shape) if isinstance(output_shape, Tensor) else \
-        output_shape
-    if value is None:
-        raise _err(op, "output_shape must be known when the function is traced (a list, or a "
-                       "tensor whose value is static).")
-    return [int(v) for v in np.asarray(value).reshape(-1)]
+    """``output_shape`` as ints; the batch size may be None (a tensor known only when the
+    function runs: the result's batch is the input's)."""
+    if isinstance(output_shape, (list, tuple)):  # entries may be scalar tensors
+        values = [_a.get_static_value(v) if isinstance(v, Tensor) else v for v in output_shape]
+    else:
+        value = _a.get_static_value(output_shape) if isinstance(output_shape, Tensor) else \
+            output_shape
+        values = None if value is None else list(np.asarray(value).reshape(-1))
+    if values is None or any(v is None for v in values[1:]):
+        raise _err(op, "output_shape must be known when the function is traced, except for its "
+                       "batch size (a list such as [tf.shape(x)[0], 10, 10, 8], or a tensor "
+                       "whose value is static).")
+    return [None if v is None else int(v) for v in values]
 
 
 def _conv_transpose(op: str, input: Any, filters: Any,  # noqa: A002
@@ -296,7 +303,7 @@ def _conv_transpose(op: str, input: Any, filters: Any,  # noqa: A002
     d = _per_dim(op, "dilations", dilations, r, first)
     pads = _padding(op, padding, out[1:-1], k[:r], s, d, first)
     dims = x.shape.as_list()
-    if dims[0] is not None and dims[0] != out[0]:
+    if dims[0] is not None and out[0] is not None and dims[0] != out[0]:
         raise _err(op, f"output_shape's batch size {out[0]} differs from the input's "
                        f"{dims[0]}.")
     for i in range(r):
@@ -510,7 +517,7 @@ def depthwise_conv2d_backprop_filter(input: Any, filter_sizes: Any, out_backprop
     x, _ = _input(op, input, 2, first)
     dy, _ = _input(op, out_backprop, 2, first)
     k = _static_shape(op, filter_sizes)
-    if len(k) != 4 or k[2] != x.shape[-1]:
+    if len(k) != 4 or None in k or k[2] != x.shape[-1]:
         raise _err(op, f"filter_sizes must be [height, width, in_channels, "
                        f"channel_multiplier] with in_channels = the input's {x.shape[-1]} "
                        f"channels, got {k}.")

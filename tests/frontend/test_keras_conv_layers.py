@@ -181,3 +181,21 @@ def test_a_second_call_with_other_channels_says_which():
     layer(tf.ones([1, 5, 5, 3]))
     with pytest.raises(ValueError, match=r"expected axis -1 of input shape to have value 3"):
         layer(tf.ones([1, 5, 5, 4]))
+
+
+def test_transposed_conv_takes_a_batch_size_known_only_at_run_time():
+    layer = L.Conv2DTranspose(3, 3, strides=2, padding="same", output_padding=1)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5, 5, 2])])
+    def f(images):
+        return layer(images)
+    x = np.random.default_rng(6).standard_normal((2, 5, 5, 2)).astype(np.float32)
+    np.testing.assert_allclose(f(tf.constant(x)).numpy(), layer(tf.constant(x)).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    model = tf.keras.Sequential([tf.keras.Input(shape=(5, 5, 2)),
+                                 L.Conv2DTranspose(3, 3, strides=2)])
+    assert model(tf.ones([4, 5, 5, 2])).shape == (4, 11, 11, 3)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="^conv2d_transpose: output_shape must be known when the function "
+                             "is traced, except for its batch size"):
+        tf.nn.conv2d_transpose(tf.ones([1, 5, 5, 2]), tf.ones([3, 3, 3, 2]), [1, None, 10, 3], 2)
