@@ -8,7 +8,7 @@ import numpy as np
 
 class DType:
     """An element type: ``bool``, the signed integers ``int8/16/32/64``, the unsigned
-    ``uint8/16/32/64`` and ``float32``/``float64``.
+    ``uint8/16/32/64``, ``float32``/``float64`` and ``complex64``/``complex128``.
 
     Compares equal to its name, its NumPy dtype and NumPy scalar type, like ``tf.DType``.
 
@@ -17,7 +17,8 @@ class DType:
     ('float32', True, 2147483647)
     """
 
-    __slots__ = ("name", "short", "np", "is_floating", "is_integer", "is_bool", "_hash")
+    __slots__ = ("name", "short", "np", "is_floating", "is_integer", "is_bool", "is_complex",
+                 "_hash")
 
     def __init__(self, name: str, short: str):
         self.name = name
@@ -26,6 +27,7 @@ class DType:
         self.is_floating = self.np.kind == "f"
         self.is_integer = self.np.kind in "iu"
         self.is_bool = self.np.kind == "b"
+        self.is_complex = self.np.kind == "c"  # not floating, as in TensorFlow
         self._hash = hash(name)
 
     @property
@@ -58,11 +60,12 @@ class DType:
 
     @property
     def real_dtype(self) -> "DType":
-        return self
+        """The dtype of the real and imaginary parts of a complex dtype; itself otherwise.
 
-    @property
-    def is_complex(self) -> bool:
-        return False
+        >>> complex64.real_dtype, float64.real_dtype
+        (stagecraft.float32, stagecraft.float64)
+        """
+        return _REAL_PART.get(self.name, self)
 
     @property
     def is_unsigned(self) -> bool:
@@ -105,6 +108,9 @@ uint32 = DType("uint32", "u32")
 uint64 = DType("uint64", "u64")
 float32 = DType("float32", "f32")
 float64 = DType("float64", "f64")
+complex64 = DType("complex64", "c64")
+complex128 = DType("complex128", "c128")
+_REAL_PART = {"complex64": float32, "complex128": float64}
 
 # The dtype sets ops declare (``OpDef.dtypes``), after TensorFlow's kernel registrations:
 INTS: tuple[DType, ...] = (int32, int64)  # index types (TF's Tidx): shapes, axes, indices
@@ -114,14 +120,16 @@ INTEGERS: tuple[DType, ...] = SIGNED_INTS + UNSIGNED_INTS
 FLOATS: tuple[DType, ...] = (float32, float64)
 NUMERIC: tuple[DType, ...] = INTEGERS + FLOATS  # real numbers: arithmetic, comparisons, sums
 SIGNED: tuple[DType, ...] = SIGNED_INTS + FLOATS  # negative, abs, sign, pow: not unsigned in TF
-ALL: tuple[DType, ...] = (bool_,) + NUMERIC
+COMPLEX: tuple[DType, ...] = (complex64, complex128)  # never promoted to or from implicitly
+ALL: tuple[DType, ...] = (bool_,) + NUMERIC + COMPLEX
 # The dtypes stagecraft started with: the generated op tests run these by default and sample
 # the others (tests/support/op_examples.py; the whole matrix runs with --full-matrix).
 CLASSIC: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
 
 _BY_NAME = {d.name: d for d in ALL} | {d.short: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
-_TF_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64}
+_TF_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64,
+               "complex": complex128}
 
 
 def from_numpy(np_dtype: np.dtype) -> DType:
@@ -157,6 +165,8 @@ def as_dtype(value: Any) -> DType:
         return int32
     if value is float:
         return float32
+    if value is complex:
+        return complex128
     name = getattr(value, "name", None)  # objects like tf.DType from other libraries
     try:
         return from_numpy(np.dtype(value))
@@ -174,13 +184,19 @@ _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 def infer_python(value: Any) -> DType:
     """TensorFlow's dtype for a Python scalar: bool → bool, int → int32 (int64 when it does not
-    fit), float → float32."""
+    fit), float → float32, complex → complex128.
+
+    >>> infer_python(1 + 2j), infer_python(2.0)
+    (stagecraft.complex128, stagecraft.float32)
+    """
     if isinstance(value, (bool, np.bool_)):
         return bool_
     if isinstance(value, int):
         return int32 if _INT32_MIN <= value <= _INT32_MAX else int64
     if isinstance(value, float):
         return float32
+    if isinstance(value, complex):
+        return complex128
     if isinstance(value, np.generic):
         return from_numpy(value.dtype)
     raise TypeError(f"Cannot infer a dtype for {type(value).__name__} value {value!r}.")

@@ -51,6 +51,8 @@ def _natural_array(value: Any, to_float: bool = False, to_int: bool = False) -> 
         return arr.astype(np.int32)
     if kind in "iu" or kind == "b":
         return arr
+    if kind == "c":  # Python complex numbers are complex128 in TensorFlow
+        return arr.astype(np.complex128)
     if kind in "USO":
         raise TypeError(f"Can't convert {_short(value)} to a tensor: stagecraft tensors hold "
                         f"numbers and bools, not {type(value).__name__} values of strings.")
@@ -122,6 +124,10 @@ def _cast_python(arr: np.ndarray, value: Any, dtype: DType) -> np.ndarray:
     if arr.dtype == dtype.np:
         return arr
     kind = arr.dtype.kind
+    if kind == "c" and not dtype.is_complex:
+        raise TypeError(f"Cannot convert {_short(value)} to EagerTensor of dtype {dtype.name}: "
+                        f"it is complex. Use tf.math.real(x) or tf.abs(x) for a real value, or "
+                        f"a complex dtype.")
     if dtype.is_integer:
         if kind == "f":
             if not np.all(np.isfinite(arr)) or np.any(arr != np.trunc(arr)):
@@ -180,7 +186,7 @@ def to_eager(value: Any, dtype: Any = None, dtype_hint: Any = None) -> Tensor:
         if arr.dtype.kind in "USO":
             raise TypeError(f"Can't convert a NumPy array of dtype {arr.dtype} to a tensor.")
         if target is None:
-            _dt.from_numpy(arr.dtype)  # raises for dtypes stagecraft lacks (float16, complex64)
+            _dt.from_numpy(arr.dtype)  # raises for dtypes stagecraft lacks (float16)
             return wrap(arr.copy() if isinstance(value, np.ndarray) else arr)
         return wrap(_cast_python(arr, value, target))
     if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):

@@ -12,8 +12,19 @@ def values(rng: np.random.Generator, dtype: DType, shape: Sequence[int], lo: flo
            hi: float = 2.0, avoid: Sequence[float] = (), nonzero: bool = False) -> np.ndarray:
     """Uniform values in [lo, hi] of ``dtype`` (for unsigned integers, [0, hi - lo] when lo is
     negative); floats keep 0.15 away from each point in
-    ``avoid`` (kinks where finite differences are meaningless); ``nonzero`` for divisors."""
+    ``avoid`` (kinks where finite differences are meaningless); ``nonzero`` for divisors.
+    Complex values have real and imaginary parts drawn like floats (``avoid`` and ``nonzero``
+    apply to the real part).
+
+    >>> from stagecraft.ir import dtypes as dt
+    >>> values(np.random.default_rng(0), dt.complex64, (2,)).dtype
+    dtype('complex64')
+    """
     shape = tuple(shape)
+    if dtype.is_complex:  # real and imaginary parts each drawn as the real dtype's values
+        part = dtype.real_dtype
+        re = values(rng, part, shape, lo, hi, avoid, nonzero)
+        return np.asarray(re + 1j * values(rng, part, shape, lo, hi, avoid), dtype.np)
     if dtype.is_bool:
         return rng.random(shape) < 0.5
     if dtype.is_integer:
