@@ -67,16 +67,21 @@ def categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False
 
 
 def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
-                                    axis: int = -1) -> Tensor:
+                                    axis: int = -1, ignore_class: int | None = None) -> Tensor:
     """Cross-entropy between integer class labels and predictions over the last axis, per
     example. Labels of shape ``(batch,)`` or ``(batch, 1)``, any numeric dtype (cast to
     int64). With ``from_logits=False``, ``y_pred`` holds probabilities, clipped to
-    ``[1e-7, 1 - 1e-7]``.
+    ``[1e-7, 1 - 1e-7]``. Examples labelled ``ignore_class`` (e.g. -1 for padding) get a
+    loss of 0 (the class ``SparseCategoricalCrossentropy`` also leaves them out of its mean).
 
     >>> import stagecraft as tf
     >>> loss = tf.keras.losses.sparse_categorical_crossentropy([1], [[0.5, 0.5]])
     >>> [round(x, 4) for x in loss.numpy().tolist()]
     [0.6931]
+    >>> loss = tf.keras.losses.sparse_categorical_crossentropy([-1, 0], [[0.5, 0.5]] * 2,
+    ...                                                       ignore_class=-1)
+    >>> [round(x, 4) for x in loss.numpy().tolist()]
+    [0.0, 0.6931]
     """
     y_pred = y_pred if isinstance(y_pred, Tensor) else convert_to_tensor(y_pred)
     y_true = y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true)
@@ -87,9 +92,16 @@ def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool 
     labels = _m.cast(y_true, _dt.int64)
     if rank is not None and labels.shape.rank == rank and labels.shape[-1] == 1:
         labels = _a.squeeze(labels, [-1])  # (batch, 1) labels, as Keras accepts
+    valid = None
+    if ignore_class is not None:
+        valid = _m.not_equal(labels, int(ignore_class))
+        labels = _m.where(valid, labels, _m.multiply(labels, 0))  # a label in range
     if not from_logits:
         y_pred = _m.log(_m.clip_by_value(y_pred, EPSILON, 1.0 - EPSILON))
-    return _nn.sparse_softmax_cross_entropy_with_logits(labels, y_pred)
+    losses = _nn.sparse_softmax_cross_entropy_with_logits(labels, y_pred)
+    if valid is not None:
+        losses = _m.where(valid, losses, _m.multiply(losses, 0.0))
+    return losses
 
 
 # Keras's short aliases.
@@ -120,8 +132,9 @@ class Reduction:
                              f"{cls.all()}.")
 
 
-def _weighted(losses: Tensor, sample_weight: Any) -> Tensor:
-    """``losses * sample_weight``, adjusting a weight of rank +-1 as Keras does."""
+def _weighted(losses: Tensor, sample_weight: Any) -> tuple[Tensor, Tensor]:
+    """``losses * sample_weight`` (adjusting a weight of rank +-1 as Keras does), and the
+    weight broadcast to the losses' shape."""
     w = _m.cast(sample_weight if isinstance(sample_weight, Tensor)
                 else convert_to_tensor(sample_weight), losses.dtype)
     lr, wr = losses.shape.rank, w.shape.rank
@@ -130,16 +143,25 @@ def _weighted(losses: Tensor, sample_weight: Any) -> Tensor:
             w = _a.squeeze(w, [-1])
         elif wr == lr - 1 and wr > 0:
             w = _a.expand_dims(w, -1)
-    return _m.multiply(losses, w)
+    weighted = _m.multiply(losses, w)
+    return weighted, _m.multiply(w, _m.add(_m.multiply(losses, 0.0), 1.0))
 
 
-def _reduce(losses: Tensor, reduction: str) -> Tensor:
+#: Keras 3's reduction that divides by the total sample weight, not the number of losses.
+MEAN_WITH_SAMPLE_WEIGHT = "mean_with_sample_weight"
+_KERAS3_REDUCTIONS = (MEAN_WITH_SAMPLE_WEIGHT,)
+
+
+def _reduce(losses: Tensor, reduction: str, weights: Tensor | None = None) -> Tensor:
     if reduction == Reduction.NONE:
         return losses
     total = _m.reduce_sum(losses)
     if reduction == Reduction.SUM:
         return total
-    count = _m.cast(_a.size(losses), losses.dtype)
+    if reduction == MEAN_WITH_SAMPLE_WEIGHT and weights is not None:
+        count = _m.reduce_sum(weights)
+    else:
+        count = _m.cast(_a.size(losses), losses.dtype)
     # Keras's divide_no_nan: an empty batch gives 0, not nan.
     return _m.where(_m.equal(count, 0.0), _m.multiply(total, 0.0),
                     _m.truediv(total, _m.maximum(count, 1.0)))
@@ -157,8 +179,11 @@ class Loss:
     2.0
     """
 
-    def __init__(self, reduction: str = Reduction.AUTO, name: str | None = None):
-        Reduction.validate(reduction)
+    def __init__(self, reduction: str | None = Reduction.AUTO, name: str | None = None):
+        if reduction is None:  # Keras 3 spells 'none' as None
+            reduction = Reduction.NONE
+        if reduction not in _KERAS3_REDUCTIONS:
+            Reduction.validate(reduction)
         self.reduction = reduction
         self.name = name
 
@@ -167,9 +192,10 @@ class Loss:
         y_pred = y_pred if isinstance(y_pred, Tensor) else convert_to_tensor(y_pred)
         y_true = y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true)
         losses = self.call(y_true, y_pred)
+        weights = None
         if sample_weight is not None:
-            losses = _weighted(losses, sample_weight)
-        return _reduce(losses, self.reduction)
+            losses, weights = _weighted(losses, sample_weight)
+        return _reduce(losses, self.reduction, weights)
 
     def call(self, y_true: Any, y_pred: Any) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must define call(y_true, y_pred) "
@@ -177,6 +203,11 @@ class Loss:
 
     def get_config(self) -> dict:
         return {"reduction": self.reduction, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Loss":
+        """A new loss object from ``get_config``'s output."""
+        return cls(**config)
 
 
 def mean_absolute_error(y_true: Any, y_pred: Any) -> Tensor:
@@ -219,16 +250,18 @@ def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,
     y_true, y_pred = _prepare(y_true, y_pred)
     if label_smoothing:
         y_true = _m.add(_m.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    return _m.reduce_mean(_binary_terms(y_true, y_pred, from_logits), axis=axis)
+
+
+def _binary_terms(y_true: Tensor, y_pred: Tensor, from_logits: bool) -> Tensor:
+    """Elementwise binary cross-entropy (Keras's backend ``binary_crossentropy``)."""
     if from_logits:
-        per = _m.add(_m.subtract(_m.maximum(y_pred, 0.0), _m.multiply(y_pred, y_true)),
-                     _m.log(_m.add(1.0, _m.exp(_m.negative(_m.abs(y_pred))))))
-    else:
-        p = _m.clip_by_value(y_pred, EPSILON, 1.0 - EPSILON)
-        per = _m.negative(_m.add(
-            _m.multiply(y_true, _m.log(_m.add(p, EPSILON))),
-            _m.multiply(_m.subtract(1.0, y_true), _m.log(_m.add(_m.subtract(1.0, p),
-                                                                EPSILON)))))
-    return _m.reduce_mean(per, axis=axis)
+        return _m.add(_m.subtract(_m.maximum(y_pred, 0.0), _m.multiply(y_pred, y_true)),
+                      _m.log(_m.add(1.0, _m.exp(_m.negative(_m.abs(y_pred))))))
+    p = _m.clip_by_value(y_pred, EPSILON, 1.0 - EPSILON)
+    return _m.negative(_m.add(
+        _m.multiply(y_true, _m.log(_m.add(p, EPSILON))),
+        _m.multiply(_m.subtract(1.0, y_true), _m.log(_m.add(_m.subtract(1.0, p), EPSILON)))))
 
 
 class LossFunctionWrapper(Loss):
@@ -240,7 +273,7 @@ class LossFunctionWrapper(Loss):
     5.0
     """
 
-    def __init__(self, fn: Callable[..., Tensor], reduction: str = Reduction.AUTO,
+    def __init__(self, fn: Callable[..., Tensor], reduction: str | None = Reduction.AUTO,
                  name: str | None = None, **kwargs: Any):
         super().__init__(reduction, name)
         self.fn = fn
@@ -322,18 +355,42 @@ class CategoricalCrossentropy(LossFunctionWrapper):
 
 
 class SparseCategoricalCrossentropy(LossFunctionWrapper):
-    """Cross-entropy with integer labels (see ``sparse_categorical_crossentropy``).
+    """Cross-entropy with integer labels (see ``sparse_categorical_crossentropy``). Labels
+    equal to ``ignore_class`` are masked out: they add nothing, and the mean is over the
+    other examples only (Keras's masked reduction).
 
     >>> import stagecraft as tf
     >>> scce = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     >>> round(float(scce([0, 1], [[0., 0.], [0., 0.]])), 4)
     0.6931
+    >>> masked = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
+    >>> round(float(masked([0, -1], [[0., 0.], [0., 0.]])), 4)
+    0.6931
     """
 
-    def __init__(self, from_logits: bool = False, reduction: str = Reduction.AUTO,
-                 name: str = "sparse_categorical_crossentropy"):
+    def __init__(self, from_logits: bool = False, ignore_class: int | None = None,
+                 reduction: str | None = Reduction.AUTO,
+                 name: str = "sparse_categorical_crossentropy", axis: int = -1):
         super().__init__(sparse_categorical_crossentropy, reduction, name,
-                         from_logits=from_logits)
+                         from_logits=from_logits, ignore_class=ignore_class, axis=axis)
+        self.ignore_class = ignore_class
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
+        if self.ignore_class is None:
+            return super().__call__(y_true, y_pred, sample_weight)
+        y_pred = y_pred if isinstance(y_pred, Tensor) else convert_to_tensor(y_pred)
+        y_true = y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true)
+        losses = self.call(y_true, y_pred)
+        labels = _a.reshape(_m.cast(y_true, _dt.int64), _a.shape(losses))
+        mask = _m.cast(_m.not_equal(labels, int(self.ignore_class)), losses.dtype)
+        if self.reduction in (Reduction.AUTO, Reduction.SUM_OVER_BATCH_SIZE):
+            # Keras scales the valid entries by total / valid: the mean over them alone.
+            total = _m.cast(_a.size(mask), losses.dtype)
+            mask = _m.multiply(mask, _m.truediv(total, _m.add(_m.reduce_sum(mask), EPSILON)))
+        weight = mask if sample_weight is None else _m.multiply(
+            mask, _weighted(_m.add(_m.multiply(losses, 0.0), 1.0), sample_weight)[0])
+        losses, weights = _weighted(losses, weight)
+        return _reduce(losses, self.reduction, weights)
 
 
 _BY_NAME: dict[str, Callable[..., Any]] = {
@@ -349,14 +406,17 @@ _BY_NAME: dict[str, Callable[..., Any]] = {
 }
 
 
-def get(identifier: str | Callable[..., Any]) -> Callable[..., Any]:
+def get(identifier: str | dict | Callable[..., Any]) -> Callable[..., Any]:
     """The loss for ``identifier``: a function name (``'mse'``) gives the function, a class
-    name (``'MeanSquaredError'``) a new object; callables are returned as is.
+    name (``'MeanSquaredError'``) a new object, a ``serialize`` dict the object it
+    describes; callables are returned as is.
 
     >>> import stagecraft as tf
     >>> tf.keras.losses.get('mse') is tf.keras.losses.mean_squared_error
     True
     """
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
     if isinstance(identifier, str):
         found = _BY_NAME.get(identifier)
         if found is None:
@@ -369,11 +429,69 @@ def get(identifier: str | Callable[..., Any]) -> Callable[..., Any]:
                     f"{type(identifier).__name__}).")
 
 
+def serialize(loss: Any) -> str | dict:
+    """A loss object as ``{'class_name': ..., 'config': ...}``; a built-in loss function as
+    its name.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.losses.serialize(tf.keras.losses.Huber(delta=2.0))["config"]["delta"]
+    2.0
+    >>> tf.keras.losses.serialize(tf.keras.losses.mse)
+    'mean_squared_error'
+    """
+    if isinstance(loss, Loss):
+        return {"class_name": type(loss).__name__, "config": loss.get_config()}
+    name = getattr(loss, "__name__", None)
+    if name is not None and _BY_NAME.get(name) is loss:
+        return name
+    raise ValueError(f"keras.losses.serialize: {loss!r} is neither a Loss object nor a "
+                     f"built-in loss function. Subclass tf.keras.losses.Loss (with get_config) "
+                     f"to make a custom loss serializable.")
+
+
+def deserialize(name: str | dict, custom_objects: dict | None = None) -> Any:
+    """The loss ``serialize`` described: a function for a name, a new object for a dict;
+    ``custom_objects`` supplies user classes and functions by name.
+
+    >>> import stagecraft as tf
+    >>> loss = tf.keras.losses.deserialize({"class_name": "Huber", "config": {"delta": 2.0}})
+    >>> type(loss).__name__, loss.get_config()["delta"]
+    ('Huber', 2.0)
+    """
+    custom = custom_objects or {}
+    if isinstance(name, str):
+        return custom[name] if name in custom else get(name)
+    if not isinstance(name, dict) or not isinstance(name.get("config", {}), dict):
+        raise ValueError(f"keras.losses.deserialize: expected a name or a dict with "
+                         f"'class_name' and a 'config' dict; got {str(name)[:200]}.")
+    class_name = name.get("class_name")
+    cls = custom.get(class_name) or _BY_NAME.get(class_name)
+    if not isinstance(cls, type):
+        raise ValueError(f"Unknown loss class {class_name!r}: known classes are "
+                         f"{', '.join(sorted(n for n, v in _BY_NAME.items() if isinstance(v, type)))}"
+                         f". Pass custom losses as custom_objects={{'Name': Name}}.")
+    return cls.from_config(dict(name.get("config", {})))
+
+
 MAE = mae = mean_absolute_error
+
+# The rest of Keras's losses live in more_losses (imported last: it builds on this module).
+from stagecraft.keras import more_losses as _more  # noqa: E402
+from stagecraft.keras.more_losses import (  # noqa: E402,F401
+    KLD, MAPE, MSLE, BinaryFocalCrossentropy, CategoricalFocalCrossentropy,
+    CategoricalGeneralizedCrossEntropy, CategoricalHinge, CosineSimilarity, Dice, Hinge,
+    KLDivergence, LogCosh, MeanAbsolutePercentageError, MeanSquaredLogarithmicError, Poisson,
+    SquaredHinge, Tversky, binary_focal_crossentropy, categorical_focal_crossentropy,
+    categorical_generalized_cross_entropy, categorical_hinge, cosine_similarity, dice, hinge,
+    kl_divergence, kld, kullback_leibler_divergence, log_cosh, logcosh, mape,
+    mean_absolute_percentage_error, mean_squared_logarithmic_error, msle, poisson,
+    squared_hinge, tversky)
+
+_BY_NAME.update({name: getattr(_more, name) for name in _more.__all__})
 
 __all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "Huber", "Loss",
            "LossFunctionWrapper",
            "MAE", "MSE", "MeanAbsoluteError", "MeanSquaredError", "Reduction",
            "SparseCategoricalCrossentropy", "binary_crossentropy", "categorical_crossentropy",
-           "get", "huber", "mae", "mean_absolute_error", "mean_squared_error", "mse",
-           "sparse_categorical_crossentropy"]
+           "deserialize", "get", "huber", "mae", "mean_absolute_error", "mean_squared_error",
+           "mse", "serialize", "sparse_categorical_crossentropy"] + list(_more.__all__)

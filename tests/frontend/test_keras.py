@@ -546,8 +546,8 @@ def test_loss_get():
     assert keras.losses.get("mse") is keras.losses.mean_squared_error
     assert isinstance(keras.losses.get("MeanSquaredError"), keras.losses.MeanSquaredError)
     with pytest.raises(ValueError) as e:
-        keras.losses.get("hinge")
-    assert first_line(e).startswith("Unknown loss function: 'hinge'.")
+        keras.losses.get("hinged")
+    assert first_line(e).startswith("Unknown loss function: 'hinged'.")
 
 
 def test_dense_accepts_python_lists_and_integer_inputs():
