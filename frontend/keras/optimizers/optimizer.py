@@ -138,9 +138,10 @@ class Optimizer(Module):
         """The number of ``apply_gradients`` calls so far (an int64 variable)."""
         return self.iter
 
-    def add_slot(self, var: Variable, slot_name: str, initializer: Any = "zeros") -> Variable:
-        """The slot ``slot_name`` of ``var`` (same shape and dtype, non-trainable), created on
-        first use. A checkpoint restored before it existed fills it in at creation
+    def add_slot(self, var: Variable, slot_name: str, initializer: Any = "zeros",
+                 shape: Any = None) -> Variable:
+        """The slot ``slot_name`` of ``var`` (same dtype, non-trainable; ``var``'s shape unless
+        ``shape`` is given, as Adafactor's factored moments need), created on first use. A checkpoint restored before it existed fills it in at creation
         (``stagecraft.state.checkpoint.slots.slot_created`` is called, eagerly, for each new slot).
 
         >>> import stagecraft as tf
@@ -156,8 +157,8 @@ class Optimizer(Module):
             self._slot_names.append(slot_name)
         init = initializers.get(initializer)
         with init_scope():
-            value = convert_to_tensor(init(tuple(var.shape.as_list()), dtype=var.dtype),
-                                      var.dtype)
+            dims = tuple(var.shape.as_list()) if shape is None else tuple(shape)
+            value = convert_to_tensor(init(dims, dtype=var.dtype), var.dtype)
         base = var.name[:-2] if var.name.endswith(":0") else var.name
         with self.name_scope:
             # Created in the trace (not lifted), so tf.function's creation rules apply.

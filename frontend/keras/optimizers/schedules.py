@@ -174,3 +174,84 @@ class CosineDecay(LearningRateSchedule):
     def get_config(self) -> dict:
         return {"initial_learning_rate": self.initial_learning_rate,
                 "decay_steps": self.decay_steps, "alpha": self.alpha, "name": self.name}
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR, Loshchilov and Hutter): the first period lasts
+    ``first_decay_steps``, each next one ``t_mul`` times longer and starting ``m_mul`` times
+    lower; within a period, ``lr * ((1 - alpha) * 0.5 * m_mul^i * (1 + cos(pi * f)) +
+    alpha)`` with ``f`` the fraction of the period done.
+
+    >>> import stagecraft as tf
+    >>> s = tf.keras.optimizers.schedules.CosineDecayRestarts(1.0, 10, m_mul=0.5)
+    >>> [round(float(s(n)), 4) for n in (0, 5, 10, 20)]
+    [1.0, 0.5, 0.5, 0.25]
+    """
+
+    def __init__(self, initial_learning_rate: float, first_decay_steps: float,
+                 t_mul: float = 2.0, m_mul: float = 1.0, alpha: float = 0.0,
+                 name: str | None = None):
+        if first_decay_steps <= 0:
+            raise ValueError(f"CosineDecayRestarts: first_decay_steps must be positive; got "
+                             f"{first_decay_steps}.")
+        self.initial_learning_rate, self.first_decay_steps = initial_learning_rate, \
+            first_decay_steps
+        self.t_mul, self.m_mul, self.alpha, self.name = t_mul, m_mul, alpha, name
+
+    def __call__(self, step: Any) -> Tensor:
+        done = _m.truediv(_step(step), float(self.first_decay_steps))
+        t_mul = float(self.t_mul)
+        if t_mul == 1.0:
+            restart = _m.floor(done)
+            done = _m.subtract(done, restart)
+        else:  # periods grow geometrically: find the period, then the fraction of it
+            restart = _m.floor(_m.truediv(_m.log(_m.subtract(1.0, _m.multiply(
+                done, 1.0 - t_mul))), math.log(t_mul)))
+            length = _m.pow(t_mul, restart)
+            before = _m.truediv(_m.subtract(1.0, length), 1.0 - t_mul)
+            done = _m.truediv(_m.subtract(done, before), length)
+        cosine = _m.multiply(_m.multiply(0.5, _m.pow(float(self.m_mul), restart)),
+                             _m.add(1.0, _m.cos(_m.multiply(math.pi, done))))
+        decayed = _m.add(_m.multiply(1.0 - self.alpha, cosine), float(self.alpha))
+        return _m.multiply(float(self.initial_learning_rate), decayed)
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "first_decay_steps": self.first_decay_steps, "t_mul": self.t_mul,
+                "m_mul": self.m_mul, "alpha": self.alpha, "name": self.name}
+
+
+def serialize(schedule: LearningRateSchedule) -> dict:
+    """``{'class_name': ..., 'config': schedule.get_config()}``.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.optimizers.schedules.serialize(
+    ...     tf.keras.optimizers.schedules.CosineDecay(0.1, 100))["class_name"]
+    'CosineDecay'
+    """
+    return {"class_name": type(schedule).__name__, "config": schedule.get_config()}
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> LearningRateSchedule:
+    """A new schedule from ``serialize``'s output (built-in classes or ``custom_objects``).
+
+    >>> import stagecraft as tf
+    >>> s = tf.keras.optimizers.schedules.deserialize(
+    ...     {"class_name": "ExponentialDecay", "config": {"initial_learning_rate": 1.0,
+    ...      "decay_steps": 1, "decay_rate": 0.5}})
+    >>> float(s(2))
+    0.25
+    """
+    known = {cls.__name__: cls for cls in (ExponentialDecay, PiecewiseConstantDecay,
+                                           PolynomialDecay, InverseTimeDecay, CosineDecay,
+                                           CosineDecayRestarts)}
+    known.update(custom_objects or {})
+    name = config.get("class_name") if isinstance(config, dict) else None
+    if name not in known:
+        raise ValueError(f"Unknown learning rate schedule {name!r}: known ones are "
+                         f"{', '.join(sorted(known))}; pass custom schedules as "
+                         f"custom_objects={{'Name': Name}}.")
+    return known[name](**config.get("config", {}))
+
+
+__all__ += ["CosineDecayRestarts", "deserialize", "serialize"]
