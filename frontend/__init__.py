@@ -26,6 +26,7 @@ from stagecraft.ops.manip_ops import (linspace, meshgrid, pad, repeat, reverse, 
                                       split, tensordot)
 from stagecraft.ops.segment_ops import searchsorted, unique, unique_with_counts
 from stagecraft.ops.einsum_ops import einsum
+from stagecraft.ops.complex_ops import complex  # noqa: A004 (TensorFlow's name)
 from stagecraft.ops.vectorize_ops import vectorized_map
 from stagecraft.ops.counting_ops import (dynamic_partition, dynamic_stitch,
                                          histogram_fixed_width, histogram_fixed_width_bins,
@@ -94,3 +95,5 @@ float32 = dtypes.float32
 float64 = dtypes.float64
 
 __version__ = "0.1.0"
+complex64 = dtypes.complex64
+complex128 = dtypes.complex128

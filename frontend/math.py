@@ -30,3 +30,6 @@ from stagecraft.ops.counting_ops import (  # noqa: F401
 
 __all__ += ["confusion_matrix", "count_nonzero", "in_top_k", "invert_permutation",
             "is_non_decreasing", "is_strictly_increasing", "zero_fraction"]
+from stagecraft.ops.complex_ops import angle, conj, imag, real  # noqa: F401
+
+__all__ += ["angle", "conj", "imag", "real"]

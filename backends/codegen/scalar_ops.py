@@ -31,7 +31,7 @@ def _const(v: int) -> Expr:
 
 
 def _divide(a: list, d: DType) -> str:
-    if d.is_floating:
+    if d.is_floating or d.is_complex:
         return f"({a[0]} / {a[1]})"
     return f"(np.float64({a[0]}) / np.float64({a[1]}))"   # integers divide to float64
 
@@ -138,6 +138,11 @@ SCALAR: dict[str, Expr] = {
     "cast": _same,
     "select": lambda a, d: f"({a[1]} if {a[0]} else {a[2]})",
     "bitwise_and": _infix("&"),
+    "complex": lambda a, d: f"complex({a[0]}, {a[1]})",
+    "real": lambda a, d: f"{a[0]}.real",
+    "imag": lambda a, d: f"{a[0]}.imag",
+    "conj": lambda a, d: f"{a[0]}.conjugate()",
+    "angle": lambda a, d: f"np.arctan2({a[0]}.imag, {a[0]}.real)",
     "bitwise_or": _infix("|"),
     "bitwise_xor": _infix("^"),
     "invert": lambda a, d: f"(~{a[0]})",
@@ -178,6 +183,10 @@ def convert(expr: str, src: DType, dst: DType) -> str:
     if dst == dt.bool_:
         return expr if src == dt.bool_ else f"({expr} != 0)"
     if src.is_floating and dst.is_integer:
+    if src.is_complex and not dst.is_complex:
+        # casts keep the real part, as TensorFlow's; (abs, real, imag and angle give a real
+        # value already, whose .real is itself)
+        return convert(f"({expr}).real", src.real_dtype, dst)
         if dst.np in THROUGH_INT64:
             return f"{np_type(dst)}(np.int64({expr}))"
         if dst == dt.uint64:

@@ -83,6 +83,10 @@ def literal(value: Any, d: DType) -> str:
         return "True" if bool(value) else "False"
     if d.is_floating:
         v = float(value)
+    if d.is_complex:
+        v = complex(value)
+        parts = (literal(v.real, d.real_dtype), literal(v.imag, d.real_dtype))
+        return f"{np_type(d)}(complex({parts[0]}, {parts[1]}))"
         if math.isnan(v):
             text = "np.nan"
         elif math.isinf(v):

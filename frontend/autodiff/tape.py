@@ -56,7 +56,8 @@ class Record:
 
 
 def is_float(x: Any) -> bool:
-    return x.dtype.is_floating
+    """A trainable dtype (TensorFlow's: floating or complex)."""
+    return x.dtype.is_floating or x.dtype.is_complex
 
 
 def key(x: Any) -> Any:

@@ -556,3 +556,9 @@ VJPS.update(_LINALG_RULES)
 VJPS.update(_SEGMENT_RULES)
 VJPS.update(_SPECIAL_RULES)
 VJPS.update(_LOGSUMEXP_RULES)
+
+from stagecraft.autodiff.complex_vjps import RULES as _COMPLEX_RULES  # noqa: E402
+from stagecraft.autodiff.complex_vjps import complex_aware as _complex_aware  # noqa: E402
+
+VJPS.update(_COMPLEX_RULES)
+VJPS.update(_complex_aware(VJPS))  # complex inputs of ops that also take real ones

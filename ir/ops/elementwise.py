@@ -53,7 +53,7 @@ def binary(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo
 def _to_float(d: DType) -> DType:
     """True division's result dtype (TensorFlow's table): floats keep theirs, 8- and 16-bit
     integers give float32, 32- and 64-bit integers float64."""
-    if d.is_floating:
+    if d.is_floating or d.is_complex:
         return d
     return dt.float32 if d.size <= 2 else dt.float64
 
@@ -87,19 +87,21 @@ def _pow(x, y):
 F, N, A, B = dt.FLOATS, dt.NUMERIC, dt.ALL, (dt.bool_,)
 S = dt.SIGNED  # TensorFlow registers negative, abs, sign, round, pow and squared_difference
 # for signed types only
+C = dt.COMPLEX  # added where TensorFlow's CPU kernels take complex64/complex128 too
 
-negative_op = unary("negative", np.negative, S, "Elementwise -x.")
-abs_op = unary("abs", np.abs, S, "Elementwise |x|; its gradient at 0 is 0.", avoid=(0.0,))
+negative_op = unary("negative", np.negative, S + C, "Elementwise -x.")
+abs_op = unary("abs", np.abs, S + C, "Elementwise |x|; its gradient at 0 is 0. The modulus of "
+                "a complex x, as its real dtype.", avoid=(0.0,), out=lambda d: d.real_dtype)
 sign_op = unary("sign", np.sign, S, "Elementwise sign: -1, 0 or 1.", avoid=(0.0,))
-square_op = unary("square", np.square, N, "Elementwise x*x.")
-exp_op = unary("exp", np.exp, F, "Elementwise e**x.")
-log_op = unary("log", np.log, F, "Natural logarithm; log(0) = -inf.", lo=0.2, hi=3.0)
+square_op = unary("square", np.square, N + C, "Elementwise x*x.")
+exp_op = unary("exp", np.exp, F + C, "Elementwise e**x.")
+log_op = unary("log", np.log, F + C, "Natural logarithm; log(0) = -inf.", lo=0.2, hi=3.0)
 log1p_op = unary("log1p", np.log1p, F, "log(1 + x), accurate for small x.", lo=-0.5, hi=3.0)
-sqrt_op = unary("sqrt", np.sqrt, F, "Elementwise square root.", lo=0.2, hi=3.0)
+sqrt_op = unary("sqrt", np.sqrt, F + C, "Elementwise square root.", lo=0.2, hi=3.0)
 rsqrt_op = unary("rsqrt", lambda x: 1 / np.sqrt(x), F, "Elementwise 1 / sqrt(x).", lo=0.2, hi=3.0)
-sin_op = unary("sin", np.sin, F, "Elementwise sine.")
-cos_op = unary("cos", np.cos, F, "Elementwise cosine.")
-tanh_op = unary("tanh", np.tanh, F, "Elementwise hyperbolic tangent.")
+sin_op = unary("sin", np.sin, F + C, "Elementwise sine.")
+cos_op = unary("cos", np.cos, F + C, "Elementwise cosine.")
+tanh_op = unary("tanh", np.tanh, F + C, "Elementwise hyperbolic tangent.")
 sigmoid_op = unary("sigmoid", _sigmoid, F, "Logistic function 1 / (1 + exp(-x)), computed stably.")
 softplus_op = unary("softplus", lambda x: np.logaddexp(0, x), F, "log(1 + exp(x)), stably.")
 relu_op = unary("relu", lambda x: np.maximum(x, 0), N,
@@ -117,20 +119,20 @@ zeros_like_op = unary("zeros_like", np.zeros_like, A, "Zeros of the input's shap
 ones_like_op = unary("ones_like", np.ones_like, A, "Ones of the input's shape and dtype.")
 
 expm1_op = unary("expm1", np.expm1, F, "exp(x) - 1, accurate for small x.")
-tan_op = unary("tan", np.tan, F, "Elementwise tangent.", lo=-1.2, hi=1.2)
+tan_op = unary("tan", np.tan, F + C, "Elementwise tangent.", lo=-1.2, hi=1.2)
 atan_op = unary("atan", np.arctan, F, "Elementwise inverse tangent.")
 asin_op = unary("asin", np.arcsin, F, "Elementwise inverse sine (of x in [-1, 1]).", lo=-0.9,
                 hi=0.9)
 acos_op = unary("acos", np.arccos, F, "Elementwise inverse cosine (of x in [-1, 1]).", lo=-0.9,
                 hi=0.9)
-sinh_op = unary("sinh", np.sinh, F, "Elementwise hyperbolic sine.")
-cosh_op = unary("cosh", np.cosh, F, "Elementwise hyperbolic cosine.")
+sinh_op = unary("sinh", np.sinh, F + C, "Elementwise hyperbolic sine.")
+cosh_op = unary("cosh", np.cosh, F + C, "Elementwise hyperbolic cosine.")
 asinh_op = unary("asinh", np.arcsinh, F, "Elementwise inverse hyperbolic sine.")
 acosh_op = unary("acosh", np.arccosh, F, "Elementwise inverse hyperbolic cosine (x >= 1).",
                  lo=1.2, hi=3.0)
 atanh_op = unary("atanh", np.arctanh, F, "Elementwise inverse hyperbolic tangent (|x| < 1).",
                  lo=-0.9, hi=0.9)
-reciprocal_op = unary("reciprocal", lambda x: 1 / x, F, "Elementwise 1 / x.", lo=0.3, hi=2.0)
+reciprocal_op = unary("reciprocal", lambda x: 1 / x, F + C, "Elementwise 1 / x.", lo=0.3, hi=2.0)
 softsign_op = unary("softsign", lambda x: x / (1 + np.abs(x)), F, "x / (1 + |x|).",
                     avoid=(0.0,))
 is_finite_op = unary("is_finite", np.isfinite, F, "True where x is neither infinite nor NaN.",
@@ -138,10 +140,10 @@ is_finite_op = unary("is_finite", np.isfinite, F, "True where x is neither infin
 is_nan_op = unary("is_nan", np.isnan, F, "True where x is NaN.", out=dt.bool_)
 is_inf_op = unary("is_inf", np.isinf, F, "True where x is +inf or -inf.", out=dt.bool_)
 
-add_op = binary("add", np.add, N, "Elementwise x + y with broadcasting.")
-subtract_op = binary("subtract", np.subtract, N, "Elementwise x - y with broadcasting.")
-multiply_op = binary("multiply", np.multiply, N, "Elementwise x * y with broadcasting.")
-divide_op = binary("divide", _true_divide, N,
+add_op = binary("add", np.add, N + C, "Elementwise x + y with broadcasting.")
+subtract_op = binary("subtract", np.subtract, N + C, "Elementwise x - y with broadcasting.")
+multiply_op = binary("multiply", np.multiply, N + C, "Elementwise x * y with broadcasting.")
+divide_op = binary("divide", _true_divide, N + C,
                    "True division x / y; like TensorFlow, 8- and 16-bit integers give float32, "
                    "32- and 64-bit integers float64.",
                    rhs_nonzero=True, out=_to_float)
@@ -150,7 +152,7 @@ floordiv_op = binary("floordiv", _int_division(np.floor_divide), N,
 floormod_op = binary("floormod", _int_division(np.mod), N,
                      "Remainder of floor division; takes the sign of y like Python's %.",
                      rhs_nonzero=True)
-pow_op = binary("pow", _pow, S, "Elementwise x ** y.", lo=0.5, hi=2.0)
+pow_op = binary("pow", _pow, S + C, "Elementwise x ** y.", lo=0.5, hi=2.0)
 maximum_op = binary("maximum", np.maximum, N, "Elementwise max(x, y).")
 minimum_op = binary("minimum", np.minimum, N, "Elementwise min(x, y).")
 equal_op = binary("equal", np.equal, A, "Elementwise x == y.", out=dt.bool_, lo=-1, hi=1)
@@ -194,6 +196,9 @@ _TWO_63 = 2.0 ** 63
 
 def _cast_kernel(x, dtype):
     x = np.asarray(x)
+    if x.dtype.kind == "c" and not dtype.is_complex:
+        # TensorFlow keeps the real part (a complex is true when either part is non-zero)
+        x = x != 0 if dtype.is_bool else x.real
     if x.dtype.kind == "f" and dtype.is_integer:
         if dtype.np in THROUGH_INT64:
             return x.astype(np.int64).astype(dtype.np)

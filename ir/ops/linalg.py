@@ -12,7 +12,7 @@ from stagecraft.ir.types import TensorType
 
 
 def _matmul_infer(types, transpose_a, transpose_b):
-    d = check_unified("matmul", ("a", "b"), types, (0, 1), dt.NUMERIC)
+    d = check_unified("matmul", ("a", "b"), types, (0, 1), dt.NUMERIC + dt.COMPLEX)
     a, b = types[0].shape, types[1].shape
     if a is None or b is None:
         return [TensorType(d, None)]
@@ -51,7 +51,7 @@ def _matmul_examples(rng, d):
 
 matmul_op = OpDef(
     name="matmul", kind=Kind.LINALG, inputs=("a", "b"), attrs=("transpose_a", "transpose_b"),
-    infer=_matmul_infer, kernel=_matmul_kernel, dtypes=dt.NUMERIC, unify=(0, 1),
+    infer=_matmul_infer, kernel=_matmul_kernel, dtypes=dt.NUMERIC + dt.COMPLEX, unify=(0, 1),
     examples=_matmul_examples, copying=True,
     doc="Matrix product of the last two dimensions; leading (batch) dimensions broadcast.")
 

@@ -46,7 +46,7 @@ def reduction(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *,
 
 
 def _mean(x, axes, keepdims):
-    if x.dtype.kind == "f":
+    if x.dtype.kind in "fc":
         return np.mean(x, axis=axes, keepdims=keepdims, dtype=x.dtype)
     # Integer mean truncates toward zero, as TensorFlow's does.
     total = np.sum(x, axis=axes, keepdims=keepdims, dtype=np.int64)
@@ -70,10 +70,11 @@ def _highest(d):
 
 
 N, B = dt.NUMERIC, (dt.bool_,)
+NC = N + dt.COMPLEX  # sums, means and products of complex numbers, as TensorFlow has
 reduce_sum_op = reduction(
-    "reduce_sum", lambda x, a, k: np.sum(x, axis=a, keepdims=k, dtype=x.dtype), N,
+    "reduce_sum", lambda x, a, k: np.sum(x, axis=a, keepdims=k, dtype=x.dtype), NC,
     "Sum over `axis` (all axes when None).", copying=True)
-reduce_mean_op = reduction("reduce_mean", _mean, N,
+reduce_mean_op = reduction("reduce_mean", _mean, NC,
                            "Mean over `axis`; integer means truncate toward zero like TensorFlow.",
                            copying=True)
 reduce_max_op = reduction("reduce_max", _extreme(np.max, _lowest), N,
@@ -83,7 +84,7 @@ reduce_min_op = reduction("reduce_min", _extreme(np.min, _highest), N,
                           "Minimum over `axis`; an empty reduction gives the dtype's highest "
                           "value.", copying=True)
 reduce_prod_op = reduction(
-    "reduce_prod", lambda x, a, k: np.prod(x, axis=a, keepdims=k, dtype=x.dtype), N,
+    "reduce_prod", lambda x, a, k: np.prod(x, axis=a, keepdims=k, dtype=x.dtype), NC,
     "Product over `axis`.", lo=0.5, hi=1.5, copying=True)
 reduce_all_op = reduction("reduce_all", lambda x, a, k: np.all(x, axis=a, keepdims=k), B,
                           "Logical AND over `axis`.")
@@ -123,7 +124,7 @@ argmin_op = arg_reduction("argmin", np.argmin, "Index of the smallest value alon
 def scan(name: str, fn: Callable, identity: int, doc: str, lo: float = -2.0,
          hi: float = 2.0) -> OpDef:
     def infer(types, axis, exclusive, reverse, _op=name):
-        d = check_unified(_op, ("x",), types, (0,), N)
+        d = check_unified(_op, ("x",), types, (0,), NC)
         if types[0].rank == 0:
             raise fail(_op, "the input is a scalar; it needs at least one dimension.")
         normalize_axis(_op, axis, types[0].rank)
@@ -147,7 +148,7 @@ def scan(name: str, fn: Callable, identity: int, doc: str, lo: float = -2.0,
                 for e in (False, True) for r in (False, True)]
 
     return OpDef(name=name, kind=Kind.REDUCE, inputs=("x",),
-                 attrs=("axis", "exclusive", "reverse"), infer=infer, kernel=kernel, dtypes=N,
+                 attrs=("axis", "exclusive", "reverse"), infer=infer, kernel=kernel, dtypes=NC,
                  unify=(0,), examples=examples, doc=doc)
 
 

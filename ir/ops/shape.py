@@ -310,7 +310,7 @@ def sum_to_shape(x: np.ndarray, shape: tuple) -> np.ndarray:
 
 
 def _sum_like_infer(types):
-    check_dtype("sum_like", "input", types[0], dt.NUMERIC)
+    check_dtype("sum_like", "input", types[0], dt.NUMERIC + dt.COMPLEX)
     check_broadcast_to("sum_like", types[1].shape, types[0].shape)
     return [TensorType(types[0].dtype, types[1].shape)]
 
@@ -321,7 +321,7 @@ sum_like_op = shape_op_def(
     lambda rng, d: [Example((values(rng, d, (2, 3, 4)), values(rng, d, (3, 1)))),
                     Example((values(rng, d, (3,)), values(rng, d, ())))],
     "Sums `input` down to the shape of `like` (the adjoint of broadcasting); used by gradients.",
-    dtypes=dt.NUMERIC)
+    dtypes=dt.NUMERIC + dt.COMPLEX)
 
 
 # ------------------------------------------------------------------------------ gather
@@ -446,7 +446,7 @@ def _scatter_add(out, g, indices, axis, batch_dims):
 
 
 def _gather_grad_infer(types, axis, batch_dims):
-    check_dtype("gather_grad", "grad", types[0], dt.NUMERIC)
+    check_dtype("gather_grad", "grad", types[0], dt.NUMERIC + dt.COMPLEX)
     check_dtype("gather_grad", "indices", types[1], INTS)
     return [TensorType(types[0].dtype, types[2].shape)]
 
@@ -460,7 +460,7 @@ gather_grad_op = shape_op_def(
                                                               np.int32),
                              values(rng, d, (4, 3))), {"axis": 1, "batch_dims": 1})],
     "Adds `grad` into zeros shaped like `like` at the positions a gather read (its adjoint).",
-    dtypes=dt.NUMERIC)
+    dtypes=dt.NUMERIC + dt.COMPLEX)
 
 
 # ----------------------------------------------------------------------------- one_hot

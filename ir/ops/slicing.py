@@ -111,7 +111,7 @@ strided_slice_op = OpDef(
 
 
 def _slice_grad_infer(types, spec):
-    check_dtype("strided_slice_grad", "grad", types[0], dt.NUMERIC)
+    check_dtype("strided_slice_grad", "grad", types[0], dt.NUMERIC + dt.COMPLEX)
     for i, t in enumerate(types[2:]):
         check_dtype("strided_slice_grad", f"index ${i}", t, dt.INTS)
     return [TensorType(types[0].dtype, types[1].shape)]
@@ -132,7 +132,8 @@ def _slice_grad_examples(rng, d):
 
 strided_slice_grad_op = OpDef(
     name="strided_slice_grad", kind=Kind.SHAPE, inputs=("grad", "like", "indices"),
-    attrs=("spec",), infer=_slice_grad_infer, kernel=_slice_grad_kernel, dtypes=dt.NUMERIC,
+    attrs=("spec",), infer=_slice_grad_infer, kernel=_slice_grad_kernel,
+    dtypes=dt.NUMERIC + dt.COMPLEX,
     unify=(0,), examples=_slice_grad_examples, variadic=True,
     doc="Writes `grad` into zeros shaped like `like` at the sliced positions (the adjoint of "
         "strided_slice).")
@@ -205,7 +206,7 @@ def _scatter_infer(types, mode):
     if mode not in SCATTER_MODES:
         raise fail(op, f"mode must be one of {SCATTER_MODES}, got {mode!r}.")
     check_unified(op, ("input", "indices", "updates"), types, (0, 2),
-                  dt.ALL if mode == "update" else dt.NUMERIC)
+                  dt.ALL if mode == "update" else dt.NUMERIC + dt.COMPLEX)
     x, idx, upd = types
     check_dtype(op, "indices", idx, dt.INTS)
     if x.shape is not None and idx.shape is not None and upd.shape is not None:

@@ -111,7 +111,7 @@ MATH = {"exp": math.exp, "log": math.log, "log1p": math.log1p, "sqrt": math.sqrt
 CONSTANTS = {"nan": np.nan, "inf": np.inf, "bool_": np.bool_,
              **{name: getattr(np, name) for name in (
                  "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                 "uint32", "uint64")}}
+                 "uint32", "uint64", "complex64", "complex128")}}
 
 
 @functools.lru_cache(maxsize=None)
