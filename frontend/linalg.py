@@ -21,6 +21,7 @@ from stagecraft.ops.linalg_ops import (adjoint, cholesky, cholesky_solve, det, e
                                        inv, logdet, lstsq, matrix_rank, matrix_transpose, pinv,
                                        qr, set_diag, slogdet, solve, svd, triangular_solve)
 from stagecraft.ops.linalg_expm import expm
+from stagecraft.ops.linalg_sqrtm import sqrtm
 from stagecraft.ops.linalg_ops import lu, lu_matrix_inverse, lu_reconstruct, lu_solve
 
 
@@ -104,4 +105,5 @@ __all__ = ["matmul", "diag", "diag_part", "eye", "matrix_transpose", "matvec", "
            "band_part", "norm", "l2_normalize", "tensordot", "global_norm", "adjoint",
            "cholesky", "cholesky_solve", "det", "eigh", "eigvalsh", "inv", "logdet", "lstsq",
            "matrix_rank", "pinv", "qr", "set_diag", "slogdet", "solve", "svd",
-           "triangular_solve", "expm", "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve"]
+           "triangular_solve", "expm", "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve",
+           "sqrtm"]

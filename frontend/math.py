@@ -33,3 +33,6 @@ __all__ += ["confusion_matrix", "count_nonzero", "in_top_k", "invert_permutation
 from stagecraft.ops.complex_ops import angle, conj, imag, real  # noqa: F401
 
 __all__ += ["angle", "conj", "imag", "real"]
+from stagecraft.ops.arithmetic_ops import scalar_mul  # noqa: F401
+
+__all__ += ["scalar_mul"]
