@@ -35,6 +35,8 @@ from stagecraft.ops.image_random import (random_brightness, random_contrast, ran
                                          stateless_random_saturation)
 from stagecraft.ops.image_resize import (ResizeMethod, crop_and_resize, resize,
                                          resize_with_pad)
+from stagecraft.ops.image_codecs import (decode_bmp, decode_gif, decode_image, decode_jpeg,
+                                         decode_png, encode_jpeg, encode_png, is_jpeg)
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
            "adjust_saturation", "central_crop", "combined_non_max_suppression",
@@ -53,4 +55,6 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "stateless_random_flip_left_right", "stateless_random_flip_up_down",
            "stateless_random_hue", "stateless_random_saturation",
            "stateless_sample_distorted_bounding_box", "total_variation",
-           "transpose", "yiq_to_rgb", "yuv_to_rgb"]
+           "transpose", "yiq_to_rgb", "yuv_to_rgb",
+           "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png",
+           "encode_jpeg", "encode_png", "is_jpeg"]

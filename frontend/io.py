@@ -1,0 +1,15 @@
+"""``stagecraft.io`` (``tf.io``): reading and writing files and image codecs.
+
+stagecraft has no string dtype: file contents are Python ``bytes`` where TensorFlow has string
+tensors (see :mod:`stagecraft.ops.image_codecs`).
+
+>>> import stagecraft as tf
+>>> tf.io.decode_png(tf.io.encode_png(tf.ones([1, 2, 3], tf.uint8))).shape
+TensorShape([1, 2, 3])
+"""
+from stagecraft.ops.image_codecs import (decode_bmp, decode_gif, decode_image, decode_jpeg,
+                                         decode_png, encode_jpeg, encode_png, is_jpeg,
+                                         read_file, write_file)
+
+__all__ = ["decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png",
+           "encode_jpeg", "encode_png", "is_jpeg", "read_file", "write_file"]

@@ -1,0 +1,305 @@
+"""Image files to tensors and back, for ``tf.image`` / ``tf.io``: ``decode_png`` /
+``encode_png``, ``decode_bmp``, ``decode_gif``, ``decode_image`` (by the file's magic bytes),
+``is_jpeg``, ``decode_jpeg`` / ``encode_jpeg`` (through Pillow, the optional ``images``
+extra), and ``read_file`` / ``write_file``.
+
+stagecraft has no string dtype, so where TensorFlow passes file contents as a ``tf.string``
+tensor these functions take and return Python ``bytes`` (a 1-D uint8 array or eager tensor of
+the bytes is accepted too), and decoded images are uint8/uint16 tensors. Decoding happens
+when the function is called: inside ``@function`` on bytes known while tracing the image
+becomes a constant of the graph (the same values TensorFlow computes when it runs); reading
+and writing files inside ``@function`` is refused, since it would happen once at trace time
+rather than at every call.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
+from stagecraft.errors import InvalidArgumentError
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ops import bmp_codec, gif_codec, png_codec
+
+__all__ = ["decode_png", "encode_png", "decode_bmp", "decode_gif", "decode_image", "is_jpeg",
+           "decode_jpeg", "encode_jpeg", "read_file", "write_file"]
+
+_JPEG = b"\xff\xd8\xff"
+
+
+def _contents(contents: Any, fn: str) -> bytes:
+    """File contents as bytes: bytes-like, or a 1-D uint8 array / eager tensor of them."""
+    if isinstance(contents, (bytes, bytearray, memoryview)):
+        return bytes(contents)
+    if isinstance(contents, Tensor):
+        if STATE.get().graph is not None and type(contents).__name__ == "GraphTensor":
+            raise TypeError(f"{fn}: contents is a symbolic tensor; stagecraft has no string "
+                            f"dtype, so file contents must be Python bytes known while "
+                            f"tracing. Decode outside the function, or pass the bytes as a "
+                            f"Python value.")
+        contents = contents.numpy()
+    if isinstance(contents, np.ndarray) and contents.dtype == np.uint8 and contents.ndim == 1:
+        return contents.tobytes()
+    if isinstance(contents, np.ndarray) and contents.dtype.kind == "S" and contents.ndim == 0:
+        return bytes(contents)
+    raise TypeError(f"{fn}: contents must be bytes (stagecraft has no string dtype), got "
+                    f"{type(contents).__name__}. Read a file with tf.io.read_file(path) or "
+                    f"open(path, 'rb').read().")
+
+
+def _out(image: np.ndarray) -> Tensor:
+    return convert_to_tensor(np.ascontiguousarray(image))
+
+
+def _dtype_name(dtype: Any, allowed: tuple, fn: str) -> str:
+    d = _dt.as_dtype(dtype)
+    if d.name not in allowed:
+        raise TypeError(f"{fn}: dtype must be one of {', '.join(allowed)}, got {d.name}.")
+    return d.name
+
+
+def decode_png(contents: Any, channels: int = 0, dtype: Any = _dt.uint8,
+               name: str | None = None) -> Tensor:
+    """A PNG image as a [height, width, channels] uint8 or uint16 tensor. ``channels`` 0 keeps
+    the file's (gray 1, gray+alpha 2, RGB 3, RGBA 4; a palette gives RGB, or RGBA with
+    transparency), 1/3/4 convert. 8-bit files read as uint16 are scaled by 257, 16-bit files
+    read as uint8 keep their high byte (as TensorFlow). Corrupt files raise
+    ``InvalidArgumentError``.
+
+    >>> import stagecraft as tf
+    >>> png = tf.image.encode_png(tf.constant([[[0], [255]]], tf.uint8))
+    >>> tf.image.decode_png(png, channels=3).numpy().tolist()
+    [[[0, 0, 0], [255, 255, 255]]]
+    """
+    if channels not in (0, 1, 2, 3, 4):
+        raise ValueError(f"decode_png: channels must be 0, 1, 2, 3 or 4, got {channels}.")
+    kind = _dtype_name(dtype, ("uint8", "uint16"), "decode_png")
+    return _out(png_codec.decode(_contents(contents, "decode_png"), channels, kind))
+
+
+def encode_png(image: Any, compression: int = -1, name: str | None = None) -> bytes:
+    """PNG bytes for a [height, width, channels] uint8 or uint16 image (1-4 channels);
+    ``compression`` is zlib's level 0-9 (-1: its default). Returns Python ``bytes`` (TF: a
+    string tensor).
+
+    >>> import stagecraft as tf
+    >>> tf.image.encode_png(tf.zeros([2, 2, 3], tf.uint8))[:4]
+    b'\\x89PNG'
+    """
+    image = convert_to_tensor(image)
+    if STATE.get().graph is not None and type(image).__name__ == "GraphTensor":
+        raise TypeError("encode_png: the image is a symbolic tensor; encoding makes Python "
+                        "bytes (stagecraft has no string dtype), so call it outside "
+                        "@function on the result.")
+    return png_codec.encode(image.numpy(), int(compression))
+
+
+def decode_bmp(contents: Any, channels: int = 0, name: str | None = None) -> Tensor:
+    """A BMP image as a [height, width, channels] uint8 tensor (24-bit: RGB, 32-bit: RGBA,
+    palette files through their palette). ``channels`` must be 0 or the file's count.
+
+    >>> import stagecraft as tf
+    >>> bmp = bytes.fromhex("424d3a000000000000003600000028000000010000000100000001001800"
+    ...                     "0000000004000000c40e0000c40e000000000000000000000000ff00")
+    >>> tf.io.decode_bmp(bmp).numpy().tolist()  # one red pixel
+    [[[255, 0, 0]]]
+    """
+    if channels not in (0, 1, 3, 4):
+        raise ValueError(f"decode_bmp: channels must be 0, 1, 3 or 4, got {channels}.")
+    return _out(bmp_codec.decode(_contents(contents, "decode_bmp"), channels))
+
+
+def decode_gif(contents: Any, name: str | None = None) -> Tensor:
+    """Every frame of a GIF as a [num_frames, height, width, 3] uint8 tensor (each frame
+    drawn over the previous one, transparent pixels keeping it, as TensorFlow composes them).
+
+    >>> import stagecraft as tf
+    >>> gif = bytes.fromhex("474946383761010001008000000000000000002c00000000010001000008"
+    ...                     "0400010404003b")
+    >>> tf.io.decode_gif(gif).shape
+    TensorShape([1, 1, 1, 3])
+    """
+    return _out(gif_codec.decode(_contents(contents, "decode_gif")))
+
+
+def is_jpeg(contents: Any, name: str | None = None) -> Tensor:
+    """Whether the bytes start like a JPEG file (a bool scalar tensor).
+
+    >>> import stagecraft as tf
+    >>> bool(tf.io.is_jpeg(b"\\xff\\xd8\\xff\\xe0")), bool(tf.io.is_jpeg(b"GIF89a"))
+    (True, False)
+    """
+    return convert_to_tensor(_contents(contents, "is_jpeg")[:3] == _JPEG)
+
+
+def _pillow(fn: str) -> Any:
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError(f"{fn} needs Pillow, an optional dependency of stagecraft: install "
+                          f"it with pip install 'stagecraft[images]' (or pip install pillow). "
+                          f"PNG, GIF and BMP need nothing extra.") from None
+    return Image
+
+
+def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscaling: bool = True,
+                try_recover_truncated: bool = False, acceptable_fraction: float = 1,
+                dct_method: str = "", name: str | None = None) -> Tensor:
+    """A JPEG image as a [height, width, channels] uint8 tensor, decoded by Pillow (the
+    ``images`` extra; its libjpeg may round a few values differently from TensorFlow's).
+    ``channels`` 0 keeps the file's (1 or 3), 1 or 3 convert; ``ratio`` 1, 2, 4 or 8 downscales
+    while decoding. ``dct_method`` is a hint, as in TensorFlow.
+
+    >>> import stagecraft as tf
+    >>> jpeg = tf.io.encode_jpeg(tf.fill([8, 8, 3], tf.constant(200, tf.uint8)))
+    >>> int(tf.reduce_max(tf.abs(tf.cast(tf.io.decode_jpeg(jpeg), tf.int32) - 200))) <= 2
+    True
+    """
+    image_mod = _pillow("decode_jpeg")
+    if channels not in (0, 1, 3):
+        raise ValueError(f"decode_jpeg: channels must be 0, 1 or 3, got {channels}.")
+    if ratio not in (1, 2, 4, 8):
+        raise ValueError(f"decode_jpeg: ratio must be 1, 2, 4 or 8, got {ratio}.")
+    if try_recover_truncated or acceptable_fraction != 1 or not fancy_upscaling:
+        raise ValueError("decode_jpeg: try_recover_truncated, acceptable_fraction < 1 and "
+                         "fancy_upscaling=False are not supported by the Pillow decoder; "
+                         "leave them at their defaults.")
+    data = _contents(contents, "decode_jpeg")
+    if not data.startswith(_JPEG):
+        raise InvalidArgumentError("decode_jpeg: not a JPEG file (it does not start with "
+                                   "FF D8 FF).")
+    import io
+    try:
+        im = image_mod.open(io.BytesIO(data), formats=["JPEG"])
+        width, height = im.size
+        png_codec.check_size("decode_jpeg", height, width, 3, 1)
+        if ratio > 1:
+            im.draft(im.mode, (-(-width // ratio), -(-height // ratio)))
+        want = {0: "L" if im.mode == "L" else "RGB", 1: "L", 3: "RGB"}[channels]
+        array = np.asarray(im.convert(want))
+    except InvalidArgumentError:
+        raise
+    except Exception as e:  # Pillow raises OSError/SyntaxError/ValueError on corrupt data
+        raise InvalidArgumentError(f"decode_jpeg: the JPEG data is corrupt or truncated "
+                                   f"({type(e).__name__}: {e}).") from None
+    return _out(array.reshape(array.shape[0], array.shape[1], -1))
+
+
+def encode_jpeg(image: Any, format: str = "", quality: int = 95,  # noqa: A002
+                progressive: bool = False, optimize_size: bool = False,
+                chroma_downsampling: bool = True, density_unit: str = "in",
+                x_density: int = 300, y_density: int = 300, xmp_metadata: str = "",
+                name: str | None = None) -> bytes:
+    """JPEG bytes (Python ``bytes``) for a [height, width, 1 or 3] uint8 image, by Pillow (the
+    ``images`` extra). ``format`` '' follows the channels, 'grayscale' or 'rgb' forces one.
+
+    >>> import stagecraft as tf
+    >>> tf.io.encode_jpeg(tf.zeros([4, 4, 1], tf.uint8))[:3]
+    b'\\xff\\xd8\\xff'
+    """
+    image_mod = _pillow("encode_jpeg")
+    array = convert_to_tensor(image)
+    if array.dtype != _dt.uint8 or array.shape.rank != 3 or array.shape[-1] not in (1, 3):
+        raise ValueError(f"encode_jpeg: image must be a [height, width, 1 or 3] uint8 tensor, "
+                         f"got {array.dtype.name} of shape {array.shape}.")
+    if format not in ("", "grayscale", "rgb"):
+        raise ValueError(f"encode_jpeg: format must be '', 'grayscale' or 'rgb', got "
+                         f"{format!r}.")
+    if not 0 <= quality <= 100 or density_unit not in ("in", "cm"):
+        raise ValueError(f"encode_jpeg: quality must be in 0-100 and density_unit 'in' or "
+                         f"'cm'; got {quality} and {density_unit!r}.")
+    values = array.numpy()
+    channels = {"": values.shape[-1], "grayscale": 1, "rgb": 3}[format]
+    if channels != values.shape[-1]:
+        raise ValueError(f"encode_jpeg: format {format!r} needs {channels} channels, the image "
+                         f"has {values.shape[-1]}.")
+    im = image_mod.fromarray(values[..., 0] if channels == 1 else values,
+                             "L" if channels == 1 else "RGB")
+    import io
+    out = io.BytesIO()
+    per_inch = 2.54 if density_unit == "cm" else 1.0
+    im.save(out, "JPEG", quality=int(quality), progressive=progressive, optimize=optimize_size,
+            subsampling=2 if chroma_downsampling else 0,
+            dpi=(x_density * per_inch, y_density * per_inch),
+            **({"xmp": xmp_metadata.encode()} if xmp_metadata else {}))
+    return out.getvalue()
+
+
+def decode_image(contents: Any, channels: int | None = None, dtype: Any = _dt.uint8,
+                 name: str | None = None, expand_animations: bool = True) -> Tensor:
+    """Decodes a PNG, GIF, BMP or JPEG (chosen by its first bytes). PNG, BMP and JPEG give
+    [height, width, channels]; GIF gives [num_frames, height, width, 3], or its first frame
+    [height, width, 3] with ``expand_animations=False``. A float ``dtype`` scales to [0, 1]
+    (``tf.image.convert_image_dtype``).
+
+    >>> import stagecraft as tf
+    >>> png = tf.image.encode_png(tf.constant([[[0], [255]]], tf.uint8))
+    >>> tf.io.decode_image(png, dtype=tf.float32).numpy().tolist()
+    [[[0.0], [1.0]]]
+    """
+    data = _contents(contents, "decode_image")
+    d = _dt.as_dtype(dtype)
+    if not (d.name in ("uint8", "uint16") or d.is_floating):
+        raise TypeError(f"decode_image: dtype must be uint8, uint16 or a float type, got "
+                        f"{d.name}.")
+    c = 0 if channels is None else int(channels)
+    if data.startswith(png_codec.SIGNATURE):
+        image = decode_png(data, c, "uint8" if d.name == "uint8" else "uint16")
+    elif data[:6] in (b"GIF87a", b"GIF89a"):
+        if c not in (0, 3):
+            raise ValueError(f"decode_image: a GIF has 3 channels; channels must be None, 0 or "
+                             f"3, got {channels}.")
+        image = decode_gif(data)
+        if not expand_animations:
+            image = image[0]
+    elif data[:2] == b"BM":
+        image = decode_bmp(data, c)
+    elif data.startswith(_JPEG):
+        image = decode_jpeg(data, c)
+    else:
+        raise InvalidArgumentError(f"decode_image: unknown image format (the file starts with "
+                                   f"{data[:8]!r}); JPEG, PNG, GIF and BMP are supported.")
+    if image.dtype == d:
+        return image
+    from stagecraft.ops.image_dtype import convert_image_dtype
+    return convert_image_dtype(image, d)
+
+
+def _host_only(fn: str) -> None:
+    if STATE.get().graph is not None:
+        raise RuntimeError(f"{fn} inside @function would run once, while tracing, not at each "
+                           f"call (stagecraft has no string tensors to carry file contents "
+                           f"through a graph). Call it outside the function and pass the "
+                           f"decoded tensor in.")
+
+
+def read_file(filename: Any, name: str | None = None) -> bytes:
+    """The contents of the file ``filename`` as Python ``bytes`` (TF: a string tensor).
+
+    >>> import os, tempfile, stagecraft as tf
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
+    >>> tf.io.write_file(path, b"abc"); tf.io.read_file(path)
+    b'abc'
+    """
+    _host_only("tf.io.read_file")
+    with open(_path(filename, "read_file"), "rb") as f:
+        return f.read()
+
+
+def write_file(filename: Any, contents: Any, name: str | None = None) -> None:
+    """Writes ``contents`` (bytes, or a str written as UTF-8) to ``filename``, replacing it."""
+    _host_only("tf.io.write_file")
+    data = contents.encode() if isinstance(contents, str) else _contents(contents, "write_file")
+    with open(_path(filename, "write_file"), "wb") as f:
+        f.write(data)
+
+
+def _path(filename: Any, fn: str) -> str:
+    import os
+    if isinstance(filename, (str, bytes, os.PathLike)):
+        return os.fsdecode(filename)
+    raise TypeError(f"tf.io.{fn}: filename must be a str or path, got "
+                    f"{type(filename).__name__}.")
