@@ -31,6 +31,18 @@ from stagecraft.ops.vectorize_ops import vectorized_map
 from stagecraft.ops.counting_ops import (dynamic_partition, dynamic_stitch,
                                          histogram_fixed_width, histogram_fixed_width_bins,
                                          sequence_mask, unravel_index)
+from stagecraft.ops.stable_math_ops import reduce_logsumexp
+from stagecraft.ops.image_dtype import saturate_cast
+from stagecraft.ops.arithmetic_ops import realdiv, scalar_mul, truncatemod
+from stagecraft.ops.flow_ops import (case, control_dependencies, group, identity_n, no_op,
+                                     switch_case, tuple)  # noqa: A004 (TensorFlow's names)
+from stagecraft.ops.shape_ops import (broadcast_dynamic_shape, broadcast_static_shape,
+                                      ensure_shape, reverse_sequence, shape_n, strided_slice)
+from stagecraft.ops.scatter_extrema_ops import tensor_scatter_nd_max, tensor_scatter_nd_min
+from stagecraft.ops.introspection_ops import (get_logger, inside_function, is_symbolic_tensor,
+                                              is_tensor, timestamp)
+from stagecraft.ops.gradient_helpers import grad_pass_through, recompute_grad
+from stagecraft.ops.linalg_sqrtm import matrix_square_root
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft import bitwise
 from stagecraft.linalg import norm
@@ -62,7 +74,11 @@ from stagecraft import saved_model
 
 # Namespaces imported on first use (PEP 562), which keeps `import stagecraft` quick: Keras's
 # layers, tf.data and tf.summary are a third of the import time and many programs use none.
-_LAZY = ("keras", "data", "summary", "image")
+_LAZY = ("keras", "data", "summary", "image", "io", "version")
+# TF 2's top-level initializer classes are Keras's (importing them loads Keras's initializers).
+_LAZY_NAMES = dict.fromkeys(("zeros_initializer", "ones_initializer", "constant_initializer",
+                             "random_normal_initializer", "random_uniform_initializer"),
+                            "stagecraft.ops.init_ops")
 
 
 def __getattr__(name: str) -> object:
@@ -71,11 +87,16 @@ def __getattr__(name: str) -> object:
         module = importlib.import_module(f"stagecraft.{name}")
         globals()[name] = module
         return module
+    if name in _LAZY_NAMES:
+        import importlib
+        value = getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'stagecraft' has no attribute {name!r}")
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_NAMES))
 
 del _operators  # imported for its effect only
 for _name in _math_only:  # TensorFlow has these in tf.math only
