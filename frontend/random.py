@@ -11,6 +11,7 @@ __all__ = ["normal", "set_seed", "truncated_normal", "uniform", "Generator",
 from stagecraft.ops.sampling_ops import (categorical, gamma, poisson, shuffle,
                                          stateless_categorical, stateless_gamma,
                                          stateless_poisson)
+from stagecraft.ops.sampling_ops import stateless_binomial
 
 __all__ += ["categorical", "gamma", "poisson", "shuffle", "stateless_categorical",
-            "stateless_gamma", "stateless_poisson"]
+            "stateless_gamma", "stateless_poisson", "stateless_binomial"]

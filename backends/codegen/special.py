@@ -1,6 +1,6 @@
 """Scalar special functions for compiled code: ``lgamma``, ``digamma``, ``erf``, ``erfc``,
-``erfinv`` and the Hurwitz ``zeta``, written with :mod:`math` only, so that the same source runs
-as plain Python (the CUDA simulator), under ``numba.njit`` (the CPU backend: generated code
+``erfinv``, the Hurwitz ``zeta`` and ``random_gamma_grad``, written with :mod:`math` only, so
+that the same source runs as plain Python (the CUDA simulator), under ``numba.njit`` (the CPU backend: generated code
 calls them as ``K.<name>``) and as CUDA device functions (``numba_cuda`` binds the name ``K``
 of its kernels to those). The op table's reference kernels use SciPy's; these agree with them
 to a few ulps of float64 (tests/frontend/test_special_ops.py).
@@ -136,3 +136,32 @@ def zeta(x, q):
         b /= w
         k += 1.0
     return s
+
+
+_GAMMA_GRAD_TERMS = 10 ** 7   # the series needs about x - a + 40 sqrt(x) terms
+
+
+def random_gamma_grad(a, x):
+    """d x / d a of a Gamma(a, 1) sample ``x`` at a fixed value of its CDF P(a, x) (the
+    implicit reparameterization gradient): -(dP/da) / (dP/dx), from the series
+    P(a, x) = x**a e**-x sum_n x**n / Gamma(a + n + 1), whose ratio to the density is
+    sum_n r_n with r_0 = x / a, r_n = r_(n-1) x / (a + n) (no overflow), each term times
+    log x - digamma(a + n + 1). NaN unless a > 0 and x >= 0; 0 at x = 0."""
+    if not a > 0.0 or not x >= 0.0 or x == math.inf:
+        return math.nan
+    if x == 0.0:
+        return 0.0
+    log_x = math.log(x)
+    psi = digamma(a + 1.0)
+    r = x / a
+    total = r * (log_x - psi)
+    n = 1.0
+    while n < _GAMMA_GRAD_TERMS:
+        r *= x / (a + n)
+        psi += 1.0 / (a + n)
+        term = r * (log_x - psi)
+        total += term
+        if a + n > x and abs(term) <= _EPS * 0.05 * abs(total):
+            break
+        n += 1.0
+    return -total

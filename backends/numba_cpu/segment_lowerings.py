@@ -1,6 +1,6 @@
 """Numba lowerings of ``segment_reduce``, ``unique_index`` and ``searchsorted`` (calls into
 ``kernels/segment.py`` on 2-D views: rows by the segment ids, the rest flattened), of
-``random_gamma`` and ``random_poisson`` (``kernels/rejection.py``) and of
+``random_gamma``, ``random_poisson`` and ``random_binomial`` (``kernels/rejection.py``) and of
 ``cumulative_logsumexp`` (``kernels/logsumexp.py``)."""
 from __future__ import annotations
 
@@ -72,6 +72,16 @@ def _random_gamma(cg, e: Eqn) -> None:
     out = cg.empty(v, [str(int(d)) for d in e.params["shape"]] + cg.dims(alpha))
     cg.line(f"K.rejection_sample_into({out}, {cg.array(alpha)}, {cg.array(seed)}, "
             f"{e.op == 'random_poisson'})")
+    cg.define_array(v, out)
+
+
+@lowers("random_binomial")
+def _random_binomial(cg, e: Eqn) -> None:
+    seed, counts, probs = e.inputs
+    v = e.outputs[0]
+    out = cg.empty(v, cg.dims(counts))
+    cg.line(f"K.binomial_sample_into({out}, np.ascontiguousarray({cg.array(counts)}), "
+            f"np.ascontiguousarray({cg.array(probs)}), {cg.array(seed)})")
     cg.define_array(v, out)
 
 

@@ -337,6 +337,7 @@ from stagecraft.backends.numba_cuda.kernels import rejection  # noqa: E402
 TABLE["random_gamma"] = lambda xs, a, t: rejection.random_gamma(xs[0], xs[1], a["shape"])
 TABLE["random_poisson"] = lambda xs, a, t: rejection.random_gamma(xs[0], xs[1], a["shape"],
                                                                  poisson=True)
+TABLE["random_binomial"] = lambda xs, a, t: rejection.random_binomial(*xs)
 
 from stagecraft.backends.numba_cuda.kernels import logsumexp  # noqa: E402
 

@@ -1,6 +1,8 @@
 """VJP rules of the special functions (TensorFlow's): lgamma' = digamma, digamma' =
 polygamma(1, .) = zeta(2, .), erf' = 2/sqrt(pi) exp(-x^2), erfinv' = sqrt(pi)/2 exp(erfinv^2),
-and zeta's derivative in q, -x zeta(x + 1, q) (none in x, as in TensorFlow). ``RULES`` maps
+zeta's derivative in q, -x zeta(x + 1, q) (none in x, as in TensorFlow), and random_gamma's in
+alpha: TensorFlow's implicit reparameterization, the sample moved along with alpha at a fixed
+value of its CDF (``random_gamma_grad``), summed over the sample dimensions. ``RULES`` maps
 each op to its rule; :mod:`stagecraft.autodiff.vjps` adds them to the table (this module does
 not import it, so the two stay free of import cycles)."""
 from __future__ import annotations
@@ -46,5 +48,11 @@ def _zeta(g, out, x, q):
         bind(OPS["sum_like"], dq, q)
 
 
+def _random_gamma(g, out, seed, alpha, shape):
+    # out has shape `shape + alpha.shape`: the leading sample dimensions sum away
+    d_alpha = m.multiply(g, bind(OPS["random_gamma_grad"], alpha, out))
+    return None, bind(OPS["sum_like"], d_alpha, alpha)
+
+
 RULES = {"lgamma": _lgamma, "digamma": _digamma, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv,
-         "zeta": _zeta}
+         "zeta": _zeta, "random_gamma": _random_gamma}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
@@ -22,7 +24,7 @@ from stagecraft.ops.random_ops import draw, seed_tensor
 from stagecraft.state.random_generator import stateless_seed
 
 __all__ = ["categorical", "stateless_categorical", "shuffle", "gamma", "stateless_gamma",
-           "poisson", "stateless_poisson"]
+           "poisson", "stateless_poisson", "stateless_binomial"]
 
 
 def gumbel_max(logits: Any, num_samples: Any, dtype: Any, seed: Tensor, what: str) -> Tensor:
@@ -112,13 +114,20 @@ def gamma(shape: Any, alpha: Any, beta: Any = None, dtype: Any = _dt.float32,
           seed: int | None = None, name: str | None = None) -> Tensor:
     """Gamma(alpha, beta) samples (``beta`` is the rate: the mean is ``alpha / beta``) of shape
     ``shape + broadcast(alpha, beta).shape``; NaN where ``alpha <= 0``. Differentiable in
-    ``beta``; unlike TensorFlow, which reparameterizes the sample, no gradient flows to
-    ``alpha`` (it is None).
+    ``beta`` and, as in TensorFlow, in ``alpha`` by implicit reparameterization: a sample
+    moves with ``alpha`` at a fixed value of its CDF, ``d sample / d alpha = -(dF/d alpha) /
+    (dF/d sample)`` (the op ``random_gamma_grad``).
 
     >>> import stagecraft as tf
     >>> x = tf.random.gamma([2000], [2.0, 4.0], seed=1, dtype=tf.float64)
     >>> x.shape, [round(m) for m in tf.reduce_mean(x, axis=0).numpy().tolist()]
     (TensorShape([2000, 2]), [2, 4])
+    >>> alpha = tf.constant(3.0, tf.float64)
+    >>> with tf.GradientTape() as tape:
+    ...     tape.watch(alpha)
+    ...     mean = tf.reduce_mean(tf.random.gamma([4000], alpha, seed=2, dtype=tf.float64))
+    >>> round(float(tape.gradient(mean, alpha)), 1)   # d E[x] / d alpha = 1
+    1.0
     """
     return _gamma(shape, alpha, beta, dtype, seed_tensor(seed), "gamma")
 
@@ -171,3 +180,44 @@ def stateless_poisson(shape: Any, seed: Any, lam: Any, dtype: Any = _dt.int32,
     stagecraft.int32
     """
     return _poisson(shape, lam, dtype, stateless_seed(seed), "stateless_poisson")
+
+
+_BINOMIAL_OUT = ("float16", "float32", "float64", "int32", "int64")
+
+
+def stateless_binomial(shape: Any, seed: Any, counts: Any, probs: Any,
+                       output_dtype: Any = _dt.int32, name: str | None = None) -> Tensor:
+    """Binomial(counts, probs) samples of shape ``shape`` as a pure function of ``seed`` (shape
+    [2]). ``counts`` and ``probs`` broadcast with each other and with the rightmost dimensions
+    of ``shape``; ``counts`` takes the dtype of ``probs`` (as in TensorFlow). The result is
+    ``output_dtype`` (int32 by default; float16, float32, float64 and int64 too). ``counts <= 0``
+    or ``probs <= 0`` gives 0, ``probs >= 1`` gives ``counts``. Not differentiable.
+
+    >>> import stagecraft as tf
+    >>> x = tf.random.stateless_binomial([2, 3], seed=[1, 2], counts=[10.0, 20.0, 0.0],
+    ...                                  probs=[0.5])
+    >>> x.dtype, x.shape, x.numpy()[:, 2].tolist()
+    (stagecraft.int32, TensorShape([2, 3]), [0, 0])
+    """
+    what = "tf.random.stateless_binomial"
+    out = _dt.as_dtype(output_dtype)
+    if out.name not in _BINOMIAL_OUT:
+        raise TypeError(f"{what}: output_dtype must be one of {', '.join(_BINOMIAL_OUT)}, got "
+                        f"{out.name}.")
+    probs = convert_to_tensor(probs)
+    if not probs.dtype.is_floating:
+        probs = _m.cast(probs, _dt.float32)
+    counts = convert_to_tensor(counts)
+    # float64 work: float32 counts above 2**24 would already round the result
+    n, p = _m.cast(counts, _dt.float64), _m.cast(probs, _dt.float64)
+    dims = _sample_dims(shape, what)
+    try:
+        both = np.broadcast_shapes(tuple(n.shape.as_list()), tuple(p.shape.as_list()))
+        if np.broadcast_shapes(both, dims) != dims:
+            raise ValueError
+    except (ValueError, TypeError):
+        raise ValueError(f"{what}: counts (shape {counts.shape}) and probs (shape "
+                         f"{probs.shape}) must broadcast to the sample shape {list(dims)} (they "
+                         f"fill its rightmost dimensions).") from None
+    n, p = _a.broadcast_to(n, list(dims)), _a.broadcast_to(p, list(dims))
+    return _m.cast(bind(OPS["random_binomial"], stateless_seed(seed), n, p), out)

@@ -241,3 +241,173 @@ random_poisson_op = _sampler_op(
     "random_poisson", "lam", poisson_sample, [(3.5, (4,)), ([0.0, 0.7, 12.0, 250.0], (3,))],
     "Poisson(lam) counts (as floats of lam's dtype) of shape `shape + lam.shape`; 0 where lam "
     "is 0, NaN where it is negative.")
+
+
+# ------------------------------------------------------------------------------ binomial
+# ``random_binomial`` (TensorFlow's stateless_random_binomial): for n * min(p, 1 - p) below 10
+# the count of geometric waiting times that fit in n trials (inversion, two per Philox block);
+# from 10 on Hormann's BTRS ("The generation of binomial random variates", 1993), one block per
+# attempt, accepted against the exact log-probability ratio (lgamma) instead of Stirling's
+# tail series. p above 1/2 draws n - Binomial(n, 1 - p). As in TensorFlow, n <= 0 or p <= 0
+# gives 0 and p >= 1 gives n; n is used as given (a float).
+
+BTRS_FROM = 10.0
+
+
+def binomial_one(n, p, i, k0, k1, c2, c3):
+    """One Binomial(n, p) sample of element ``i`` as a float (NaN for a NaN parameter)."""
+    if n != n or p != p:
+        return math.nan
+    if n <= 0.0 or p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return n
+    q = 1.0 - p if p > 0.5 else p
+    k = 0.0
+    block = np.uint64(1)
+    if n * q < BTRS_FROM:
+        log_q = math.log1p(-q)
+        total = 0.0
+        while block < np.uint64(MAX_BLOCK):
+            u1, u2 = uniform_pair(i, block, k0, k1, c2, c3)
+            block += np.uint64(1)
+            total += math.ceil(math.log(u1) / log_q)
+            if total > n:
+                break
+            k += 1.0
+            total += math.ceil(math.log(1.0 - u2) / log_q)
+            if total > n:
+                break
+            k += 1.0
+    else:
+        sd = math.sqrt(n * q * (1.0 - q))
+        b = 1.15 + 2.53 * sd
+        a = -0.0873 + 0.0248 * b + 0.01 * q
+        c = n * q + 0.5
+        vr = 0.92 - 4.2 / b
+        log_r = math.log(q / (1.0 - q))
+        alpha = (2.83 + 5.1 / b) * sd
+        m = math.floor((n + 1.0) * q)
+        log_fm = math.lgamma(m + 1.0) + math.lgamma(n - m + 1.0)
+        while block < np.uint64(MAX_BLOCK):
+            v, u = uniform_pair(i, block, k0, k1, c2, c3)
+            block += np.uint64(1)
+            u -= 0.5
+            us = 0.5 - abs(u)
+            if us <= 0.0:
+                continue
+            k = math.floor((2.0 * a / us + b) * u + c)
+            if k < 0.0 or k > n:
+                continue
+            if us >= 0.07 and v <= vr:
+                break
+            bound = log_fm - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0) + (k - m) * log_r
+            if math.log(v * alpha / (a / (us * us) + b)) <= bound:
+                break
+    return n - k if p > 0.5 else k
+
+
+def binomial_sample(n: np.ndarray, p: np.ndarray, seed) -> np.ndarray:
+    """``binomial_one`` for every element of the float64 vectors ``n`` and ``p``,
+    vectorized."""
+    words = key(seed)
+    size = n.size
+    idx = np.arange(size, dtype=np.uint64)
+    out = np.where((n <= 0.0) | (p <= 0.0), 0.0, np.where(p >= 1.0, n, np.nan))
+    live = ~(np.isnan(n) | np.isnan(p)) & (n > 0.0) & (p > 0.0) & (p < 1.0)
+    q = np.where(p > 0.5, 1.0 - p, p)
+    flip = p > 0.5
+    small = np.flatnonzero(live & (n * q < BTRS_FROM))
+    big = np.flatnonzero(live & (n * q >= BTRS_FROM))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_q = np.log1p(-q[small])
+        total, k, ns = np.zeros(small.size), np.zeros(small.size), n[small]
+        block = 1
+        while small.size and block < MAX_BLOCK:
+            u1, u2 = _uniform_pairs(idx[small], block, words)
+            block += 1
+            total = total + np.ceil(np.log(u1) / log_q)
+            first = total > ns
+            k = k + ~first
+            total = total + np.ceil(np.log(1.0 - u2) / log_q)
+            done = first | (total > ns)
+            k = k + ~done
+            out[small[done]] = k[done]
+            keep = ~done
+            small, log_q, total, k, ns = small[keep], log_q[keep], total[keep], k[keep], ns[keep]
+    nb, qb = n[big], q[big]
+    sd = np.sqrt(nb * qb * (1.0 - qb))
+    b = 1.15 + 2.53 * sd
+    a = -0.0873 + 0.0248 * b + 0.01 * qb
+    c = nb * qb + 0.5
+    vr = 0.92 - 4.2 / b
+    log_r = np.log(qb / (1.0 - qb))
+    alpha = (2.83 + 5.1 / b) * sd
+    m = np.floor((nb + 1.0) * qb)
+    log_fm = (_LGAMMA(m + 1.0) + _LGAMMA(nb - m + 1.0)).astype(np.float64)
+    block = 1
+    while big.size and block < MAX_BLOCK:
+        v, u = _uniform_pairs(idx[big], block, words)
+        block += 1
+        u = u - 0.5
+        us = 0.5 - np.abs(u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.floor((2.0 * a / us + b) * u + c)
+        ok = (us > 0.0) & (k >= 0.0) & (k <= nb)
+        accept = ok & (us >= 0.07) & (v <= vr)
+        test = np.flatnonzero(ok & ~accept)
+        if test.size:
+            t = test
+            bound = (log_fm[t] - _LGAMMA(k[t] + 1.0).astype(np.float64)
+                     - _LGAMMA(nb[t] - k[t] + 1.0).astype(np.float64) + (k[t] - m[t]) * log_r[t])
+            lhs = np.log(v[t] * alpha[t] / (a[t] / (us[t] * us[t]) + b[t]))
+            accept[t[lhs <= bound]] = True
+        out[big[accept]] = k[accept]
+        keep = ~accept
+        big, nb, a, b, c, vr, log_r, alpha, m, log_fm = (
+            big[keep], nb[keep], a[keep], b[keep], c[keep], vr[keep], log_r[keep], alpha[keep],
+            m[keep], log_fm[keep])
+    return np.where(flip & live, n - out, out)
+
+
+def _binomial_infer(types):
+    seed, counts, probs = types
+    name = "random_binomial"
+    if seed.dtype is not dt.int64 or seed.shape not in ((3,), (None,), None):
+        raise fail(name, f"seed must be an int64 tensor of shape [3] (global seed, op seed, "
+                         f"counter), got {seed}.")
+    check_dtype(name, "counts", counts, dt.FLOATS)
+    if counts.dtype is not probs.dtype:
+        raise fail(name, f"counts and probs must have one dtype, got {counts.dtype.name} and "
+                         f"{probs.dtype.name}.")
+    if counts.shape is not None and probs.shape is not None and \
+            len(counts.shape) != len(probs.shape):
+        raise fail(name, f"counts and probs must have one shape (broadcast them first), got "
+                         f"{list(counts.shape)} and {list(probs.shape)}.")
+    shape = counts.shape if counts.shape is not None else probs.shape
+    if counts.shape is not None and probs.shape is not None:
+        shape = tuple(x if x is not None else y for x, y in zip(counts.shape, probs.shape))
+        if any(x is not None and y is not None and x != y
+               for x, y in zip(counts.shape, probs.shape)):
+            raise fail(name, f"counts and probs must have one shape (broadcast them first), "
+                             f"got {list(counts.shape)} and {list(probs.shape)}.")
+    return [TensorType(counts.dtype, shape)]
+
+
+def _binomial_kernel(seed, counts, probs):
+    counts, probs = np.asarray(counts), np.asarray(probs)
+    flat = binomial_sample(counts.reshape(-1).astype(np.float64),
+                           probs.reshape(-1).astype(np.float64), seed)
+    return flat.astype(counts.dtype).reshape(counts.shape)
+
+
+random_binomial_op = OpDef(
+    name="random_binomial", kind=Kind.RANDOM, inputs=("seed", "counts", "probs"), attrs=(),
+    infer=_binomial_infer, kernel=_binomial_kernel, dtypes=dt.FLOATS, unify=(1, 2),
+    examples=lambda rng, d: [
+        Example((np.asarray((1, 2, 3), np.int64), np.asarray(n, d.np), np.asarray(p, d.np)))
+        for n, p in [([5.0, 40.0, 0.0, 3.0], [0.3, 0.6, 0.5, 1.0]),
+                     ([[100.0, 7.0], [1000.0, 12.0]], [[0.02, 0.9], [0.5, 0.0]])]],
+    doc="Binomial(counts, probs) samples (as floats of the parameters' dtype) of the shape "
+        "both share; 0 where counts <= 0 or probs <= 0, counts where probs >= 1 (inversion "
+        "below 10 expected successes, BTRS rejection from 10 on).")

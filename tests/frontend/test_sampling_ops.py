@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
+from stagecraft.ir import OPS
 
 P = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]])
 
@@ -93,7 +94,7 @@ def test_gamma_is_deterministic_and_staged_equals_eager():
     assert np.isnan(tf.random.gamma([2], [0.0, -1.0], seed=1).numpy()).all()
 
 
-def test_gamma_gradient_flows_to_beta_only():
+def test_gamma_gradients_flow_to_beta_and_alpha():
     beta = tf.Variable([2.0, 4.0], dtype=tf.float64)
     alpha = tf.Variable([1.5, 3.0], dtype=tf.float64)
     with tf.GradientTape() as tape:
@@ -101,7 +102,9 @@ def test_gamma_gradient_flows_to_beta_only():
         y = tf.reduce_sum(x)
     g_beta, g_alpha = tape.gradient(y, [beta, alpha])
     np.testing.assert_allclose(g_beta.numpy(), -x.numpy() / beta.numpy(), rtol=1e-12)
-    assert g_alpha is None
+    # the sample in alpha: its Gamma(alpha, 1) part's implicit derivative, over beta
+    want = OPS["random_gamma_grad"].kernel(alpha.numpy(), x.numpy() * beta.numpy())
+    np.testing.assert_allclose(g_alpha.numpy(), want / beta.numpy(), rtol=1e-12)
 
 
 def test_poisson_moments_and_dtypes():

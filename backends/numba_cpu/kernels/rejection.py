@@ -1,4 +1,5 @@
-"""Numba kernels of ``random_gamma`` and ``random_poisson`` (``ir/ops/rejection.py``, whose
+"""Numba kernels of ``random_gamma``, ``random_poisson`` and ``random_binomial``
+(``ir/ops/rejection.py``, whose
 per-element samplers they compile): the reference kernels' values, element for element."""
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ _uniform_pair = compiled_with(numba.njit(**_JIT), rejection.uniform_pair,
 _gamma_one = compiled_with(numba.njit(**_JIT), rejection.gamma_one, uniform_pair=_uniform_pair)
 _poisson_one = compiled_with(numba.njit(**_JIT), rejection.poisson_one,
                              uniform_pair=_uniform_pair)
+_binomial_one = compiled_with(numba.njit(**_JIT), rejection.binomial_one,
+                              uniform_pair=_uniform_pair)
 
 
 @numba.njit(**_JIT)
@@ -43,3 +46,14 @@ def rejection_sample_into(out, alpha, seed, poisson):
             of[j] = _poisson_one(np.float64(a[j % a.size]), np.uint64(j), k0, k1, c2, c3)
         else:
             of[j] = _gamma_one(np.float64(a[j % a.size]), np.uint64(j), k0, k1, c2, c3)
+
+
+@numba.njit(**_JIT)
+def binomial_sample_into(out, counts, probs, seed):
+    """out (flat, the shape counts and probs share): Binomial(counts[j], probs[j]) samples."""
+    k0, k1, c2, c3 = _key_words(seed)
+    n = counts.reshape(counts.size)
+    p = probs.reshape(probs.size)
+    of = out.reshape(out.size)
+    for j in range(of.size):
+        of[j] = _binomial_one(np.float64(n[j]), np.float64(p[j]), np.uint64(j), k0, k1, c2, c3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numba
 
 from stagecraft.backends.codegen import special as _special
+from stagecraft.backends.numba_cpu.kernels.rejection import compiled_with
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -14,3 +15,5 @@ erf = numba.njit(**_JIT)(_special.erf)
 erfc = numba.njit(**_JIT)(_special.erfc)
 erfinv = numba.njit(**_JIT)(_special.erfinv)
 zeta = numba.njit(**_JIT)(_special.zeta)
+# calls digamma: Numba needs the compiled one bound in its globals
+random_gamma_grad = compiled_with(numba.njit(**_JIT), _special.random_gamma_grad, digamma=digamma)

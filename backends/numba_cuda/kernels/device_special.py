@@ -8,9 +8,11 @@ import functools
 import types
 
 from stagecraft.backends.codegen import special
+from stagecraft.backends.numba_cpu.kernels.rejection import compiled_with
 from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
 
-NAMES = ("lgamma", "digamma", "erf", "erfc", "erfinv", "zeta")
+NAMES = ("lgamma", "digamma", "erf", "erfc", "erfinv", "zeta", "random_gamma_grad")
+CALLERS = {"random_gamma_grad": ("digamma",)}   # functions of NAMES that call others
 
 
 @functools.lru_cache(maxsize=None)
@@ -23,6 +25,12 @@ def module() -> types.ModuleType:
     if simulated():
         return special
     m = types.ModuleType("stagecraft_cuda_special")
+    device = cuda_module().jit(device=True)
     for name in NAMES:
-        setattr(m, name, cuda_module().jit(device=True)(getattr(special, name)))
+        if name in CALLERS:
+            continue
+        setattr(m, name, device(getattr(special, name)))
+    for name, callees in CALLERS.items():   # their callees bound to the device functions
+        setattr(m, name, compiled_with(device, getattr(special, name),
+                                       **{c: getattr(m, c) for c in callees}))
     return m

@@ -1,5 +1,6 @@
-"""``random_gamma`` and ``random_poisson`` on the device: one thread per element runs the op
-table's sampler (``ir/ops/rejection.gamma_one`` / ``poisson_one``, compiled as device
+"""``random_gamma``, ``random_poisson`` and ``random_binomial`` on the device: one thread per
+element runs the op table's sampler (``ir/ops/rejection.gamma_one`` / ``poisson_one`` /
+``binomial_one``, compiled as device
 functions) on its own Philox blocks, so the values depend only on the seed and the element,
 as in the reference kernels."""
 from __future__ import annotations
@@ -48,4 +49,36 @@ def random_gamma(seed: Any, alpha: Any, shape: tuple, poisson: bool = False) -> 
     out = empty(tuple(shape) + tuple(alpha.shape), alpha.dtype)
     launch_over(_kernel("poisson_one" if poisson else "gamma_one"), out.size, flat(out),
                 flat(alpha), seed)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _binomial_kernel() -> Callable:
+    bind_cuda(globals())
+    device = cuda.jit(device=True)
+    key_words = device(philox_key_words)
+    pair = compiled_with(device, rejection.uniform_pair, philox=device(rejection.philox))
+    one = compiled_with(device, rejection.binomial_one, uniform_pair=pair)
+
+    @cuda.jit
+    def sample(out, counts, probs, seed):
+        k0, k1, c2, c3 = key_words(seed)
+        for j in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+            out[j] = one(np.float64(counts[j]), np.float64(probs[j]), np.uint64(j), k0, k1, c2,
+                         c3)
+    return sample
+
+
+def random_binomial(seed: Any, counts: Any, probs: Any) -> Any:
+    """The op table's ``random_binomial``: Binomial(counts, probs) samples of the shape both
+    share, as floats of their dtype.
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> x = to_host(random_binomial(to_device(np.array([1, 2, 3])),
+    ...                             to_device(np.float32([5, 50])), to_device(np.float32([0.5, 1]))))
+    >>> x.dtype, x.tolist()[1]
+    (dtype('float32'), 50.0)
+    """
+    out = empty(tuple(counts.shape), counts.dtype)
+    launch_over(_binomial_kernel(), out.size, flat(out), flat(counts), flat(probs), seed)
     return out

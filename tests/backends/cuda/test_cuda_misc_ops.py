@@ -1,7 +1,7 @@
 """CUDA eager kernels beyond the generated examples: cumulative_logsumexp's exclusive forms
-(the op table's examples are inclusive) and the rejection samplers random_gamma and
-random_poisson, whose values must equal the reference kernels' element for element (one
-sampler source for every backend)."""
+(the op table's examples are inclusive) and the rejection samplers random_gamma,
+random_poisson and random_binomial, whose values must equal the reference kernels' element for
+element (one sampler source for every backend)."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,3 +36,14 @@ def test_rejection_samplers_equal_the_reference(op, params):
         assert got.dtype == want.dtype and got.shape == (3, 5)
         np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-14)
         assert (np.isnan(got) == np.isnan(want)).all()
+
+
+def test_binomial_sampler_equals_the_reference():
+    seed = np.array([3, 4, 5], np.int64)
+    n = np.array([0.0, 5.0, 40.0, 1000.0, 12.0, 7.0, 3.0, np.nan])
+    p = np.array([0.5, 0.3, 0.6, 0.5, 0.0, 0.9, 1.0, 0.5])
+    for dtype in (np.float32, np.float64):
+        want = OPS["random_binomial"].kernel(seed, n.astype(dtype), p.astype(dtype))
+        got = _run("random_binomial", [seed, n.astype(dtype), p.astype(dtype)], {})
+        assert got.dtype == want.dtype and got.shape == n.shape
+        np.testing.assert_array_equal(got, want)
