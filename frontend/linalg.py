@@ -7,8 +7,6 @@ from typing import Any
 import numpy as np
 
 from stagecraft.ops.array_ops import eye
-from stagecraft.eager.bind import bind
-from stagecraft.ir import OPS
 from stagecraft.ops.math_ops import matmul
 from stagecraft.eager.tensor import Tensor
 from stagecraft.eager.conversion import convert_to_tensor
@@ -19,25 +17,11 @@ from stagecraft.ops.math_ops import abs, reduce_max, reduce_sum, sqrt, square, w
 from stagecraft.ops.nn_ops import l2_normalize
 from stagecraft.ops.linalg_ops import (adjoint, cholesky, cholesky_solve, det, eigh, eigvalsh,
                                        inv, logdet, lstsq, matrix_rank, matrix_transpose, pinv,
-                                       qr, set_diag, slogdet, solve, svd, triangular_solve)
+                                       qr, slogdet, solve, svd, triangular_solve)
 from stagecraft.ops.linalg_expm import expm
+from stagecraft.ops.diag_ops import diag, diag_part, set_diag
 from stagecraft.ops.linalg_sqrtm import sqrtm
 from stagecraft.ops.linalg_ops import lu, lu_matrix_inverse, lu_reconstruct, lu_solve
-
-
-def diag(diagonal: Any, name: str = "diag") -> Tensor:
-    """Square matrices with ``diagonal`` on the main diagonal (batched over leading dims).
-
-    >>> import stagecraft as tf
-    >>> tf.linalg.diag([1, 2]).numpy().tolist()
-    [[1, 0], [0, 2]]
-    """
-    return bind(OPS["diag"], diagonal)
-
-
-def diag_part(input: Any, name: str = "diag_part") -> Tensor:  # noqa: A002
-    """The main diagonal of the last two dimensions."""
-    return bind(OPS["diag_part"], input)
 
 
 def matvec(a: Any, b: Any, transpose_a: bool = False, name: str | None = None) -> Tensor:

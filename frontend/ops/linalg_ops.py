@@ -398,42 +398,7 @@ def matrix_rank(a: Any, tol: Any = None, validate_args: bool = False,
     return reduce_sum(cast(greater(s, tol), "int32"), axis=-1)
 
 
-def _diagonal_maps(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """0/1 matrices L [m, d] and R [d, n] with (L @ diag(x) @ R) placing x on diagonal ``k``
-    of an [m, n] matrix (d its length)."""
-    rows = np.arange(max(0, -k), min(m, n - k))
-    d = len(rows)
-    if d <= 0:
-        raise ValueError(f"tf.linalg.set_diag: diagonal k={k} is outside a {m}x{n} matrix.")
-    left = np.zeros((m, d))
-    right = np.zeros((d, n))
-    left[rows, np.arange(d)] = 1.0
-    right[np.arange(d), rows + k] = 1.0
-    return left, right
-
-
-def set_diag(input: Any, diagonal: Any, name: str = "set_diag", k: Any = 0,  # noqa: A002
-             align: str = "RIGHT_LEFT") -> Tensor:
-    """``input`` with its diagonal ``k`` (0: the main one, > 0 above it, < 0 below) replaced
-    by ``diagonal`` [..., D]. One diagonal only: a (low, high) band of them raises.
-
-    >>> import stagecraft as tf
-    >>> tf.linalg.set_diag(tf.zeros([2, 3]), [1.0, 2.0], k=1).numpy().tolist()
-    [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
-    """
-    x = float_matrix(input, "set_diag")
-    if not isinstance(k, (int, np.integer)):
-        raise ValueError(f"tf.linalg.set_diag: k must be one int (a single diagonal); got "
-                         f"{k!r}. Set the diagonals of a band one at a time.")
-    m, n = _static_dims(x, "set_diag")
-    left, right = _diagonal_maps(m, n, int(k))
-    d = convert_to_tensor(diagonal, dtype=x.dtype)
-    placed = matmul(left.astype(x.dtype.np) * expand_dims(d, -2), right.astype(x.dtype.np))
-    mask = convert_to_tensor((left @ right) > 0)
-    return where(mask, placed, x)
-
-
 __all__ = ["inv", "det", "slogdet", "cholesky", "qr", "svd", "eigh", "eigvalsh", "solve",
            "triangular_solve", "cholesky_solve", "logdet", "lstsq", "pinv", "matrix_rank",
-           "set_diag", "adjoint", "matrix_transpose", "keep_triangle", "triangle_mask", "lu",
+           "adjoint", "matrix_transpose", "keep_triangle", "triangle_mask", "lu",
            "lu_reconstruct", "lu_solve", "lu_matrix_inverse", "lu_factors"]
