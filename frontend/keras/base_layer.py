@@ -13,7 +13,9 @@ AutoGraph (as Keras does), so Python ``if``/``for`` on tensors inside it are sta
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
+import re
 from typing import Any, Iterator
 
 import numpy as np
@@ -25,7 +27,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import backend, call_context, serialization, initializers
-from stagecraft.state.module import Module, _camel_to_snake
+from stagecraft.state.module import Module
 from stagecraft.eager.scopes import init_scope, name_scope
 from stagecraft.eager.tensor import Tensor
 from stagecraft.state.variables import Variable
@@ -33,6 +35,10 @@ from stagecraft.state.variables import Variable
 
 #: Attributes whose variables are not the layer's weights (they stay in its checkpoints).
 _NOT_WEIGHT_SOURCES = frozenset(("optimizer",))
+
+#: How many layer calls enclose the current one: the outermost call clears the losses
+#: that ``add_loss`` collected in the previous call, as Keras does.
+_CALL_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("keras_call_depth", default=0)
 
 
 class _WeightList:
@@ -73,7 +79,7 @@ class Layer(Module):
     # Bookkeeping attributes that module reflection must not walk.
     _TF_MODULE_IGNORED_PROPERTIES = Module._TF_MODULE_IGNORED_PROPERTIES | frozenset(
         ("_layer_weights", "_batch_input_shape", "_building_from_call", "_summary_output_shape",
-         "_build_shapes"))
+         "_build_shapes", "_call_losses"))
 
     _building_from_call = False
 
@@ -86,7 +92,7 @@ class Layer(Module):
                             f"{', '.join(unknown)}. Layers accept trainable, name, dtype, "
                             f"input_shape, batch_input_shape, input_dim and batch_size.")
         if name is None:
-            name = backend.unique_object_name(_camel_to_snake(type(self).__name__))
+            name = backend.unique_object_name(_keras_snake(type(self).__name__))
         super().__init__(name=name)
         self._trainable = bool(trainable)
         self._dtype = _dt.as_dtype(backend.floatx() if dtype is None else dtype)
@@ -143,10 +149,12 @@ class Layer(Module):
             # Keras passes these only to a `call` that declares them.
             if optional in kwargs and not _accepts(type(self).call, optional):
                 del kwargs[optional]
+        if _CALL_DEPTH.get() == 0:
+            self._clear_losses()
         # Keras nests the scope where the layer is called: a model's layers build their
         # weights as 'my_model/dense/kernel:0'.
         with name_scope(STATE.get().name_scope + self.name + "/"), \
-                call_context.training_scope(training):
+                call_context.training_scope(training), _nested_call():
             if not self.built:
                 self._maybe_build(inputs)
             if STATE.get().graph is not None and _is_user_code(type(self).call):
@@ -192,6 +200,52 @@ class Layer(Module):
             raise RuntimeError(
                 f"It looks like you are subclassing `{type(self).__name__}` and you forgot to "
                 f"call `super().__init__()`. Always start your `__init__` with this line.")
+
+    # ---------------------------------------------------------------------- losses
+    def add_loss(self, loss: Any) -> None:
+        """Adds a loss term (a scalar tensor, e.g. an activity penalty computed in ``call``)
+        that ``model.losses`` lists and ``fit`` adds to the compiled loss. Losses added
+        during a call replace those of the previous outermost call.
+
+        >>> import stagecraft as tf
+        >>> class Penalized(tf.keras.layers.Layer):
+        ...     def call(self, x):
+        ...         self.add_loss(tf.reduce_sum(x))
+        ...         return x
+        >>> layer = Penalized()
+        >>> _ = layer(tf.ones([2])); [float(v) for v in layer.losses]
+        [2.0]
+        """
+        if callable(loss) and not isinstance(loss, Tensor):
+            loss = loss()
+        vars(self).setdefault("_call_losses", []).append(convert_to_tensor(loss))
+
+    @property
+    def losses(self) -> list[Tensor]:
+        """The losses ``add_loss`` added during the last call, this layer's then its
+        sub-layers'."""
+        out: list[Tensor] = []
+        seen: set[int] = set()
+        stack: list[Layer] = [self]
+        while stack:
+            layer = stack.pop(0)
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            out += vars(layer).get("_call_losses", [])
+            stack += [c for c in layer._children() if isinstance(c, Layer)]
+        return out
+
+    def _clear_losses(self) -> None:
+        stack: list[Layer] = [self]
+        seen: set[int] = set()
+        while stack:
+            layer = stack.pop()
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                if vars(layer).get("_call_losses"):
+                    vars(layer)["_call_losses"] = []
+                stack.extend(c for c in layer._children() if isinstance(c, Layer))
 
     # --------------------------------------------------------------------- weights
     def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
@@ -367,6 +421,28 @@ class Layer(Module):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} built={self.built}>"
+
+
+def _keras_snake(name: str) -> str:
+    """Keras's default layer names (``to_snake_case``): ``Conv2D`` -> ``conv2d``,
+    ``SpatialDropout1D`` -> ``spatial_dropout1d``, ``PReLU`` -> ``p_re_lu`` (tf.Module's rule
+    would give ``conv2_d``).
+
+    >>> _keras_snake("Conv2DTranspose"), _keras_snake("GRUCell"), _keras_snake("ReLU")
+    ('conv2d_transpose', 'gru_cell', 're_lu')
+    """
+    intermediate = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    snake = re.sub(r"([a-z])([A-Z])", r"\1_\2", intermediate).lower()
+    return snake.lstrip("_") if snake.startswith("_") else snake
+
+
+@contextlib.contextmanager
+def _nested_call() -> Iterator[None]:
+    token = _CALL_DEPTH.set(_CALL_DEPTH.get() + 1)
+    try:
+        yield
+    finally:
+        _CALL_DEPTH.reset(token)
 
 
 def _unique(vs: list[Variable]) -> list[Variable]:

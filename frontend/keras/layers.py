@@ -4,6 +4,8 @@
 >>> tf.keras.layers.Dense(3)(tf.ones([2, 4])).shape
 TensorShape([2, 3])
 """
+from stagecraft.keras.activation_layers import (ELU, LeakyReLU, PReLU, ReLU, Softmax,
+                                                ThresholdedReLU)
 from stagecraft.keras.attention import MultiHeadAttention
 from stagecraft.keras.base_layer import Layer
 from stagecraft.keras.basic_layers import Dropout, Embedding, LayerNormalization, Normalization
@@ -22,8 +24,14 @@ from stagecraft.keras.pooling_layers import (AveragePooling1D, AveragePooling2D,
                                              GlobalMaxPooling1D, GlobalMaxPooling2D,
                                              GlobalMaxPooling3D, MaxPool1D, MaxPool2D, MaxPool3D,
                                              MaxPooling1D, MaxPooling2D, MaxPooling3D)
-from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Lambda, Maximum, Minimum,
-                                             Multiply, Subtract)
+from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Dot, Lambda, Maximum,
+                                             Minimum, Multiply, Subtract, add, average,
+                                             concatenate, dot, maximum, minimum, multiply,
+                                             subtract)
+from stagecraft.keras.regularization_layers import (ActivityRegularization, AlphaDropout,
+                                                    GaussianDropout, GaussianNoise,
+                                                    SpatialDropout1D, SpatialDropout2D,
+                                                    SpatialDropout3D)
 from stagecraft.keras.reshaping_layers import (Cropping1D, Cropping2D, Cropping3D, Permute,
                                                RepeatVector, Reshape, UpSampling1D,
                                                UpSampling2D, UpSampling3D, ZeroPadding1D,
@@ -48,3 +56,7 @@ __all__ += ["AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool
 __all__ += ["Cropping1D", "Cropping2D", "Cropping3D", "Permute", "RepeatVector", "Reshape",
             "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D",
             "ZeroPadding3D"]
+__all__ += ["ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "ThresholdedReLU", "Dot", "add",
+            "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
+            "ActivityRegularization", "AlphaDropout", "GaussianDropout", "GaussianNoise",
+            "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"]
