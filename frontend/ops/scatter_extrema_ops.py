@@ -32,21 +32,26 @@ def _scatter_extremum(fn: str, tensor: Any, indices: Any, updates: Any,
     if updates.dtype != tensor.dtype:
         raise TypeError(f"{fn}: updates ({updates.dtype.name}) must have the tensor's dtype "
                         f"({tensor.dtype.name}).")
-    dims, k = tensor.shape.as_list() if tensor.shape.rank is not None else None, \
-        indices.shape[-1] if indices.shape.rank else None
-    if dims is None or None in dims or k is None or indices.shape.rank is None:
-        raise ValueError(f"{fn}: the shape of tensor and the last dimension of indices must "
-                         f"be known while tracing.")
-    if k > len(dims):
-        raise ValueError(f"{fn}: indices.shape[-1] ({k}) exceeds the rank of tensor "
-                         f"({len(dims)}).")
-    want = indices.shape.as_list()[:-1] + dims[k:]
-    if updates.shape.rank is not None and not updates.shape.is_compatible_with(want):
+    rank, k = tensor.shape.rank, indices.shape[-1] if indices.shape.rank else None
+    if rank is None or k is None:
+        raise ValueError(f"{fn}: the rank of tensor and the last dimension of indices must be "
+                         f"known while tracing.")
+    if k > rank:
+        raise ValueError(f"{fn}: indices.shape[-1] ({k}) exceeds the rank of tensor ({rank}).")
+    dims = tensor.shape.as_list()
+    want = indices.shape.as_list()[:-1] + dims[k:] if indices.shape.rank else None
+    if want is not None and updates.shape.rank is not None and \
+            not updates.shape.is_compatible_with(want):
         raise ValueError(f"{fn}: updates must have shape indices.shape[:-1] + "
                          f"tensor.shape[indices.shape[-1]:] = {want}, got {updates.shape}.")
     idx = _m.cast(indices, _dt.int64)
-    bound = convert_to_tensor(np.asarray(dims[:k], np.int64))
-    inside = _m.reduce_all(_m.logical_and(_m.greater_equal(idx, 0), _m.less(idx, bound)))
+    static = None not in dims
+    # the indexed dims, their row-major strides and count: constants when known now
+    lead = convert_to_tensor(np.asarray(dims[:k], np.int64)) if static else \
+        _a.shape(tensor, _dt.int64)[:k]
+    strides = _m.cumprod(lead, exclusive=True, reverse=True)
+    segments = int(np.prod(dims[:k], dtype=np.int64)) if static else _m.reduce_prod(lead)
+    inside = _m.reduce_all(_m.logical_and(_m.greater_equal(idx, 0), _m.less(idx, lead)))
     message = f"{fn}: an index is outside the shape {dims[:k]} of the indexed dimensions."
     if STATE.get().graph is None:
         if not bool(inside.numpy()):
@@ -54,15 +59,12 @@ def _scatter_extremum(fn: str, tensor: Any, indices: Any, updates: Any,
             raise InvalidArgumentError(f"{message} Indices: {bad.tolist()[:10]}")
     else:
         emit_assert(inside, message)
-    strides = np.cumprod([1, *dims[1:k][::-1]])[::-1].astype(np.int64)
-    linear = _a.reshape(_m.reduce_sum(_m.multiply(idx, convert_to_tensor(strides)), axis=-1),
-                        [-1])
-    rest = dims[k:]
-    segments = int(np.prod(dims[:k], dtype=np.int64))
-    flat_updates = _a.reshape(updates, [-1, *rest])
-    scattered = segment(flat_updates, linear, segments)
-    flat = _a.reshape(tensor, [segments, *rest])
-    return _a.reshape(combine(flat, scattered), dims)
+    linear = _a.reshape(_m.reduce_sum(_m.multiply(idx, strides), axis=-1), [-1])
+    rest = [d if d is not None else _a.shape(tensor)[k + i] for i, d in enumerate(dims[k:])]
+    scattered = segment(_a.reshape(updates, [-1, *rest]), linear, segments)
+    flat = _a.reshape(tensor, [segments if static else -1, *rest])
+    result = combine(flat, scattered)
+    return _a.reshape(result, dims) if static else _a.reshape(result, _a.shape(tensor))
 
 
 def tensor_scatter_nd_max(tensor: Any, indices: Any, updates: Any,

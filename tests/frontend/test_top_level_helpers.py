@@ -200,6 +200,9 @@ def test_tensor_scatter_nd_max_min():
                     tf.constant(upd)):
         np.testing.assert_array_equal(got.numpy(), want_max)
     np.testing.assert_array_equal(tf.tensor_scatter_nd_min(t, idx, upd).numpy(), want_min)
+    run_time_rows = tf.function(tf.tensor_scatter_nd_min, input_signature=[
+        tf.TensorSpec([None, 2]), tf.TensorSpec([None, 1], tf.int64), tf.TensorSpec([None, 2])])
+    np.testing.assert_array_equal(run_time_rows(t, idx, upd).numpy(), want_min)
     with pytest.raises(InvalidArgumentError, match="outside the shape"):
         tf.function(tf.tensor_scatter_nd_max)(tf.constant(t), tf.constant([[3]]),
                                               tf.constant([[1.0, 1.0]]))
