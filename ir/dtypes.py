@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes  # bfloat16 as a NumPy dtype: TensorFlow's own choice for its NumPy arrays
 import numpy as np
 
 
 class DType:
     """An element type: ``bool``, the signed integers ``int8/16/32/64``, the unsigned
-    ``uint8/16/32/64``, ``float32``/``float64`` and ``complex64``/``complex128``.
+    ``uint8/16/32/64``, ``float16``/``bfloat16``/``float32``/``float64`` and
+    ``complex64``/``complex128``.
 
     Compares equal to its name, its NumPy dtype and NumPy scalar type, like ``tf.DType``.
 
@@ -23,8 +25,8 @@ class DType:
     def __init__(self, name: str, short: str):
         self.name = name
         self.short = short  # the IR's spelling: f32, i64, bool
-        self.np = np.dtype(name)
-        self.is_floating = self.np.kind == "f"
+        self.np = np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
+        self.is_floating = self.np.kind == "f" or name == "bfloat16"  # ml_dtypes' kind is 'V'
         self.is_integer = self.np.kind in "iu"
         self.is_bool = self.np.kind == "b"
         self.is_complex = self.np.kind == "c"  # not floating, as in TensorFlow
@@ -46,13 +48,13 @@ class DType:
     def min(self):
         if self.is_bool:
             return False
-        return np.finfo(self.np).min if self.is_floating else np.iinfo(self.np).min
+        return ml_dtypes.finfo(self.np).min if self.is_floating else np.iinfo(self.np).min
 
     @property
     def max(self):
         if self.is_bool:
             return True
-        return np.finfo(self.np).max if self.is_floating else np.iinfo(self.np).max
+        return ml_dtypes.finfo(self.np).max if self.is_floating else np.iinfo(self.np).max
 
     @property
     def base_dtype(self) -> "DType":
@@ -106,6 +108,8 @@ uint8 = DType("uint8", "u8")
 uint16 = DType("uint16", "u16")
 uint32 = DType("uint32", "u32")
 uint64 = DType("uint64", "u64")
+float16 = DType("float16", "f16")
+bfloat16 = DType("bfloat16", "bf16")
 float32 = DType("float32", "f32")
 float64 = DType("float64", "f64")
 complex64 = DType("complex64", "c64")
@@ -117,7 +121,10 @@ INTS: tuple[DType, ...] = (int32, int64)  # index types (TF's Tidx): shapes, axe
 SIGNED_INTS: tuple[DType, ...] = (int8, int16, int32, int64)
 UNSIGNED_INTS: tuple[DType, ...] = (uint8, uint16, uint32, uint64)
 INTEGERS: tuple[DType, ...] = SIGNED_INTS + UNSIGNED_INTS
-FLOATS: tuple[DType, ...] = (float32, float64)
+# float16/bfloat16: computed in float32 and rounded once per op (ir/ops/half.py), never
+# promoted implicitly to or from float32
+HALF: tuple[DType, ...] = (float16, bfloat16)
+FLOATS: tuple[DType, ...] = HALF + (float32, float64)
 NUMERIC: tuple[DType, ...] = INTEGERS + FLOATS  # real numbers: arithmetic, comparisons, sums
 SIGNED: tuple[DType, ...] = SIGNED_INTS + FLOATS  # negative, abs, sign, pow: not unsigned in TF
 COMPLEX: tuple[DType, ...] = (complex64, complex128)  # never promoted to or from implicitly
@@ -129,7 +136,7 @@ CLASSIC: tuple[DType, ...] = (bool_, int32, int64, float32, float64)
 _BY_NAME = {d.name: d for d in ALL} | {d.short: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 _TF_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64,
-               "complex": complex128}
+               "complex": complex128, "half": float16}
 
 
 def from_numpy(np_dtype: np.dtype) -> DType:

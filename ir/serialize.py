@@ -104,12 +104,32 @@ def save(graph: Graph, path: str | os.PathLike) -> None:
     if path.endswith(".npz"):
         data = dict(arrays)
         data[_JSON_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        np.savez(path, **data)
+        savez(path, data)
         return
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "graph.json"), "w", encoding="utf-8") as f:
         f.write(text)
-    np.savez(os.path.join(path, "arrays.npz"), **arrays)
+    savez(os.path.join(path, "arrays.npz"), arrays)
+
+
+# A .npy header cannot name ml_dtypes' bfloat16 (NumPy writes it as raw void, '|V2'): such an
+# array is stored as its uint16 bits under its name plus this suffix, and read back as bfloat16.
+_BF16_SUFFIX = ".bfloat16"
+
+
+def savez(target: Any, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez(target, **arrays)`` with bfloat16 arrays stored as their bits (``read_npz``
+    reads them back).
+
+    >>> import tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.npz")
+    >>> savez(p, {"x": np.array([1.5], dt.bfloat16.np)})
+    >>> read_npz(p)["x"]
+    array([1.5], dtype=bfloat16)
+    """
+    np.savez(target, **{(k + _BF16_SUFFIX if a.dtype == dt.bfloat16.np else k):
+                        (a.view(np.uint16) if a.dtype == dt.bfloat16.np else a)
+                        for k, a in arrays.items()})
 
 
 def read_npz(path: str, dtypes: frozenset | None = None) -> dict[str, np.ndarray]:
@@ -143,14 +163,23 @@ def read_npz(path: str, dtypes: frozenset | None = None) -> dict[str, np.ndarray
                     shape, _, dtype = read_header(fh, max_header_size=10000)
                     header = fh.tell()
                     need = math.prod(shape) * dtype.itemsize
-                    if dtype.hasobject or (dtypes is not None and dtype not in dtypes):
+                    bits = name.endswith(_BF16_SUFFIX + ".npy")  # a bfloat16 array's bits
+                    if bits and dtype != np.uint16:
+                        raise ValueError(f"{where}: a bfloat16 array must be stored as uint16 "
+                                         f"bits, not {dtype}")
+                    if dtype.hasobject or (dtypes is not None and (
+                            dt.bfloat16.np if bits else dtype) not in dtypes):
                         raise ValueError(f"{where}: dtype {dtype} is not allowed")
                     if header + need != info.file_size:
                         raise ValueError(f"{where}: its header declares shape {shape} of "
                                          f"{dtype} ({need} bytes) but it holds "
                                          f"{info.file_size - header} bytes")
                     fh.seek(0)
-                    out[name[:-len(".npy")]] = np.lib.format.read_array(fh, allow_pickle=False)
+                    array = np.lib.format.read_array(fh, allow_pickle=False)
+                    if bits:
+                        out[name[:-len(_BF16_SUFFIX + ".npy")]] = array.view(dt.bfloat16.np)
+                    else:
+                        out[name[:-len(".npy")]] = array
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, KeyError,
             NotImplementedError, RuntimeError, SyntaxError, TypeError) as e:
         raise ValueError(f"{path}: not a valid array file ({type(e).__name__}: {e})") from None
@@ -571,7 +600,7 @@ class _Decoder:
                 raise DocumentError(f"{at}.scalar", f"expected a number, got {_show(item)}")
             try:
                 with np.errstate(all="raise"):
-                    return np.dtype(v["np"]).type(item)
+                    return dt.as_dtype(v["np"]).np.type(item)  # (bfloat16: ml_dtypes')
             except (OverflowError, FloatingPointError, ValueError) as e:
                 raise DocumentError(f"{at}.scalar", f"{item!r} does not fit {v['np']}: {e}") \
                     from None

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+from stagecraft.ir.ops.philox import HALF_QUANTUM
+
 # (significant bits, smallest normal exponent, largest finite value) of each format
 F16 = (11, -14, 65504.0)
 BF16 = (8, -126, 3.3895313892515355e38)
@@ -56,3 +58,65 @@ def round_f16(x):
 def round_bf16(x):
     """The bfloat16 value nearest to ``x`` (as a float)."""
     return round_to(x, *BF16)
+
+
+# ---------------------------------------------------------------- code generation
+
+# The formats by dtype name (the quantum of each one's uniform draws: ir/ops/philox.py)
+FORMATS = {"float16": F16, "bfloat16": BF16}
+QUANTUM = HALF_QUANTUM
+
+
+def is_half(d) -> bool:
+    """Whether DType ``d`` is float16 or bfloat16 (held in float32 in compiled code).
+
+    >>> from stagecraft.ir import dtypes as dt
+    >>> is_half(dt.bfloat16), is_half(dt.float32)
+    (True, False)
+    """
+    return d.name in FORMATS
+
+
+def storage_name(d) -> str:
+    """The NumPy dtype name of DType ``d`` in compiled code: ``float32`` for the half formats.
+
+    >>> from stagecraft.ir import dtypes as dt
+    >>> storage_name(dt.float16), storage_name(dt.int8)
+    ('float32', 'int8')
+    """
+    return "float32" if d.name in FORMATS else d.np.name
+
+
+def round_expr(expr: str, d) -> str:
+    """Source rounding the float expression ``expr`` to half dtype ``d`` as a float32 scalar
+    (through float32 first, as TensorFlow's casts from float64 and integers go); generated
+    code calls the kernel library's compiled ``round_to`` as ``K.round_to``.
+
+    >>> from stagecraft.ir import dtypes as dt
+    >>> round_expr("x", dt.float16)
+    'np.float32(K.round_to(np.float32(x), 11, -14, 65504.0))'
+    """
+    bits, emin, top = FORMATS[d.name]
+    return f"np.float32(K.round_to(np.float32({expr}), {bits}, {emin}, {top!r}))"
+
+
+def round_array_expr(expr: str, d) -> str:
+    """Source of a new float32 array: the float32 array ``expr`` rounded to half dtype ``d``.
+
+    >>> from stagecraft.ir import dtypes as dt
+    >>> round_array_expr("a", dt.bfloat16)
+    'K.round_array(a, 8, -126, 3.3895313892515355e+38)'
+    """
+    bits, emin, top = FORMATS[d.name]
+    return f"K.round_array({expr}, {bits}, {emin}, {top!r})"
+
+
+def literal_value(value, d) -> float:
+    """Python number ``value`` as the half dtype ``d`` converts it (NumPy's / ml_dtypes'
+    conversion, what eager code gets), as a float.
+
+    >>> from stagecraft.ir import dtypes as dt
+    >>> literal_value(0.1, dt.float16), literal_value(0.1, dt.bfloat16)
+    (0.0999755859375, 0.10009765625)
+    """
+    return float(d.np.type(value))

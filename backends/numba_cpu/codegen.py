@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from stagecraft.backends.codegen import scalar_ops
+from stagecraft.backends.codegen import half, scalar_ops
 from stagecraft.backends.codegen.canonical import GLOBALS
 from stagecraft.backends.codegen.fusion import fusible, fusion_group
 from stagecraft.backends.codegen.source import (Namer, Writer, literal, np_type, rank as _rank,
@@ -36,7 +36,9 @@ from stagecraft.backends.numba_cpu.outline import Kernels
 from stagecraft.backends.numba_cpu.repeats import (TRANSPARENT, Group, Occurrence, find_repeats,
                                                    identities, outside_operands)
 from stagecraft.backends.numba_cpu.reroll import Reroll, find_rerolls, loop_uses
+from stagecraft.ir import OPS
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
+from stagecraft.ir.ops.opdef import Kind
 from stagecraft.ir.types import TensorType
 
 ENTRY = "graph_fn"
@@ -296,6 +298,31 @@ class _Codegen(SourceEmitter):
     def emit_eqn(self, e: Eqn) -> None:
         self.comment(e)
         LOWER.emit(self, e)
+        self._round_half(e)
+
+    def _round_half(self, e: Eqn) -> None:
+        """Rounds the float16/bfloat16 results of a kernel call (computed in float32 buffers)
+        to their format, once per op like the NumPy kernels (``ir/ops/half.py``); data
+        movement and fused elementwise code (which rounds each element) need none, and a
+        uniform draw rounds down so it stays below 1 (``ir/ops/philox.py``)."""
+        op = OPS.get(e.op)
+        if op is None or op.kind in (Kind.SHAPE, Kind.ELEMENTWISE):
+            return
+        for v in e.outputs:
+            d = v.type.dtype
+            if not half.is_half(d) or v.uid not in self.env:
+                continue
+            src = self.env[v.uid]
+            if e.op.removesuffix("_dynamic") == "random_uniform":
+                expr = f"K.floor_to({self.array(v)}, {half.QUANTUM[d.name]!r})"
+                expr = f"{expr}[()]" if _rank(v) == 0 else expr
+            elif _rank(v) == 0:
+                expr = half.round_expr(src, d)
+            else:
+                expr = half.round_array_expr(src, d)
+            name = self.names.fresh(v.hint)
+            self.w.line(f"{name} = {expr}")
+            self.env[v.uid] = name
 
     # ------------------------------------------------------------------ elementwise fusion
 

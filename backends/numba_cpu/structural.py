@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from stagecraft.backends.codegen.half import storage_name
 from stagecraft.backends.codegen.scalar_ops import SCALAR
 from stagecraft.backends.codegen.source import literal, rank as _rank, tuple_text
 from stagecraft.backends.codegen.source_emitter import SourceEmitter
@@ -45,7 +46,7 @@ def _const(cg, e: Eqn) -> None:
         cg.w.line(f"{name} = np.full({tuple_text(list(value.shape))}, {first})")
         cg.env[v.uid] = name
         return
-    cg.consts.append(np.array(value, dtype=v.type.dtype.np, order="C"))
+    cg.consts.append(np.array(value, dtype=storage_name(v.type.dtype), order="C"))
     cg.const_names.append(name)
     cg.env[v.uid] = name
 
@@ -98,11 +99,11 @@ def _py_function(cg, e: Eqn) -> None:
 
 
 def _numba_type(t: TensorType) -> str:
-    base = "boolean" if t.dtype == dt.bool_ else t.dtype.np.name
+    base = "boolean" if t.dtype == dt.bool_ else storage_name(t.dtype)
     if t.rank == 0:
         return base
     return f"{base}[{', '.join([':'] * (t.rank - 1) + ['::1'])}]"
 
 
 def _specs(values: Sequence[Value]) -> tuple:
-    return tuple((o.type.dtype.np.name, o.type.rank) for o in values)
+    return tuple((storage_name(o.type.dtype), o.type.rank) for o in values)

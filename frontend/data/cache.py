@@ -18,7 +18,7 @@ from stagecraft.data.dataset import Context, Dataset, register
 from stagecraft.eager.tensor import wrap
 from stagecraft.ir import durable
 from stagecraft.ir.errors import DataLossError
-from stagecraft.ir.serialize import read_npz
+from stagecraft.ir.serialize import read_npz, savez
 
 __all__ = ["Cache"]
 
@@ -55,7 +55,7 @@ class Cache(Dataset):
             for j, t in enumerate(structure.flatten(element)):
                 arrays[f"e{i}_{j}"] = structure.component_value(t)
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        savez(buffer, arrays)
         durable.write_atomic(self._path, buffer.getvalue())
 
     def _read(self) -> list:

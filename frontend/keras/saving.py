@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from stagecraft.ir import durable
-from stagecraft.ir.serialize import read_npz
+from stagecraft.ir.serialize import read_npz, savez
 from stagecraft.keras import losses as losses_module
 from stagecraft.keras import optimizers as optimizers_module
 from stagecraft.keras import serialization
@@ -74,7 +74,7 @@ def save_model(model: Any, filepath: str, overwrite: bool = True) -> None:
               "weights": [[list(w.shape.as_list()), w.dtype.name] for w in model.weights]}
     arrays = {f"w{i}": np.asarray(w.numpy()) for i, w in enumerate(model.weights)}
     weights = io.BytesIO()
-    np.savez(weights, **arrays)
+    savez(weights, arrays)
     blob = io.BytesIO()
     with zipfile.ZipFile(blob, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("metadata.json", json.dumps({"format": FORMAT, "version": VERSION}))

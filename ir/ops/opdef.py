@@ -7,7 +7,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stagecraft.ir.dtypes import DType
+from stagecraft.ir.dtypes import HALF, DType
+from stagecraft.ir.ops.half import half_kernel
 from stagecraft.ir.types import TensorType
 
 
@@ -72,6 +73,11 @@ class OpDef:
     def __post_init__(self) -> None:
         object.__setattr__(self, "unify_indices", () if self.unify == "all" else tuple(self.unify))
         object.__setattr__(self, "np_dtypes", frozenset(d.np for d in self.dtypes))
+        if self.kind is not Kind.RANDOM and any(d in HALF for d in self.dtypes):
+            # float16/bfloat16 computed in float32 and rounded once per op (see .half); the
+            # random kernels draw half values themselves
+            object.__setattr__(self, "kernel", half_kernel(self.kernel, self.infer,
+                                                           self.num_outputs))
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -10,7 +10,8 @@ and its index, never on how the work is split: NumPy (vectorized over pairs), Nu
 ``cuda.jit`` device functions.
 
 Values from two 64-bit draws ``x = w0 << 32 | w1`` and ``y = w2 << 32 | w3``:
-uniform float32 takes the top 24 bits, float64 the top 53; normals use Box-Muller on two
+uniform float32 takes the top 24 bits, float64 the top 53 (float16 and bfloat16: the float32
+value rounded down to a multiple of 2**-11 and 2**-8); normals use Box-Muller on two
 53-bit uniforms (``u1`` in (0, 1] so its log is finite); integers in ``[low, low + span)``
 take a draw modulo ``span`` (bias below 2**-32 for spans under 2**32). Truncated normals
 reject values beyond two standard deviations element by element: attempt ``a`` of an element
@@ -28,6 +29,7 @@ _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
 INV_2_53 = 1.0 / 9007199254740992.0
 INV_2_24 = 1.0 / 16777216.0
+HALF_QUANTUM = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}  # uniform draws' resolution
 TWO_PI = 2.0 * math.pi
 ATTEMPT_SHIFT = 16  # truncated normals: the attempt number's place in counter word 3
 TRUNCATE_AT = 2.0   # truncated normals keep |z| <= 2 (TensorFlow's truncation)
@@ -110,8 +112,9 @@ def sample(kind: int, shape: Sequence[int], dtype: np.dtype, seed: Sequence[int]
     size = int(np.prod(shape, dtype=np.int64))
     pairs = np.arange((size + 1) // 2, dtype=np.uint64)
     x, y = _draws(pairs, seed)
+    half = dtype.name in HALF_QUANTUM  # float16/bfloat16: drawn as float32, then rounded
     if kind == UNIFORM:
-        bits, scale = (40, INV_2_24) if dtype == np.float32 else (11, INV_2_53)
+        bits, scale = (40, INV_2_24) if dtype == np.float32 or half else (11, INV_2_53)
         a = (x >> np.uint64(bits)).astype(np.float64) * scale
         b = (y >> np.uint64(bits)).astype(np.float64) * scale
     elif kind == UNIFORM_INT:
@@ -121,7 +124,12 @@ def sample(kind: int, shape: Sequence[int], dtype: np.dtype, seed: Sequence[int]
         a, b = _normals(x, y)
     else:
         a, b = _truncated(pairs, seed, x, y)
-    return _interleave(a, b, size).astype(dtype).reshape(tuple(shape))
+    out = _interleave(a, b, size)
+    if half:  # through float32, as TensorFlow's casts; a uniform rounds down to a multiple of
+        out = out.astype(np.float32)  # the format's quantum, so it never rounds up to 1
+        if kind == UNIFORM:
+            out = np.floor(out / HALF_QUANTUM[dtype.name]) * HALF_QUANTUM[dtype.name]
+    return out.astype(dtype).reshape(tuple(shape))
 
 
 def _truncated(pairs: np.ndarray, seed: Sequence[int], x: np.ndarray,

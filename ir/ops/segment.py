@@ -29,6 +29,8 @@ def identity(mode: str, dtype: np.dtype):
     and min the dtype's lowest and highest finite values, as TensorFlow's
     ``numeric_limits<T>::lowest()/max()``)."""
     dtype = np.dtype(dtype)
+    if dtype in (dt.float16.np, dt.bfloat16.np):  # computed in float32 (ir/ops/half.py), so
+        dtype = np.dtype(np.float32)  # an empty max/min segment rounds to -inf/inf
     if mode in ("sum", "prod"):
         return dtype.type(mode == "prod")
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)

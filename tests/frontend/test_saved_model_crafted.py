@@ -260,7 +260,7 @@ CASES = {
     "signature dim": (_set(("signatures", "serving_default", "inputs", 0, "shape"), [-1]),
                       "signatures['serving_default'].inputs[0].shape[0]"),
     # dtypes
-    "unknown dtype": (_set(G + ("params", 0, "type", "dtype"), "f16"),
+    "unknown dtype": (_set(G + ("params", 0, "type", "dtype"), "f8"),
                       "concrete_functions[0].graph.params[0].type.dtype"),
     "dtype long name": (_set(("nodes", 1, "dtype"), "float32"), "nodes[1].dtype"),
     "dtype not a string": (_set(CF + ("args", "list", 0, "tensor", "dtype"), 1),

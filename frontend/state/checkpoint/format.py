@@ -28,6 +28,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from stagecraft.ir import durable
+from stagecraft.ir.dtypes import as_dtype
 from stagecraft.ir.errors import DataLossError, NotFoundError
 from stagecraft.state.checkpoint.schema import DTYPES as _DTYPES
 from stagecraft.state.checkpoint.schema import HEADER as _HEADER
@@ -355,6 +356,6 @@ def _read_tensor(fh: Any, dpath: str, key: str, meta: dict) -> np.ndarray:
     if meta["dtype"] not in _DTYPES:
         raise DataLossError(f"Checkpoint index for {dpath!r} gives tensor {key!r} the "
                             f"unsupported dtype {meta['dtype']!r}.")
-    dtype = np.dtype(meta["dtype"])
+    dtype = as_dtype(meta["dtype"]).np  # (bfloat16 is ml_dtypes', no name NumPy knows)
     arr = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).reshape(meta["shape"])
     return arr.astype(dtype)  # native byte order, an owned and writable copy

@@ -35,7 +35,7 @@ HEADER_SIZE = HEADER.size
 MAX_SIZE = 2 ** 62
 # dtypes a checkpoint can hold (numbers and bools; no object or string arrays)
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "complex64", "complex128")
+          "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 _ADVICE = "The index is damaged or was crafted; restore an older checkpoint or write it again."
 
 

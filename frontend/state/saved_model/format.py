@@ -45,7 +45,8 @@ import numpy as np
 
 from stagecraft.ir import durable
 from stagecraft.ir.errors import NotFoundError
-from stagecraft.ir.serialize import read_npz
+from stagecraft.ir.dtypes import as_dtype
+from stagecraft.ir.serialize import read_npz, savez
 
 FORMAT = "stagecraft.saved_model"
 VERSION = 1
@@ -105,7 +106,7 @@ def decode_literal(data: Any) -> Any:
             return bytes.fromhex(data["bytes"])
         if "np" in data:
             with np.errstate(all="raise"):
-                return np.dtype(data["np"]).type(decode_literal(data["value"]))
+                return as_dtype(data["np"]).np.type(decode_literal(data["value"]))
     except (TypeError, ValueError, OverflowError, FloatingPointError) as e:
         raise CorruptSavedModelError(f"bad constant {data!r}: {e}"[:300]) from None
     raise CorruptSavedModelError(f"unknown constant encoding {data!r}"[:300])
@@ -201,7 +202,7 @@ def write_arrays(path: str, arrays: dict[str, np.ndarray]) -> None:
             raise ValueError(f"saved_model.save: array {name!r} holds Python objects "
                              f"(dtype {a.dtype}), which a SavedModel cannot store without "
                              f"pickling; only numeric and boolean tensors can be saved.")
-    durable.write_synced(path, lambda f: np.savez(f, **arrays))
+    durable.write_synced(path, lambda f: savez(f, arrays))
 
 
 def read_arrays(path: str) -> dict[str, np.ndarray]:
