@@ -8,6 +8,7 @@ import math
 import re
 from typing import Any, Iterator
 
+from stagecraft.backends.codegen import half
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
 
@@ -73,20 +74,21 @@ def rank(x: Any) -> int:
 
 
 def np_type(d: DType) -> str:
-    """The NumPy scalar class that converts to ``d`` in generated code."""
-    return "np.bool_" if d == dt.bool_ else f"np.{d.np.name}"
+    """The NumPy scalar class that converts to ``d`` in generated code (float32 for the half
+    formats, which compiled code holds in float32: see ``half``)."""
+    return "np.bool_" if d == dt.bool_ else f"np.{half.storage_name(d)}"
 
 
 def literal(value: Any, d: DType) -> str:
     """Source text of a scalar of dtype ``d`` that Numba types exactly as ``d``."""
     if d == dt.bool_:
         return "True" if bool(value) else "False"
-    if d.is_floating:
-        v = float(value)
     if d.is_complex:
         v = complex(value)
         parts = (literal(v.real, d.real_dtype), literal(v.imag, d.real_dtype))
         return f"{np_type(d)}(complex({parts[0]}, {parts[1]}))"
+    if d.is_floating:
+        v = half.literal_value(value, d) if half.is_half(d) else float(value)
         if math.isnan(v):
             text = "np.nan"
         elif math.isinf(v):
