@@ -15,9 +15,7 @@ import struct
 import numpy as np
 
 from stagecraft.errors import InvalidArgumentError
-from stagecraft.ops import png_codec
-
-_MAX_CODE = 4096
+from stagecraft.ops import image_codec_kernels, png_codec
 
 
 def _fail(message: str) -> InvalidArgumentError:
@@ -48,68 +46,14 @@ def _lzw(data: bytes, min_size: int, count: int, frame: int) -> np.ndarray:
     """``count`` colour indices decoded from GIF's variable-width LZW."""
     if not 1 <= min_size <= 8:
         raise _fail(f"frame {frame}: LZW minimum code size {min_size} is outside 1-8.")
-    clear, end = 1 << min_size, (1 << min_size) + 1
-    out = bytearray()
-    prefix: list = [0] * _MAX_CODE  # code -> (previous code, last byte) as two lists
-    suffix: list = [0] * _MAX_CODE
-    first: list = [0] * _MAX_CODE
-    length: list = [0] * _MAX_CODE
-    for i in range(clear):
-        suffix[i], first[i], length[i] = i, i, 1
-    size, next_code, prev = min_size + 1, end + 1, -1
-    bits = nbits = 0
-    pos, n = 0, len(data)
-    while len(out) < count:
-        while nbits < size:
-            if pos >= n:
-                raise _fail(f"frame {frame}: the image data ends after {len(out)} of {count} "
-                            f"pixels: the file is truncated or corrupt.")
-            bits |= data[pos] << nbits
-            pos += 1
-            nbits += 8
-        code = bits & ((1 << size) - 1)
-        bits >>= size
-        nbits -= size
-        if code == clear:
-            size, next_code, prev = min_size + 1, end + 1, -1
-            continue
-        if code == end:
-            break
-        if prev == -1:
-            if code >= clear:
-                raise _fail(f"frame {frame}: LZW code {code} before any string is defined.")
-            out.append(code)
-            prev = code
-            continue
-        if code < next_code:
-            entry = code
-            head = first[code]
-        elif code == next_code:
-            entry = -1
-            head = first[prev]
-        else:
-            raise _fail(f"frame {frame}: LZW code {code} is not defined yet (next is "
-                        f"{next_code}): the file is corrupt.")
-        if next_code < _MAX_CODE:
-            prefix[next_code], suffix[next_code] = prev, head
-            first[next_code], length[next_code] = first[prev], length[prev] + 1
-            next_code += 1
-            if next_code == 1 << size and size < 12:
-                size += 1
-        if entry == -1:
-            entry = next_code - 1
-        # write the string of `entry` backwards from its end
-        start = len(out)
-        out.extend(bytes(length[entry]))
-        k, c = start + length[entry] - 1, entry
-        while k >= start:
-            out[k] = suffix[c]
-            c = prefix[c]
-            k -= 1
-        prev = code
-    if len(out) < count:
-        raise _fail(f"frame {frame}: the image data ends after {len(out)} of {count} pixels.")
-    return np.frombuffer(bytes(out[:count]), np.uint8)
+    out, status, n = image_codec_kernels.lzw(np.frombuffer(data, np.uint8), min_size, count)
+    if status == 1:
+        raise _fail(f"frame {frame}: the image data ends after {n} of {count} pixels: the "
+                    f"file is truncated or corrupt.")
+    if status:
+        raise _fail(f"frame {frame}: an LZW code after pixel {n} is not defined yet: the file "
+                    f"is corrupt.")
+    return out
 
 
 def _deinterlace(rows: np.ndarray) -> np.ndarray:

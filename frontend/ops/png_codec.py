@@ -16,6 +16,7 @@ import zlib
 import numpy as np
 
 from stagecraft.errors import InvalidArgumentError
+from stagecraft.ops import image_codec_kernels
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # The largest decoded image (bytes) a file may ask for; raise it for larger images.
@@ -81,48 +82,12 @@ def _pass_sizes(height: int, width: int, interlaced: bool) -> list:
 
 def _unfilter(raw: np.ndarray, height: int, stride: int, bpp: int) -> np.ndarray:
     """The scanlines of one pass with their filters undone; raw is height x (1 + stride)."""
-    rows = raw.reshape(height, stride + 1)
-    kinds = rows[:, 0]
+    kinds = raw.reshape(height, stride + 1)[:, 0]
     if kinds.size and int(kinds.max()) > 4:
         bad = int(np.argmax(kinds > 4))
         raise _fail(f"scanline {bad} has filter type {int(kinds[bad])}; PNG has types 0-4: "
                     f"the file is corrupt.")
-    out = np.zeros((height, stride), np.uint8)
-    prior = np.zeros(stride, np.uint8)
-    for y in range(height):
-        line, kind = rows[y, 1:], int(kinds[y])
-        if kind == 0:
-            cur = line.copy()
-        elif kind == 2:
-            cur = line + prior
-        elif kind == 1:
-            # x[i] = f[i] + x[i - bpp]: a running sum per byte position within a pixel
-            padded = np.zeros(-(-stride // bpp) * bpp, np.uint8)
-            padded[:stride] = line
-            cur = np.cumsum(padded.reshape(-1, bpp), axis=0, dtype=np.uint8).reshape(-1)[
-                :stride]
-        else:
-            cur = _sequential(line, prior, bpp, kind)
-        out[y] = cur
-        prior = cur
-    return out
-
-
-def _sequential(line: np.ndarray, prior: np.ndarray, bpp: int, kind: int) -> np.ndarray:
-    """Average (3) and Paeth (4) depend on the bytes just decoded: one byte at a time."""
-    f, b = line.tolist(), prior.tolist()
-    x = [0] * len(f)
-    for i, v in enumerate(f):
-        a = x[i - bpp] if i >= bpp else 0
-        if kind == 3:
-            x[i] = (v + ((a + b[i]) >> 1)) & 0xFF
-        else:
-            c = b[i - bpp] if i >= bpp else 0
-            p = a + b[i] - c
-            pa, pb, pc = abs(p - a), abs(p - b[i]), abs(p - c)
-            pred = a if pa <= pb and pa <= pc else (b[i] if pb <= pc else c)
-            x[i] = (v + pred) & 0xFF
-    return np.asarray(x, np.uint8)
+    return image_codec_kernels.unfilter(np.ascontiguousarray(raw), height, stride, bpp)
 
 
 def _samples(rows: np.ndarray, width: int, depth: int, samples: int) -> np.ndarray:
