@@ -37,7 +37,11 @@ def assert_arrays_match(actual: np.ndarray, expected: Any, where: str = "",
     assert isinstance(actual, np.ndarray), f"{where}: not an array ({type(actual)})"
     assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
     assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
-    if expected.dtype.kind == "f" or expected.dtype == _BF16:
+    if expected.dtype.kind == "c":  # the tolerance of the parts' dtype (complex64: float32)
+        rtol, atol = tol[expected.real.dtype]
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True,
+                                   err_msg=where)
+    elif expected.dtype.kind == "f" or expected.dtype == _BF16:
         rtol, atol = tol[expected.dtype]
         if expected.dtype in _HALF_TOL:  # (NumPy's comparisons do not take bfloat16)
             actual, expected = actual.astype(np.float32), expected.astype(np.float32)

@@ -40,10 +40,12 @@ class Objective:
         self.xs = inputs(ex)
         outs = as_list(bind(self.op, *self.xs, **self.attrs))
         base = seed(name)
+        # (complex outputs: real weights, so the objective's real part is the loss)
+        trainable = [o.dtype.is_floating or o.dtype.is_complex for o in outs]
         self.w = [tf.constant(weights(o.numpy(), base + k).astype(o.dtype.np))
-                  if o.dtype.is_floating else None for k, o in enumerate(outs)]
+                  if t else None for k, (o, t) in enumerate(zip(outs, trainable))]
         self.u = [tf.constant(weights(o.numpy(), base + 99 + k).astype(o.dtype.np))
-                  if o.dtype.is_floating else None for k, o in enumerate(outs)]
+                  if t else None for k, (o, t) in enumerate(zip(outs, trainable))]
         self.sources = [i for i, x in enumerate(self.xs)
                         if isinstance(x, tf.Tensor) and x.dtype.is_floating]
 
@@ -56,7 +58,7 @@ class Objective:
             if self.quadratic:
                 term = term + tf.reduce_sum(o * o * u) * 0.5
             total = term if total is None else total + term
-        return total
+        return tf.math.real(total) if total is not None else None
 
 
 def first_order(fn: Callable, xs: Sequence, sources: Sequence[int]) -> tuple:
