@@ -37,6 +37,9 @@ from stagecraft.ops.image_resize import (ResizeMethod, crop_and_resize, resize,
                                          resize_with_pad)
 from stagecraft.ops.image_codecs import (decode_bmp, decode_gif, decode_image, decode_jpeg,
                                          decode_png, encode_jpeg, encode_png, is_jpeg)
+from stagecraft.ops.image_jpeg_ops import (adjust_jpeg_quality, decode_and_crop_jpeg,
+                                           extract_jpeg_shape, random_jpeg_quality,
+                                           stateless_random_jpeg_quality)
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
            "adjust_saturation", "central_crop", "combined_non_max_suppression",
@@ -57,4 +60,6 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "stateless_sample_distorted_bounding_box", "total_variation",
            "transpose", "yiq_to_rgb", "yuv_to_rgb",
            "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png",
-           "encode_jpeg", "encode_png", "is_jpeg"]
+           "encode_jpeg", "encode_png", "is_jpeg", "adjust_jpeg_quality",
+           "decode_and_crop_jpeg", "extract_jpeg_shape", "random_jpeg_quality",
+           "stateless_random_jpeg_quality"]

@@ -10,6 +10,8 @@ TensorShape([1, 2, 3])
 from stagecraft.ops.image_codecs import (decode_bmp, decode_gif, decode_image, decode_jpeg,
                                          decode_png, encode_jpeg, encode_png, is_jpeg,
                                          read_file, write_file)
+from stagecraft.ops.image_jpeg_ops import decode_and_crop_jpeg, extract_jpeg_shape
 
 __all__ = ["decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png",
-           "encode_jpeg", "encode_png", "is_jpeg", "read_file", "write_file"]
+           "encode_jpeg", "encode_png", "is_jpeg", "read_file", "write_file",
+           "decode_and_crop_jpeg", "extract_jpeg_shape"]

@@ -204,3 +204,29 @@ def test_jpeg_through_the_images_extra():
     assert tf.io.decode_jpeg(data, ratio=2).shape == [8, 8, 3]
     with pytest.raises(InvalidArgumentError, match="corrupt or truncated"):
         tf.io.decode_jpeg(data[:len(data) // 2])
+
+
+def test_jpeg_shape_crop_and_quality_augmentations():
+    pytest.importorskip("PIL")  # these are built on the Pillow JPEG codec (`images` extra)
+    y, x = np.mgrid[0:32, 0:24]
+    smooth = np.stack([x / 23, y / 31, (x + y) / 54], -1).astype(np.float32)
+    data = tf.io.encode_jpeg(tf.image.convert_image_dtype(smooth, tf.uint8))
+    assert tf.io.extract_jpeg_shape(data, tf.int64).numpy().tolist() == [32, 24, 3]
+    full = tf.io.decode_jpeg(data).numpy()
+    crop = tf.image.decode_and_crop_jpeg(data, [3, 5, 10, 7]).numpy()
+    assert np.array_equal(crop, full[3:13, 5:12])
+    with pytest.raises(InvalidArgumentError, match="not inside"):
+        tf.io.decode_and_crop_jpeg(data, [30, 0, 5, 5])
+    errors = [float(np.abs(tf.image.adjust_jpeg_quality(smooth, q).numpy() - smooth).mean())
+              for q in (95, 5)]
+    assert errors[0] < 0.01 < errors[1]
+    staged = tf.function(lambda im, q: tf.image.adjust_jpeg_quality(im, q),
+                         input_signature=[tf.TensorSpec([None, None, 3]),
+                                          tf.TensorSpec([], tf.int32)])
+    np.testing.assert_array_equal(staged(smooth, tf.constant(60)).numpy(),
+                                  tf.image.adjust_jpeg_quality(smooth, 60).numpy())
+    a = tf.image.stateless_random_jpeg_quality(smooth, 10, 90, seed=[3, 4]).numpy()
+    assert np.array_equal(a, tf.image.stateless_random_jpeg_quality(smooth, 10, 90,
+                                                                    seed=[3, 4]).numpy())
+    with pytest.raises(ValueError, match="min_jpeg_quality < max_jpeg_quality"):
+        tf.image.random_jpeg_quality(smooth, 50, 50)

@@ -1,0 +1,147 @@
+"""JPEG helpers of ``tf.image`` built on the Pillow codec of :mod:`.image_codecs` (the
+optional ``images`` extra): ``extract_jpeg_shape``, ``decode_and_crop_jpeg`` and the JPEG
+quality augmentations ``adjust_jpeg_quality``, ``random_jpeg_quality`` and
+``stateless_random_jpeg_quality``. The augmentations take image tensors, so inside
+``@function`` (and ``tf.data`` map functions) they run the codec through ``py_function`` at
+every call; they have no gradient (TensorFlow's have none either)."""
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+
+from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
+from stagecraft.errors import InvalidArgumentError
+from stagecraft.ir import dtypes as _dt
+from stagecraft.ops import image_codecs as _codecs
+from stagecraft.ops import random_ops as _r
+from stagecraft.ops.image_dtype import convert_image_dtype
+from stagecraft.state.random_generator import stateless_uniform
+
+__all__ = ["extract_jpeg_shape", "decode_and_crop_jpeg", "adjust_jpeg_quality",
+           "random_jpeg_quality", "stateless_random_jpeg_quality"]
+
+
+def extract_jpeg_shape(contents: Any, output_type: Any = _dt.int32,
+                       name: str | None = None) -> Tensor:
+    """[height, width, channels] of a JPEG from its header, without decoding the pixels.
+
+    >>> import stagecraft as tf
+    >>> jpeg = tf.io.encode_jpeg(tf.zeros([3, 5, 3], tf.uint8))
+    >>> tf.io.extract_jpeg_shape(jpeg).numpy().tolist()
+    [3, 5, 3]
+    """
+    image_mod = _codecs._pillow("extract_jpeg_shape")
+    data = _codecs._contents(contents, "extract_jpeg_shape")
+    if not data.startswith(_codecs._JPEG):
+        raise InvalidArgumentError("extract_jpeg_shape: not a JPEG file (it does not start "
+                                   "with FF D8 FF).")
+    try:
+        im = image_mod.open(io.BytesIO(data), formats=["JPEG"])
+        width, height = im.size
+        channels = {"L": 1, "CMYK": 4}.get(im.mode, 3)
+    except Exception as e:  # Pillow raises several types on a corrupt header
+        raise InvalidArgumentError(f"extract_jpeg_shape: the JPEG header is corrupt "
+                                   f"({type(e).__name__}: {e}).") from None
+    return convert_to_tensor(np.asarray([height, width, channels], _dt.as_dtype(
+        output_type).np))
+
+
+def decode_and_crop_jpeg(contents: Any, crop_window: Any, channels: int = 0, ratio: int = 1,
+                         fancy_upscaling: bool = True, try_recover_truncated: bool = False,
+                         acceptable_fraction: float = 1, dct_method: str = "",
+                         name: str | None = None) -> Tensor:
+    """``decode_jpeg`` then the window ``crop_window = [y, x, height, width]``, which must lie
+    inside the image (``InvalidArgumentError`` otherwise).
+
+    >>> import stagecraft as tf
+    >>> jpeg = tf.io.encode_jpeg(tf.zeros([8, 8, 3], tf.uint8))
+    >>> tf.io.decode_and_crop_jpeg(jpeg, [2, 1, 4, 3]).shape
+    TensorShape([4, 3, 3])
+    """
+    window = np.asarray(convert_to_tensor(crop_window).numpy()).reshape(-1)
+    if window.size != 4:
+        raise ValueError(f"decode_and_crop_jpeg: crop_window must be [y, x, height, width], got "
+                         f"{window.tolist()}.")
+    image = _codecs.decode_jpeg(contents, channels, ratio, fancy_upscaling,
+                                try_recover_truncated, acceptable_fraction, dct_method)
+    y, x, h, w = (int(v) for v in window)
+    height, width = image.shape[0], image.shape[1]
+    if y < 0 or x < 0 or h <= 0 or w <= 0 or y + h > height or x + w > width:
+        raise InvalidArgumentError(f"decode_and_crop_jpeg: the crop window {window.tolist()} "
+                                   f"is not inside the {height}x{width} image.")
+    return image[y:y + h, x:x + w]
+
+
+def _round_trip(image: np.ndarray, quality: int) -> np.ndarray:
+    data = _codecs.encode_jpeg(image, quality=int(quality))
+    return _codecs.decode_jpeg(data, channels=image.shape[-1]).numpy()
+
+
+def adjust_jpeg_quality(image: Any, jpeg_quality: Any, dct_method: str = "",
+                        name: str | None = None) -> Tensor:
+    """The image after a JPEG encode/decode at ``jpeg_quality`` (0-100): a [height, width, 1
+    or 3] image of any dtype, returned in its dtype (through uint8, as TensorFlow does).
+
+    >>> import stagecraft as tf
+    >>> x = tf.fill([8, 8, 3], 0.5)
+    >>> y = tf.image.adjust_jpeg_quality(x, 90)
+    >>> y.dtype == tf.float32 and abs(float(tf.reduce_mean(y)) - 0.5) < 0.01
+    True
+    """
+    _codecs._pillow("adjust_jpeg_quality")
+    x = convert_to_tensor(image)
+    if x.shape.rank != 3 or x.shape[-1] not in (1, 3, None):
+        raise ValueError(f"adjust_jpeg_quality: image must be [height, width, 1 or 3], got "
+                         f"shape {x.shape}.")
+    quality = convert_to_tensor(jpeg_quality, _dt.int32)
+    q = getattr(quality, "_value", None)
+    if q is not None and not 0 <= int(q) <= 100:
+        raise ValueError(f"adjust_jpeg_quality: jpeg_quality must be in 0-100, got {int(q)}.")
+    pixels = convert_image_dtype(x, _dt.uint8, saturate=True)
+    if STATE.get().graph is None:
+        out = convert_to_tensor(_round_trip(pixels.numpy(), int(quality.numpy())))
+    else:
+        from stagecraft.ops.script_ops import py_function
+        from stagecraft.staging.tensor_spec import TensorSpec
+        out = py_function(lambda p, qq: _round_trip(p.numpy(), int(qq.numpy())),
+                          [pixels, quality], TensorSpec(x.shape, _dt.uint8))
+    return convert_image_dtype(out, x.dtype, saturate=True)
+
+
+def _check_range(fn: str, lo: int, hi: int) -> None:
+    if not 0 <= lo < hi <= 100:
+        raise ValueError(f"{fn}: need 0 <= min_jpeg_quality < max_jpeg_quality <= 100, got "
+                         f"{lo} and {hi}.")
+
+
+def random_jpeg_quality(image: Any, min_jpeg_quality: int, max_jpeg_quality: int,
+                        seed: int | None = None) -> Tensor:
+    """``adjust_jpeg_quality`` at a quality drawn uniformly from [min, max).
+
+    >>> import stagecraft as tf
+    >>> tf.image.random_jpeg_quality(tf.zeros([4, 4, 3]), 70, 95, seed=1).shape
+    TensorShape([4, 4, 3])
+    """
+    _check_range("random_jpeg_quality", min_jpeg_quality, max_jpeg_quality)
+    q = _r.uniform([], min_jpeg_quality, max_jpeg_quality, _dt.int32, seed=seed)
+    return adjust_jpeg_quality(image, q)
+
+
+def stateless_random_jpeg_quality(image: Any, min_jpeg_quality: int, max_jpeg_quality: int,
+                                  seed: Any) -> Tensor:
+    """``random_jpeg_quality`` with the quality drawn from ``seed`` (a pair of ints) alone.
+
+    >>> import stagecraft as tf
+    >>> x = tf.random.uniform([8, 8, 3], seed=1)
+    >>> a = tf.image.stateless_random_jpeg_quality(x, 10, 90, seed=[1, 2])
+    >>> b = tf.image.stateless_random_jpeg_quality(x, 10, 90, seed=[1, 2])
+    >>> bool(tf.reduce_all(a == b))
+    True
+    """
+    _check_range("stateless_random_jpeg_quality", min_jpeg_quality, max_jpeg_quality)
+    q = stateless_uniform([], seed, min_jpeg_quality, max_jpeg_quality, _dt.int32)
+    return adjust_jpeg_quality(image, q)
