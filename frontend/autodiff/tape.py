@@ -35,7 +35,8 @@ class UnconnectedGradients(enum.Enum):
 
 class Record:
     """One recorded operation. ``backward(grads_of_outputs) -> grads_of_inputs`` overrides the
-    op's VJP rule (variable reads, custom gradients, staged calls)."""
+    op's VJP rule (variable reads, custom gradients, staged calls). Of several outputs, those
+    no gradient reached get zeros, or None where ``backward.takes_none`` is true."""
 
     __slots__ = ("op", "attrs", "inputs", "outputs", "backward")
 
@@ -276,7 +277,7 @@ class GradientTape:
             gouts = [grads.get(key(o)) for o in rec.outputs]
             if all(g is None for g in gouts):
                 continue
-            if len(gouts) > 1:
+            if len(gouts) > 1 and not getattr(rec.backward, "takes_none", False):
                 gouts = [zeros_like(o) if g is None else g for g, o in zip(gouts, rec.outputs)]
             for x, gx in zip(rec.inputs, rec.vjp(gouts)):
                 if gx is None or not is_float(x):

@@ -61,6 +61,9 @@ class ConcreteFunction:
         self._optimized_graph: Graph | None = None  # made on first use (optimized_graph)
         # (the backward ConcreteFunction, which inputs get a gradient): see function_grad
         self._backward: tuple | None = None
+        # input shapes -> the forward-with-residuals and backward functions, or why there are
+        # none (see function_grad.call_split)
+        self._splits: dict = {}
         self._arg_names = tuple(arg_names)  # Python names of the traced positional arguments
         self._trace_report = trace_report  # AutoGraph's decisions in this trace
         self._lock = threading.Lock()
@@ -213,6 +216,11 @@ class ConcreteFunction:
     def _call_flat(self, flat: Sequence[Any]) -> Any:
         args = list(flat) + self.captured_inputs + self._captured_variables
         state = STATE.get()
+        if state.tapes:  # watched: the forward-with-residuals, recorded as one call
+            outs = function_grad.call_split(self, state.tapes, args)
+            if outs is not None:
+                return nest.map_structure(lambda s: None if s is None else outs[s.index],
+                                          self._outputs)
         if state.graph is not None:
             outs = self._emit_call(state.graph, args)
         else:
