@@ -28,6 +28,11 @@ from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Dot, Lam
                                              Minimum, Multiply, Subtract, add, average,
                                              concatenate, dot, maximum, minimum, multiply,
                                              subtract)
+from stagecraft.keras.preprocessing_layers import (CategoryEncoding, CenterCrop, Discretization,
+                                                   RandomBrightness, RandomContrast, RandomCrop,
+                                                   RandomFlip, RandomRotation,
+                                                   RandomTranslation, RandomZoom, Rescaling,
+                                                   Resizing)
 from stagecraft.keras.regularization_layers import (ActivityRegularization, AlphaDropout,
                                                     GaussianDropout, GaussianNoise,
                                                     SpatialDropout1D, SpatialDropout2D,
@@ -60,3 +65,6 @@ __all__ += ["ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "ThresholdedReLU", "
             "average", "concatenate", "dot", "maximum", "minimum", "multiply", "subtract",
             "ActivityRegularization", "AlphaDropout", "GaussianDropout", "GaussianNoise",
             "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"]
+__all__ += ["CategoryEncoding", "CenterCrop", "Discretization", "RandomBrightness",
+            "RandomContrast", "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation",
+            "RandomZoom", "Rescaling", "Resizing"]
