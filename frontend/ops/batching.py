@@ -1,0 +1,524 @@
+"""Batching rules: how each op of a graph traced for ONE element runs on a batch of elements
+at once (``tf.vectorized_map``; TensorFlow's pfor, JAX's vmap).
+
+``run_batched(graph, args)`` re-runs ``graph``'s equations through the frontend (eagerly, or
+into the graph being traced, so tapes record them and gradients come free) on values that
+either carry a leading batch dimension (``batched``) or are the same for every element (a
+capture, a constant, a shape). An equation whose inputs are all unbatched runs as traced; one
+with a batched input runs its op's rule in ``RULES``, which rewrites it for the leading
+dimension: elementwise ops line ranks up and broadcast, reductions and axis attributes shift
+by one, matmul broadcasts its batch dimensions, reshape/transpose/concat/gather/slicing keep
+the batch dimension first, ``cond`` on a batched predicate runs both (side-effect free)
+branches and selects. ``unbatchable(graph, batched)`` finds, before anything runs, the first op
+that has no rule for the way it is used (stateful ops, random draws, loops, data-dependent
+shapes): the caller then falls back to a loop.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from stagecraft.eager.bind import bind
+from stagecraft.eager.conversion import convert_to_tensor
+from stagecraft.eager.tensor import Tensor
+from stagecraft.ir import OPS
+from stagecraft.ir.graph import Graph, Literal, is_stateful, walk_eqns
+from stagecraft.ir.ops.opdef import Kind
+from stagecraft.ops import array_ops as _a
+from stagecraft.ops import math_ops as _m
+
+__all__ = ["Batch", "RULES", "run_batched", "unbatchable", "Unbatchable"]
+
+
+class Unbatchable(Exception):
+    """An op that has no batching rule for the way it is used (the message says why)."""
+
+    def __init__(self, op: str, why: str):
+        super().__init__(f"{op}: {why}")
+        self.op, self.why = op, why
+
+
+class Batch:
+    """The batch size (an int when known when traced, else a scalar int32 tensor) and the
+    helpers rules share."""
+
+    def __init__(self, size: Any):
+        self.size = size
+
+    def rank(self, t: Tensor, op: str) -> int:
+        r = t.shape.rank
+        if r is None:
+            raise Unbatchable(op, "the rank of an input is unknown when traced")
+        return r
+
+    def lead(self) -> list:
+        return [self.size]
+
+    def full(self, t: Tensor) -> Tensor:
+        """``t`` (the same for every element) repeated along a new leading batch dimension."""
+        dims = t.shape.as_list() if t.shape.rank is not None else None
+        if dims is not None and None not in dims:
+            return _a.broadcast_to(t, self.lead() + dims)
+        return _a.broadcast_to(t, _a.concat([_a.reshape(self.size, [1]),
+                                             _a.shape(t)], 0))
+
+    def lift(self, t: Tensor, elem_rank: int, op: str) -> Tensor:
+        """Batched ``t`` with size-1 dimensions inserted after the batch dimension until its
+        elements have rank ``elem_rank`` (NumPy broadcasting aligns the trailing ones)."""
+        for _ in range(elem_rank - (self.rank(t, op) - 1)):
+            t = _a.expand_dims(t, 1)
+        return t
+
+    def with_lead(self, dims: Any) -> Any:
+        """A shape: the batch size followed by ``dims`` (a list of ints or a 1-D tensor)."""
+        if isinstance(dims, Tensor):
+            return _a.concat([_m.cast(_a.reshape(self.size, [1]), dims.dtype), dims], 0)
+        return self.lead() + list(dims)
+
+
+Rule = Callable[[Batch, list, list, dict], list]
+RULES: dict[str, Rule] = {}
+# op -> (input flags) -> which outputs are batched, where that is not "any input is"
+OUT_BATCHED: dict[str, Callable[[list], bool]] = {}
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return register
+
+
+def _norm(axis: int, rank: int) -> int:
+    return axis % rank if rank else 0
+
+
+def _outs(res: Any, op: str) -> list:
+    return list(res) if OPS[op].num_outputs > 1 else [res]
+
+
+# ------------------------------------------------------------------------ elementwise
+
+def _elementwise(b: Batch, xs: list, flags: list, attrs: dict, op: str) -> list:
+    ranks = [b.rank(x, op) - f for x, f in zip(xs, flags)]
+    top = max(ranks)
+    xs = [b.lift(x, top, op) if f else x for x, f in zip(xs, flags)]
+    return _outs(bind(OPS[op], *xs, **attrs), op)
+
+
+for _name, _op in OPS.items():
+    if _op.kind is Kind.ELEMENTWISE:
+        RULES[_name] = (lambda _n: lambda b, xs, f, a: _elementwise(b, xs, f, a, _n))(_name)
+
+
+# ------------------------------------------------------------------------- reductions
+
+def _reducer(op: str) -> Rule:
+    def run(b: Batch, xs: list, flags: list, attrs: dict) -> list:
+        r = b.rank(xs[0], op) - 1
+        axes = attrs["axes"]
+        axes = tuple(range(1, r + 1)) if axes is None else tuple(_norm(a, r) + 1 for a in axes)
+        return [bind(OPS[op], xs[0], **{**attrs, "axes": axes})]
+    return run
+
+
+def _along_axis(op: str) -> Rule:
+    def run(b: Batch, xs: list, flags: list, attrs: dict) -> list:
+        r = b.rank(xs[0], op) - 1
+        return _outs(bind(OPS[op], *xs, **{**attrs, "axis": _norm(attrs["axis"], r) + 1}), op)
+    return run
+
+
+for _name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+              "reduce_all", "reduce_any"):
+    RULES[_name] = _reducer(_name)
+for _name in ("argmax", "argmin", "cumsum", "cumprod", "cumulative_logsumexp", "argsort"):
+    RULES[_name] = _along_axis(_name)
+
+
+# ------------------------------------------------------------------------------ shapes
+
+@rule("shape")
+def _shape(b, xs, flags, attrs):
+    return [bind(OPS["shape"], xs[0], **attrs)[1:]]
+
+
+OUT_BATCHED["shape"] = lambda flags: False
+
+
+@rule("reshape")
+def _reshape(b, xs, flags, attrs):
+    return [_a.reshape(xs[0], b.with_lead(attrs["shape"]))]
+
+
+@rule("reshape_dynamic")
+def _reshape_dynamic(b, xs, flags, attrs):
+    if flags[1]:
+        raise Unbatchable("reshape", "the target shape differs between elements")
+    return [_a.reshape(xs[0], b.with_lead(xs[1]))]
+
+
+@rule("reshape_like")
+def _reshape_like(b, xs, flags, attrs):
+    x = xs[0] if flags[0] else b.full(xs[0])
+    if flags[1]:
+        return [bind(OPS["reshape_like"], x, xs[1])]
+    return [_a.reshape(x, b.with_lead(_a.shape(xs[1])))]
+
+
+@rule("broadcast_to")
+def _broadcast_to(b, xs, flags, attrs):
+    dims = list(attrs["shape"])
+    return [_a.broadcast_to(b.lift(xs[0], len(dims), "broadcast_to"), b.with_lead(dims))]
+
+
+@rule("broadcast_to_dynamic")
+def _broadcast_to_dynamic(b, xs, flags, attrs):
+    if flags[1]:
+        raise Unbatchable("broadcast_to", "the target shape differs between elements")
+    x = b.lift(xs[0], len(attrs["static"]), "broadcast_to")
+    return [_a.broadcast_to(x, b.with_lead(xs[1]))]
+
+
+@rule("broadcast_like")
+def _broadcast_like(b, xs, flags, attrs):
+    x, like = xs
+    if flags[1]:
+        if not flags[0]:
+            return [bind(OPS["broadcast_like"], x, like)]
+        x = b.lift(x, b.rank(like, "broadcast_like") - 1, "broadcast_like")
+        return [_a.broadcast_to(x, _a.shape(like))]
+    x = b.lift(x, b.rank(like, "broadcast_like"), "broadcast_like")
+    return [_a.broadcast_to(x, b.with_lead(_a.shape(like)))]
+
+
+@rule("sum_like")
+def _sum_like(b, xs, flags, attrs):
+    x, like = xs
+    if not flags[0]:   # the same sum for every element: like supplies only its shape
+        return [bind(OPS["sum_like"], x, like[0])]
+    r = b.rank(like, "sum_like") - flags[1]
+    extra = b.rank(x, "sum_like") - 1 - r
+    if extra:
+        x = _a_reduce_sum(x, tuple(range(1, extra + 1)))
+    if flags[1]:
+        return [bind(OPS["sum_like"], x, like)]
+    dims, want = x.shape.as_list()[1:], like.shape.as_list()
+    if None in dims or None in want:
+        raise Unbatchable("sum_like", "the shapes are unknown when traced")
+    keep = tuple(i + 1 for i, (d, w) in enumerate(zip(dims, want)) if w == 1 and d != 1)
+    if keep:
+        x = bind(OPS["reduce_sum"], x, axes=keep, keepdims=True)
+    return [x]
+
+
+OUT_BATCHED["sum_like"] = lambda flags: flags[0]
+
+
+def _a_reduce_sum(x: Tensor, axes: tuple) -> Tensor:
+    return bind(OPS["reduce_sum"], x, axes=axes, keepdims=False)
+
+
+@rule("transpose")
+def _transpose(b, xs, flags, attrs):
+    return [bind(OPS["transpose"], xs[0], perm=(0,) + tuple(p + 1 for p in attrs["perm"]))]
+
+
+@rule("concat")
+def _concat(b, xs, flags, attrs):
+    xs = [x if f else b.full(x) for x, f in zip(xs, flags)]
+    r = b.rank(xs[0], "concat") - 1
+    return [bind(OPS["concat"], *xs, axis=_norm(attrs["axis"], r) + 1)]
+
+
+@rule("squeeze")
+def _squeeze(b, xs, flags, attrs):
+    x = xs[0]
+    r = b.rank(x, "squeeze") - 1
+    axis = attrs["axis"]
+    if axis is None:
+        dims = x.shape.as_list()[1:]
+        if None in dims:
+            raise Unbatchable("squeeze", "squeezing every size-1 dimension of a shape unknown "
+                                         "when traced")
+        axis = tuple(i for i, d in enumerate(dims) if d == 1)
+    return [bind(OPS["squeeze"], x, axis=tuple(_norm(a, r) + 1 for a in axis))]
+
+
+@rule("expand_dims")
+def _expand_dims(b, xs, flags, attrs):
+    r = b.rank(xs[0], "expand_dims")   # the element's rank + 1: that of the result
+    return [bind(OPS["expand_dims"], xs[0], axis=_norm(attrs["axis"], r) + 1)]
+
+
+@rule("tile")
+def _tile(b, xs, flags, attrs):
+    return [bind(OPS["tile"], xs[0], multiples=(1,) + tuple(attrs["multiples"]))]
+
+
+@rule("tile_dynamic")
+def _tile_dynamic(b, xs, flags, attrs):
+    if flags[1]:
+        raise Unbatchable("tile", "the multiples differ between elements")
+    one = _a.ones([1], xs[1].dtype)
+    return [_a.tile(xs[0], _a.concat([one, xs[1]], 0))]
+
+
+@rule("fill")
+def _fill(b, xs, flags, attrs):
+    dims = list(attrs["dims"])
+    return [_a.broadcast_to(b.lift(xs[0], len(dims), "fill"), b.with_lead(dims))]
+
+
+@rule("fill_dynamic")
+def _fill_dynamic(b, xs, flags, attrs):
+    if flags[1]:
+        raise Unbatchable("fill", "the shape differs between elements")
+    x = b.lift(xs[0], len(attrs["static"]), "fill")
+    return [_a.broadcast_to(x, b.with_lead(xs[1]))]
+
+
+@rule("one_hot")
+def _one_hot(b, xs, flags, attrs):
+    if flags[1] or flags[2]:
+        raise Unbatchable("one_hot", "on_value / off_value differ between elements")
+    axis = attrs["axis"]
+    return [bind(OPS["one_hot"], *xs, **{**attrs, "axis": axis if axis < 0 else axis + 1})]
+
+
+@rule("gather")
+def _gather(b, xs, flags, attrs):
+    params, indices = xs
+    axis, bd = attrs["axis"], attrs["batch_dims"]
+    if flags[0] and not flags[1]:
+        if bd:
+            indices = b.full(indices)
+        else:
+            r = b.rank(params, "gather") - 1
+            return [bind(OPS["gather"], params, indices, axis=_norm(axis, r) + 1, batch_dims=0)]
+    if flags[1] and not flags[0]:
+        r = b.rank(params, "gather")
+        axis = _norm(axis, r)
+        if bd == 0:
+            out = bind(OPS["gather"], params, indices, axis=axis, batch_dims=0)
+            if axis == 0:
+                return [out]
+            rank = b.rank(out, "gather")   # move the batch dimension (at `axis`) first
+            perm = (axis,) + tuple(i for i in range(rank) if i != axis)
+            return [bind(OPS["transpose"], out, perm=perm)]
+        params = b.full(params)
+    else:
+        axis = _norm(axis, b.rank(params, "gather") - 1)
+    return [bind(OPS["gather"], params, indices, axis=axis + 1, batch_dims=bd + 1)]
+
+
+@rule("gather_grad")
+def _gather_grad(b, xs, flags, attrs):
+    grad, indices, like = (x if f else b.full(x) for x, f in zip(xs, flags))
+    axis = _norm(attrs["axis"], b.rank(like, "gather_grad") - 1)
+    return [bind(OPS["gather_grad"], grad, indices, like, axis=axis + 1,
+                 batch_dims=attrs["batch_dims"] + 1)]
+
+
+_FULL = ("slice", None, None, None)
+
+
+@rule("strided_slice")
+def _strided_slice(b, xs, flags, attrs):
+    x, *bounds = xs
+    spec = attrs["spec"]
+    if any(flags[1:]):
+        # x[i] with i differing between elements (x the same for all): a gather
+        if not flags[0] and len(spec) == 1 and spec[0][0] == "index" and len(bounds) == 1:
+            return [bind(OPS["gather"], x, bounds[0], axis=0, batch_dims=0)]
+        raise Unbatchable("strided_slice", "slice bounds that differ between elements")
+    return [bind(OPS["strided_slice"], x, *bounds, spec=(_FULL,) + tuple(spec))]
+
+
+@rule("strided_slice_grad")
+def _strided_slice_grad(b, xs, flags, attrs):
+    if any(flags[2:]):
+        raise Unbatchable("strided_slice_grad", "slice bounds that differ between elements")
+    grad, like = (x if f else b.full(x) for x, f in zip(xs[:2], flags[:2]))
+    return [bind(OPS["strided_slice_grad"], grad, like, *xs[2:],
+                 spec=(_FULL,) + tuple(attrs["spec"]))]
+
+
+# ---------------------------------------------------------------------- linear algebra
+
+@rule("matmul")
+def _matmul(b, xs, flags, attrs):
+    # line the matrices' own batch dimensions up behind the vectorized one
+    top = max(b.rank(x, "matmul") - f for x, f in zip(xs, flags))
+    xs = [b.lift(x, top, "matmul") if f else x for x, f in zip(xs, flags)]
+    return [bind(OPS["matmul"], *xs, **attrs)]
+
+
+def _per_matrix(op: str) -> Rule:
+    """Ops already batched over every leading dimension: all inputs take the batch one."""
+    def run(b: Batch, xs: list, flags: list, attrs: dict) -> list:
+        xs = [x if f else b.full(x) for x, f in zip(xs, flags)]
+        return _outs(bind(OPS[op], *xs, **attrs), op)
+    return run
+
+
+for _name in ("diag", "diag_part", "matrix_inverse", "matrix_determinant",
+              "log_matrix_determinant", "cholesky", "qr", "svd", "eigh", "matrix_solve",
+              "triangular_solve", "lu"):
+    RULES[_name] = _per_matrix(_name)
+
+
+def _merged_batch(op: str) -> Rule:
+    """Convolutions and pools of batched images [B, N, ...]: the two leading dimensions merge
+    into the op's own batch one, which splits again after it (the filters must be shared)."""
+    def run(b: Batch, xs: list, flags: list, attrs: dict) -> list:
+        if any(flags[1:]):
+            raise Unbatchable(op, "filters that differ between elements")
+        x = xs[0]
+        dims = x.shape.as_list()
+        if None in dims[2:]:
+            raise Unbatchable(op, "image dimensions unknown when traced")
+        out = bind(OPS[op], _a.reshape(x, [-1] + dims[2:]), *xs[1:], **attrs)
+        lead = [b.size if dims[0] is None else dims[0], -1 if dims[1] is None else dims[1]]
+        return [_a.reshape(out, lead + out.shape.as_list()[1:])]
+    return run
+
+
+for _name in ("conv", "max_pool", "avg_pool"):
+    RULES[_name] = _merged_batch(_name)
+
+
+# --------------------------------------------------------------------- the interpreter
+
+_NEVER = frozenset({"assign", "print", "assert", "py_function", "while"})
+
+
+def _never_why(op: str) -> str | None:
+    if op in _NEVER:
+        return ("a loop" if op == "while" else "a side effect, which a loop performs once per "
+                "element")
+    o = OPS.get(op)
+    if o is not None and o.stateful:
+        return "a stateful op, which a loop runs once per element"
+    return None
+
+
+def unbatchable(graph: Graph, batched: Sequence[bool]) -> Unbatchable | None:
+    """The first reason ``graph`` cannot run batched with parameters flagged ``batched``
+    (None: every op it runs has a rule), found without running anything.
+
+    >>> import stagecraft as tf
+    >>> spec = tf.TensorSpec([3], tf.float32)
+    >>> g = tf.function(lambda x: tf.reduce_sum(x * 2.0)).get_concrete_function(spec).graph
+    >>> unbatchable(g, [True]) is None
+    True
+    >>> g = tf.function(lambda x: tf.unique(x)[1]).get_concrete_function(spec).graph
+    >>> str(unbatchable(g, [True]))
+    'unique_index: no batching rule'
+    """
+    eqns = list(walk_eqns(graph))
+    if any(e.op == "assign" for e in eqns):   # a stateful draw: named rather than its seed update
+        draw = next((e.op for e in eqns if e.op in OPS and OPS[e.op].kind is Kind.RANDOM), None)
+        if draw is not None:
+            return Unbatchable(draw, "a random draw from a stateful seed (a loop draws new "
+                                     "numbers for each element)")
+    flags = {p.uid: f for p, f in zip(graph.params, batched)}
+
+    def flag(x: Any) -> bool:
+        return not isinstance(x, Literal) and flags.get(x.uid, False)
+
+    for eqn in graph.eqns:
+        ins = [flag(x) for x in eqn.inputs]
+        why = _never_why(eqn.op)
+        if why is not None:
+            return Unbatchable(eqn.op, why)
+        if eqn.op == "call":
+            inner = unbatchable(eqn.regions[0], ins)
+            if inner is not None:
+                return inner
+            out = any(ins)   # (conservative: every result counts as batched)
+        elif eqn.op == "cond":
+            if ins[0] and any(is_stateful(e) for g in eqn.regions for e in g.eqns):
+                return Unbatchable("cond", "a branch with side effects on a condition that "
+                                           "differs between elements")
+            for g in eqn.regions:
+                inner = unbatchable(g, ins[1:])
+                if inner is not None:
+                    return inner
+            out = any(ins)
+        elif eqn.op in ("const", "read", "capture") or not any(ins):
+            out = False
+        elif eqn.op not in RULES:
+            return Unbatchable(eqn.op, "no batching rule")
+        else:
+            out = OUT_BATCHED.get(eqn.op, any)(ins)
+        for v in eqn.outputs:
+            flags[v.uid] = out
+    return None
+
+
+def run_batched(graph: Graph, args: Sequence[tuple], b: Batch) -> list[tuple]:
+    """``graph``'s results for ``args``, pairs (tensor or Variable, batched), as pairs.
+
+    >>> import stagecraft as tf
+    >>> spec = tf.TensorSpec([3], tf.float32)
+    >>> g = tf.function(lambda x: tf.reduce_sum(x * 2.0)).get_concrete_function(spec).graph
+    >>> [(t.numpy().tolist(), f) for t, f in run_batched(g, [(tf.ones([2, 3]), True)], Batch(2))]
+    [([6.0, 6.0], True)]
+    """
+    from stagecraft.autodiff.replay import inline_graph
+    from stagecraft.staging.cond import cond
+
+    env: dict[int, tuple] = {p.uid: a for p, a in zip(graph.params, args)}
+
+    def get(x: Any) -> tuple:
+        if isinstance(x, Literal):
+            return convert_to_tensor(x.type.dtype.np.type(x.value)), False
+        return env[x.uid]
+
+    for eqn in graph.eqns:
+        pairs = [get(x) for x in eqn.inputs]
+        ins, flags = [p[0] for p in pairs], [p[1] for p in pairs]
+        op = eqn.op
+        if op == "call":
+            outs = run_batched(eqn.regions[0], pairs, b)
+        elif op == "cond":
+            outs = _cond(eqn, pairs, b, cond)
+        elif not any(flags):
+            sub = Graph("eqn", tuple(x for x in eqn.inputs if not isinstance(x, Literal)),
+                        (eqn,), eqn.outputs)
+            res = inline_graph(sub, [p[0] for x, p in zip(eqn.inputs, pairs)
+                                     if not isinstance(x, Literal)])
+            outs = [(r, False) for r in res]
+        else:
+            res = RULES[op](b, ins, flags, dict(eqn.attrs))
+            out = OUT_BATCHED.get(op, any)(flags)
+            outs = [(r, out) for r in res]
+        for v, o in zip(eqn.outputs, outs):
+            env[v.uid] = o
+    return [get(r) for r in graph.results]
+
+
+def _cond(eqn: Any, pairs: list, b: Batch, cond: Callable) -> list[tuple]:
+    then_g, else_g = eqn.regions
+    (pred, batched), rest = pairs[0], pairs[1:]
+
+    def branch(g: Graph) -> Callable:
+        def run() -> list:
+            return [t if f else b.full(t) for t, f in run_batched(g, rest, b)]
+        return run
+
+    if not batched:
+        outs = cond(pred, branch(then_g), branch(else_g))
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        return [(o, True) for o in outs]
+    # both branches for every element, each result chosen by that element's predicate
+    yes, no = run_batched(then_g, rest, b), run_batched(else_g, rest, b)
+    out = []
+    for (t, tf_), (e, ef) in zip(yes, no):
+        rank = max(b.rank(t, "cond") - tf_, b.rank(e, "cond") - ef)
+        p = b.lift(pred, rank, "cond")
+        t = b.lift(t, rank, "cond") if tf_ else t
+        e = b.lift(e, rank, "cond") if ef else e
+        out.append((bind(OPS["select"], p, t, e), True))
+    return out
