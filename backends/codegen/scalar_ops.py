@@ -153,7 +153,7 @@ SCALAR: dict[str, Expr] = {
 # The special functions (backends/codegen/special.py), called through the generated code's
 # kernel module ``K`` (Numba's njit copies on the CPU, device functions on a GPU).
 SCALAR.update({op: _call(f"K.{op}") for op in ("lgamma", "digamma", "erf", "erfc", "erfinv",
-                                                 "zeta")})
+                                                 "zeta", "random_gamma_grad")})
 
 # op -> (condition on the element sources, message) for integer inputs only.
 _INT_CHECKS: dict[str, tuple[Callable[[list], str], str]] = {

@@ -23,7 +23,7 @@ from stagecraft.backends.numba_cpu.kernels.pooling import (  # noqa: F401
 from stagecraft.backends.numba_cpu.kernels.segment import (  # noqa: F401
     searchsorted2, segment_reduce, unique_index)
 from stagecraft.backends.numba_cpu.kernels.special import (  # noqa: F401
-    digamma, erf, erfc, erfinv, lgamma, zeta)
+    digamma, erf, erfc, erfinv, lgamma, random_gamma_grad, zeta)
 from stagecraft.backends.numba_cpu.kernels.rejection import (  # noqa: F401
-    rejection_sample_into)
+    binomial_sample_into, rejection_sample_into)
 from stagecraft.backends.numba_cpu.kernels.logsumexp import cumulative_logsumexp3  # noqa: F401
