@@ -1,7 +1,9 @@
 """``inline_graph``: re-runs a graph's equations through the frontend (eagerly, or into the
-graph being traced), so tapes record them. The backward pass of a staged call is built by
-replaying its graph under a tape (rematerializing the forward values it needs); that replay
-skips the side effects (assign, print, assert) the forward call already performed."""
+graph being traced), so tapes record them. A staged call's gradient is traced by replaying
+its graph under a tape: with its side effects, into the joint graph that is split into the
+forward-with-residuals and the backward (``staging/function_grad.py``); or without them
+(assign, print, assert: the forward call already performed them) where a gradient
+rematerializes the forward values it needs."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
