@@ -35,11 +35,11 @@ from stagecraft.ops.image_random import (random_brightness, random_contrast, ran
                                          stateless_random_saturation)
 from stagecraft.ops.image_resize import (ResizeMethod, crop_and_resize, resize,
                                          resize_with_pad)
-from stagecraft.ops.image_codecs import (decode_bmp, decode_gif, decode_image, decode_jpeg,
-                                         decode_png, encode_jpeg, encode_png, is_jpeg)
+from stagecraft.ops.image_codecs import (decode_bmp, decode_gif, decode_image, decode_png,
+                                         encode_png, is_jpeg)
 from stagecraft.ops.image_jpeg_ops import (adjust_jpeg_quality, decode_and_crop_jpeg,
-                                           extract_jpeg_shape, random_jpeg_quality,
-                                           stateless_random_jpeg_quality)
+                                           decode_jpeg, encode_jpeg, extract_jpeg_shape,
+                                           random_jpeg_quality, stateless_random_jpeg_quality)
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
            "adjust_saturation", "central_crop", "combined_non_max_suppression",

@@ -1,7 +1,6 @@
 """Image files to tensors and back, for ``tf.image`` / ``tf.io``: ``decode_png`` /
 ``encode_png``, ``decode_bmp``, ``decode_gif``, ``decode_image`` (by the file's magic bytes),
-``is_jpeg``, ``decode_jpeg`` / ``encode_jpeg`` (through Pillow, the optional ``images``
-extra), and ``read_file`` / ``write_file``.
+``is_jpeg``, and ``read_file`` / ``write_file`` (JPEG is in :mod:`.image_jpeg_ops`).
 
 stagecraft has no string dtype, so where TensorFlow passes file contents as a ``tf.string``
 tensor these functions take and return Python ``bytes`` (a 1-D uint8 array or eager tensor of
@@ -25,7 +24,7 @@ from stagecraft.ir import dtypes as _dt
 from stagecraft.ops import bmp_codec, gif_codec, png_codec
 
 __all__ = ["decode_png", "encode_png", "decode_bmp", "decode_gif", "decode_image", "is_jpeg",
-           "decode_jpeg", "encode_jpeg", "read_file", "write_file"]
+           "read_file", "write_file"]
 
 _JPEG = b"\xff\xd8\xff"
 
@@ -135,99 +134,6 @@ def is_jpeg(contents: Any, name: str | None = None) -> Tensor:
     return convert_to_tensor(_contents(contents, "is_jpeg")[:3] == _JPEG)
 
 
-def _pillow(fn: str) -> Any:
-    try:
-        from PIL import Image
-    except ImportError:
-        raise ImportError(f"{fn} needs Pillow, an optional dependency of stagecraft: install "
-                          f"it with pip install 'stagecraft[images]' (or pip install pillow). "
-                          f"PNG, GIF and BMP need nothing extra.") from None
-    return Image
-
-
-def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscaling: bool = True,
-                try_recover_truncated: bool = False, acceptable_fraction: float = 1,
-                dct_method: str = "", name: str | None = None) -> Tensor:
-    """A JPEG image as a [height, width, channels] uint8 tensor, decoded by Pillow (the
-    ``images`` extra; its libjpeg may round a few values differently from TensorFlow's).
-    ``channels`` 0 keeps the file's (1 or 3), 1 or 3 convert; ``ratio`` 1, 2, 4 or 8 downscales
-    while decoding. ``dct_method`` is a hint, as in TensorFlow.
-
-    >>> import stagecraft as tf
-    >>> jpeg = tf.io.encode_jpeg(tf.fill([8, 8, 3], tf.constant(200, tf.uint8)))
-    >>> int(tf.reduce_max(tf.abs(tf.cast(tf.io.decode_jpeg(jpeg), tf.int32) - 200))) <= 2
-    True
-    """
-    image_mod = _pillow("decode_jpeg")
-    if channels not in (0, 1, 3):
-        raise ValueError(f"decode_jpeg: channels must be 0, 1 or 3, got {channels}.")
-    if ratio not in (1, 2, 4, 8):
-        raise ValueError(f"decode_jpeg: ratio must be 1, 2, 4 or 8, got {ratio}.")
-    if try_recover_truncated or acceptable_fraction != 1 or not fancy_upscaling:
-        raise ValueError("decode_jpeg: try_recover_truncated, acceptable_fraction < 1 and "
-                         "fancy_upscaling=False are not supported by the Pillow decoder; "
-                         "leave them at their defaults.")
-    data = _contents(contents, "decode_jpeg")
-    if not data.startswith(_JPEG):
-        raise InvalidArgumentError("decode_jpeg: not a JPEG file (it does not start with "
-                                   "FF D8 FF).")
-    import io
-    try:
-        im = image_mod.open(io.BytesIO(data), formats=["JPEG"])
-        width, height = im.size
-        png_codec.check_size("decode_jpeg", height, width, 3, 1)
-        if ratio > 1:
-            im.draft(im.mode, (-(-width // ratio), -(-height // ratio)))
-        want = {0: "L" if im.mode == "L" else "RGB", 1: "L", 3: "RGB"}[channels]
-        array = np.asarray(im.convert(want))
-    except InvalidArgumentError:
-        raise
-    except Exception as e:  # Pillow raises OSError/SyntaxError/ValueError on corrupt data
-        raise InvalidArgumentError(f"decode_jpeg: the JPEG data is corrupt or truncated "
-                                   f"({type(e).__name__}: {e}).") from None
-    return _out(array.reshape(array.shape[0], array.shape[1], -1))
-
-
-def encode_jpeg(image: Any, format: str = "", quality: int = 95,  # noqa: A002
-                progressive: bool = False, optimize_size: bool = False,
-                chroma_downsampling: bool = True, density_unit: str = "in",
-                x_density: int = 300, y_density: int = 300, xmp_metadata: str = "",
-                name: str | None = None) -> bytes:
-    """JPEG bytes (Python ``bytes``) for a [height, width, 1 or 3] uint8 image, by Pillow (the
-    ``images`` extra). ``format`` '' follows the channels, 'grayscale' or 'rgb' forces one.
-
-    >>> import stagecraft as tf
-    >>> tf.io.encode_jpeg(tf.zeros([4, 4, 1], tf.uint8))[:3]
-    b'\\xff\\xd8\\xff'
-    """
-    image_mod = _pillow("encode_jpeg")
-    array = convert_to_tensor(image)
-    if array.dtype != _dt.uint8 or array.shape.rank != 3 or array.shape[-1] not in (1, 3):
-        raise ValueError(f"encode_jpeg: image must be a [height, width, 1 or 3] uint8 tensor, "
-                         f"got {array.dtype.name} of shape {array.shape}.")
-    if format not in ("", "grayscale", "rgb"):
-        raise ValueError(f"encode_jpeg: format must be '', 'grayscale' or 'rgb', got "
-                         f"{format!r}.")
-    if not 0 <= quality <= 100 or density_unit not in ("in", "cm"):
-        raise ValueError(f"encode_jpeg: quality must be in 0-100 and density_unit 'in' or "
-                         f"'cm'; got {quality} and {density_unit!r}.")
-    values = array.numpy()
-    channels = {"": values.shape[-1], "grayscale": 1, "rgb": 3}[format]
-    if channels != values.shape[-1]:
-        raise ValueError(f"encode_jpeg: format {format!r} needs {channels} channels, the image "
-                         f"has {values.shape[-1]}.")
-    im = image_mod.fromarray(values[..., 0] if channels == 1 else values,
-                             "L" if channels == 1 else "RGB")
-    import io
-    out = io.BytesIO()
-    per_inch = 2.54 if density_unit == "cm" else 1.0
-    im.save(out, "JPEG", quality=int(quality), progressive=progressive, optimize=optimize_size,
-            subsampling=2 if chroma_downsampling else 0,
-            dpi=(x_density * per_inch, y_density * per_inch),
-            **({"xmp": xmp_metadata.encode()} if xmp_metadata else {}))
-    return out.getvalue()
-
-
 def decode_image(contents: Any, channels: int | None = None, dtype: Any = _dt.uint8,
                  name: str | None = None, expand_animations: bool = True) -> Tensor:
     """Decodes a PNG, GIF, BMP or JPEG (chosen by its first bytes). PNG, BMP and JPEG give
@@ -258,6 +164,7 @@ def decode_image(contents: Any, channels: int | None = None, dtype: Any = _dt.ui
     elif data[:2] == b"BM":
         image = decode_bmp(data, c)
     elif data.startswith(_JPEG):
+        from stagecraft.ops.image_jpeg_ops import decode_jpeg
         image = decode_jpeg(data, c)
     else:
         raise InvalidArgumentError(f"decode_image: unknown image format (the file starts with "

@@ -230,3 +230,12 @@ def test_jpeg_shape_crop_and_quality_augmentations():
                                                                     seed=[3, 4]).numpy())
     with pytest.raises(ValueError, match="min_jpeg_quality < max_jpeg_quality"):
         tf.image.random_jpeg_quality(smooth, 50, 50)
+
+
+def test_jpeg_without_pillow_says_how_to_enable_it(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "PIL", None)  # as if Pillow were missing
+    with pytest.raises(ImportError, match=r"decode_jpeg needs Pillow.*stagecraft\[images\]"):
+        tf.io.decode_image(b"\xff\xd8\xff\xe0" + bytes(16))
+    with pytest.raises(ImportError, match="encode_jpeg needs Pillow"):
+        tf.io.encode_jpeg(IMAGE)
+    assert np.array_equal(tf.io.decode_png(PNG_RGB).numpy(), IMAGE)  # PNG needs nothing
