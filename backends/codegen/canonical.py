@@ -9,7 +9,7 @@ import re
 # Names that keep their meaning inside a kernel: modules, builtins, and the error it raises.
 GLOBALS = frozenset(("np", "K", "rt", "numba", "range", "min", "max", "abs", "int", "float",
                      "bool", "len", "ValueError", "IndexError", "True", "False", "None",
-                     "complex"))
+                     "complex", "cmath"))
 
 _STRING = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""")
 _NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)")

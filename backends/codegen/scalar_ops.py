@@ -75,18 +75,24 @@ def _shift(op: str) -> Expr:
 
 
 SCALAR: dict[str, Expr] = {
+def _math(fn: str) -> Expr:
+    """``np.<fn>`` for real arguments, ``cmath.<fn>`` for complex ones (CUDA device code has
+    the math functions of both modules, not NumPy's ufuncs)."""
+    return lambda a, d: f"{'cmath.' + fn if d.is_complex else 'np.' + fn}({', '.join(a)})"
+
+
     "negative": lambda a, d: f"(-{a[0]})",
     "abs": _call("np.abs"),
     "sign": _call("np.sign"),
     "square": lambda a, d: f"({a[0]} * {a[0]})",
-    "exp": _call("np.exp"),
-    "log": _call("np.log"),
+    "exp": _math("exp"),
+    "log": _math("log"),
     "log1p": _call("np.log1p"),
-    "sqrt": _call("np.sqrt"),
+    "sqrt": _math("sqrt"),
     "rsqrt": lambda a, d: f"({literal(1, d)} / np.sqrt({a[0]}))",
-    "sin": _call("np.sin"),
-    "cos": _call("np.cos"),
-    "tanh": _call("np.tanh"),
+    "sin": _math("sin"),
+    "cos": _math("cos"),
+    "tanh": _math("tanh"),
     "sigmoid": lambda a, d: f"np.exp(-np.logaddexp({literal(0, d)}, -{a[0]}))",
     "softplus": lambda a, d: f"np.logaddexp({literal(0, d)}, {a[0]})",
     "relu": lambda a, d: f"np.maximum({a[0]}, {literal(0, d)})",
@@ -99,12 +105,12 @@ SCALAR: dict[str, Expr] = {
     "zeros_like": _const(0),
     "ones_like": _const(1),
     "expm1": _call("np.expm1"),
-    "tan": _call("np.tan"),
+    "tan": _math("tan"),
     "atan": _call("np.arctan"),
     "asin": _call("np.arcsin"),
     "acos": _call("np.arccos"),
-    "sinh": _call("np.sinh"),
-    "cosh": _call("np.cosh"),
+    "sinh": _math("sinh"),
+    "cosh": _math("cosh"),
     "asinh": _call("np.arcsinh"),
     "acosh": _call("np.arccosh"),
     "atanh": _call("np.arctanh"),

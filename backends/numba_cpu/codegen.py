@@ -42,7 +42,7 @@ from stagecraft.ir.ops.opdef import Kind
 from stagecraft.ir.types import TensorType
 
 ENTRY = "graph_fn"
-HEADER = ("import numba\nimport numpy as np\n"
+HEADER = ("import cmath\nimport numba\nimport numpy as np\n"
           "import stagecraft.backends.numba_cpu.kernels.all as K\n"
           "import stagecraft.backends.numba_cpu.host as rt\n")
 

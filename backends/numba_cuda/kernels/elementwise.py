@@ -8,6 +8,7 @@ an error flag instead of raising, which the host reads after the launch.
 """
 from __future__ import annotations
 
+import cmath
 import functools
 from typing import Any, Callable, Sequence
 
@@ -71,7 +72,7 @@ def _kernel(op: str, in_dtypes: tuple, out_dtype: DType, modes: tuple, device_np
     name = f"{op}_{'_'.join(d.short for d in in_dtypes)}_{'_'.join(m[:2] for m in modes)}"
     text = source(op, in_dtypes, out_dtype, modes).replace("def kernel", f"def {name}", 1)
     from stagecraft.backends.numba_cuda.kernels.device_special import module as special
-    return jit_source(name, text, {"np": np_module, "cuda": cuda_module(),
+    return jit_source(name, text, {"np": np_module, "cmath": cmath, "cuda": cuda_module(),
                                    "offset": offset_function(), "K": special()})
 
 
