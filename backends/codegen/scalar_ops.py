@@ -74,15 +74,15 @@ def _shift(op: str) -> Expr:
     return expr
 
 
-SCALAR: dict[str, Expr] = {
 def _math(fn: str) -> Expr:
     """``np.<fn>`` for real arguments, ``cmath.<fn>`` for complex ones (CUDA device code has
     the math functions of both modules, not NumPy's ufuncs)."""
     return lambda a, d: f"{'cmath.' + fn if d.is_complex else 'np.' + fn}({', '.join(a)})"
 
 
+SCALAR: dict[str, Expr] = {
     "negative": lambda a, d: f"(-{a[0]})",
-    "abs": _call("np.abs"),
+    "abs": lambda a, d: f"abs({a[0]})" if d.is_complex else f"np.abs({a[0]})",
     "sign": _call("np.sign"),
     "square": lambda a, d: f"({a[0]} * {a[0]})",
     "exp": _math("exp"),
@@ -143,12 +143,12 @@ def _math(fn: str) -> Expr:
     "logical_xor": _infix("!="),
     "cast": _same,
     "select": lambda a, d: f"({a[1]} if {a[0]} else {a[2]})",
-    "bitwise_and": _infix("&"),
     "complex": lambda a, d: f"complex({a[0]}, {a[1]})",
     "real": lambda a, d: f"{a[0]}.real",
     "imag": lambda a, d: f"{a[0]}.imag",
     "conj": lambda a, d: f"{a[0]}.conjugate()",
     "angle": lambda a, d: f"np.arctan2({a[0]}.imag, {a[0]}.real)",
+    "bitwise_and": _infix("&"),
     "bitwise_or": _infix("|"),
     "bitwise_xor": _infix("^"),
     "invert": lambda a, d: f"(~{a[0]})",
@@ -188,11 +188,11 @@ def convert(expr: str, src: DType, dst: DType) -> str:
     """
     if dst == dt.bool_:
         return expr if src == dt.bool_ else f"({expr} != 0)"
-    if src.is_floating and dst.is_integer:
     if src.is_complex and not dst.is_complex:
         # casts keep the real part, as TensorFlow's; (abs, real, imag and angle give a real
         # value already, whose .real is itself)
         return convert(f"({expr}).real", src.real_dtype, dst)
+    if src.is_floating and dst.is_integer:
         if dst.np in THROUGH_INT64:
             return f"{np_type(dst)}(np.int64({expr}))"
         if dst == dt.uint64:
