@@ -37,6 +37,19 @@ def _pillow(fn: str) -> Any:
     return Image
 
 
+def _open_jpeg(contents: Any, fn: str) -> Any:
+    """Pillow's lazily decoding image of the JPEG bytes (only the header is read)."""
+    image_mod = _pillow(fn)
+    data = _codecs._contents(contents, fn)
+    if not data.startswith(_codecs._JPEG):
+        raise InvalidArgumentError(f"{fn}: not a JPEG file (it does not start with FF D8 FF).")
+    try:
+        return image_mod.open(io.BytesIO(data), formats=["JPEG"])
+    except Exception as e:  # Pillow raises several types on a corrupt header
+        raise InvalidArgumentError(f"{fn}: the JPEG data is corrupt, truncated or too large "
+                                   f"({type(e).__name__}: {e}).") from None
+
+
 def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscaling: bool = True,
                 try_recover_truncated: bool = False, acceptable_fraction: float = 1,
                 dct_method: str = "", name: str | None = None) -> Tensor:
@@ -50,7 +63,6 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscalin
     >>> int(tf.reduce_max(tf.abs(tf.cast(tf.io.decode_jpeg(jpeg), tf.int32) - 200))) <= 2
     True
     """
-    image_mod = _pillow("decode_jpeg")
     if channels not in (0, 1, 3):
         raise ValueError(f"decode_jpeg: channels must be 0, 1 or 3, got {channels}.")
     if ratio not in (1, 2, 4, 8):
@@ -59,20 +71,14 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscalin
         raise ValueError("decode_jpeg: try_recover_truncated, acceptable_fraction < 1 and "
                          "fancy_upscaling=False are not supported by the Pillow decoder; "
                          "leave them at their defaults.")
-    data = _codecs._contents(contents, "decode_jpeg")
-    if not data.startswith(_codecs._JPEG):
-        raise InvalidArgumentError("decode_jpeg: not a JPEG file (it does not start with "
-                                   "FF D8 FF).")
+    im = _open_jpeg(contents, "decode_jpeg")
+    width, height = im.size
+    png_codec.check_size("decode_jpeg", height, width, 3, 1)
     try:
-        im = image_mod.open(io.BytesIO(data), formats=["JPEG"])
-        width, height = im.size
-        png_codec.check_size("decode_jpeg", height, width, 3, 1)
         if ratio > 1:
             im.draft(im.mode, (-(-width // ratio), -(-height // ratio)))
         want = {0: "L" if im.mode == "L" else "RGB", 1: "L", 3: "RGB"}[channels]
         array = np.asarray(im.convert(want))
-    except InvalidArgumentError:
-        raise
     except Exception as e:  # Pillow raises OSError/SyntaxError/ValueError on corrupt data
         raise InvalidArgumentError(f"decode_jpeg: the JPEG data is corrupt or truncated "
                                    f"({type(e).__name__}: {e}).") from None
@@ -126,18 +132,9 @@ def extract_jpeg_shape(contents: Any, output_type: Any = _dt.int32,
     >>> tf.io.extract_jpeg_shape(jpeg).numpy().tolist()
     [3, 5, 3]
     """
-    image_mod = _pillow("extract_jpeg_shape")
-    data = _codecs._contents(contents, "extract_jpeg_shape")
-    if not data.startswith(_codecs._JPEG):
-        raise InvalidArgumentError("extract_jpeg_shape: not a JPEG file (it does not start "
-                                   "with FF D8 FF).")
-    try:
-        im = image_mod.open(io.BytesIO(data), formats=["JPEG"])
-        width, height = im.size
-        channels = {"L": 1, "CMYK": 4}.get(im.mode, 3)
-    except Exception as e:  # Pillow raises several types on a corrupt header
-        raise InvalidArgumentError(f"extract_jpeg_shape: the JPEG header is corrupt "
-                                   f"({type(e).__name__}: {e}).") from None
+    im = _open_jpeg(contents, "extract_jpeg_shape")
+    width, height = im.size
+    channels = {"L": 1, "CMYK": 4}.get(im.mode, 3)
     return convert_to_tensor(np.asarray([height, width, channels], _dt.as_dtype(
         output_type).np))
 
