@@ -114,7 +114,7 @@ uint32 = dtypes.uint32
 uint64 = dtypes.uint64
 float32 = dtypes.float32
 float64 = dtypes.float64
-
-__version__ = "0.1.0"
 complex64 = dtypes.complex64
 complex128 = dtypes.complex128
+
+__version__ = "0.1.0"
