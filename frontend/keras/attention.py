@@ -10,6 +10,7 @@ import numpy as np
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
+from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import initializers, serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
@@ -127,3 +128,133 @@ class MultiHeadAttention(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer)}
 
+
+
+class _BaseDenseAttention(Layer):
+    """What ``Attention`` and ``AdditiveAttention`` share (Keras's formulas): scores of each
+    query against each key, masked (padding ``mask=[query_mask, value_mask]`` and/or causal),
+    softmax over the keys, dropout while training, then the weighted sum of the values;
+    padded queries give zero rows."""
+
+    def __init__(self, dropout: float = 0.0, seed: int | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        if not 0 <= float(dropout) < 1:
+            raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1); got {dropout}.")
+        self.dropout, self.seed = float(dropout), seed
+
+    def _scores(self, query: Tensor, key: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def call(self, inputs: Any, mask: Any = None, training: Any = False,
+             return_attention_scores: bool = False, use_causal_mask: bool = False) -> Any:
+        if not isinstance(inputs, (list, tuple)) or len(inputs) not in (2, 3):
+            raise ValueError(f"{type(self).__name__} layer must be called on a list of inputs, "
+                             f"namely [query, value] or [query, value, key]; received "
+                             f"{type(inputs).__name__}.")
+        query, value = inputs[0], inputs[1]
+        key = inputs[2] if len(inputs) == 3 else value
+        scores = self._scores(query, key)
+        q_mask, v_mask = (list(mask) + [None, None])[:2] if mask is not None else (None, None)
+        keep = None
+        if v_mask is not None:
+            keep = _a.expand_dims(_m.cast(v_mask, _dt.bool_), -2)
+        if use_causal_mask:
+            n_q, n_k = _a.shape(scores)[-2], _a.shape(scores)[-1]
+            rows = _a.reshape(_a.range(0, n_q), [1, -1, 1])
+            cols = _a.reshape(_a.range(0, n_k), [1, 1, -1])
+            causal = _m.greater_equal(rows, cols)
+            keep = causal if keep is None else _m.logical_and(keep, causal)
+        if keep is not None:
+            big = 65504.0 if scores.dtype == _dt.float16 else 1e9
+            scores = _m.subtract(scores, _m.multiply(big, _m.cast(_m.logical_not(keep),
+                                                                  scores.dtype)))
+        weights = _nn.softmax(scores, axis=-1)
+        if training and self.dropout > 0:
+            weights = _nn.dropout(weights, self.dropout, seed=self.seed)
+        result = _m.matmul(weights, value)
+        if q_mask is not None:
+            result = _m.multiply(result, _a.expand_dims(_m.cast(q_mask, result.dtype), -1))
+        return (result, weights) if return_attention_scores else result
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "dropout": self.dropout, "seed": self.seed}
+
+
+@serialization.register
+class Attention(_BaseDenseAttention):
+    """Dot-product (Luong) attention: ``scores = query @ key^T`` (times a learned scalar
+    ``scale`` with ``use_scale``); ``score_mode='concat'`` uses ``sum(tanh(query + key))``
+    instead, weighted by the scalar ``concat_score_weight``.
+
+    >>> import stagecraft as tf
+    >>> q, v = tf.constant([[[1., 0.]]]), tf.constant([[[1., 0.], [0., 1.]]])
+    >>> out = tf.keras.layers.Attention()([q, v])
+    >>> [round(x, 4) for x in out.numpy().ravel().tolist()]
+    [0.7311, 0.2689]
+    """
+
+    def __init__(self, use_scale: bool = False, score_mode: str = "dot", dropout: float = 0.0,
+                 seed: int | None = None, **kwargs: Any):
+        super().__init__(dropout, seed, **kwargs)
+        if score_mode not in ("dot", "concat"):
+            raise ValueError(f"Attention: score_mode must be 'dot' or 'concat'; got "
+                             f"{score_mode!r}.")
+        self.use_scale, self.score_mode = bool(use_scale), score_mode
+
+    def build(self, input_shape: Any) -> None:
+        self.scale = self.add_weight("scale", shape=[], initializer="ones") \
+            if self.use_scale else None
+        if self.score_mode == "concat":
+            self.concat_score_weight = self.add_weight("concat_score_weight", shape=[],
+                                                       initializer="ones")
+        self.built = True
+
+    def _scores(self, query: Tensor, key: Tensor) -> Tensor:
+        if self.score_mode == "dot":
+            scores = _m.matmul(query, key, transpose_b=True)
+            return scores if self.scale is None else _m.multiply(scores, self.scale)
+        summed = _m.add(_a.expand_dims(query, -2), _a.expand_dims(key, -3))
+        if self.scale is not None:
+            summed = _m.multiply(self.scale, summed)
+        return _m.multiply(self.concat_score_weight,
+                           _m.reduce_sum(_m.tanh(summed), axis=-1))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "use_scale": self.use_scale,
+                "score_mode": self.score_mode}
+
+
+@serialization.register
+class AdditiveAttention(_BaseDenseAttention):
+    """Additive (Bahdanau) attention: ``scores = sum(scale * tanh(query + key), axis=-1)``
+    over pairs of query and key positions, ``scale`` a learned vector (``use_scale``,
+    glorot-uniform initialized).
+
+    >>> import stagecraft as tf
+    >>> layer = tf.keras.layers.AdditiveAttention(use_scale=False)
+    >>> layer([tf.ones([1, 3, 2]), tf.ones([1, 4, 2])]).shape
+    TensorShape([1, 3, 2])
+    """
+
+    def __init__(self, use_scale: bool = True, dropout: float = 0.0, seed: int | None = None,
+                 **kwargs: Any):
+        super().__init__(dropout, seed, **kwargs)
+        self.use_scale = bool(use_scale)
+
+    def build(self, input_shape: Any) -> None:
+        key_shape = TensorShape(input_shape[2] if len(input_shape) > 2 else input_shape[1])
+        self.scale = self.add_weight("scale", shape=[key_shape[-1]],
+                                     initializer="glorot_uniform") if self.use_scale else None
+        self.built = True
+
+    def _scores(self, query: Tensor, key: Tensor) -> Tensor:
+        summed = _m.tanh(_m.add(_a.expand_dims(query, -2), _a.expand_dims(key, -3)))
+        if self.scale is not None:
+            summed = _m.multiply(self.scale, summed)
+        return _m.reduce_sum(summed, axis=-1)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "use_scale": self.use_scale}
+
+
+__all__ += ["AdditiveAttention", "Attention"]

@@ -6,7 +6,7 @@ TensorShape([2, 3])
 """
 from stagecraft.keras.activation_layers import (ELU, LeakyReLU, PReLU, ReLU, Softmax,
                                                 ThresholdedReLU)
-from stagecraft.keras.attention import MultiHeadAttention
+from stagecraft.keras.attention import AdditiveAttention, Attention, MultiHeadAttention
 from stagecraft.keras.base_layer import Layer
 from stagecraft.keras.basic_layers import Dropout, Embedding, LayerNormalization, Normalization
 from stagecraft.keras.conv_layers import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose,
@@ -33,6 +33,7 @@ from stagecraft.keras.preprocessing_layers import (CategoryEncoding, CenterCrop,
                                                    RandomFlip, RandomRotation,
                                                    RandomTranslation, RandomZoom, Rescaling,
                                                    Resizing)
+from stagecraft.keras.rnn_wrappers import StackedRNNCells, TimeDistributed, Wrapper
 from stagecraft.keras.regularization_layers import (ActivityRegularization, AlphaDropout,
                                                     GaussianDropout, GaussianNoise,
                                                     SpatialDropout1D, SpatialDropout2D,
@@ -68,3 +69,5 @@ __all__ += ["ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "ThresholdedReLU", "
 __all__ += ["CategoryEncoding", "CenterCrop", "Discretization", "RandomBrightness",
             "RandomContrast", "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation",
             "RandomZoom", "Rescaling", "Resizing"]
+__all__ += ["StackedRNNCells", "TimeDistributed", "Wrapper"]
+__all__ += ["AdditiveAttention", "Attention"]

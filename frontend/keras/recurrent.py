@@ -216,6 +216,10 @@ class RNN(Layer):
         if shape.rank != 3:
             raise ValueError(f"{self.name}: expected inputs of shape (batch, time, features); "
                              f"got {shape}.")
+        if not hasattr(self.cell, "state_size"):
+            raise ValueError(f"{self.name}: the cell {type(self.cell).__name__} has no "
+                             f"state_size; a cell defines state_size and call(inputs, states) "
+                             f"returning (output, new_states).")
         if not self.cell.built:
             self.cell.build(TensorShape([shape[0], shape[2]]))
             self.cell.built = True
@@ -229,20 +233,29 @@ class RNN(Layer):
         if self.go_backwards:
             steps = steps[::-1]
         batch = _a.shape(inputs)[0]
+        sizes = _state_sizes(self.cell)
         if initial_state is None:
-            states = [_a.zeros(_a.stack([batch, n]), dtype=inputs.dtype)
-                      for n in self.cell.state_size]
+            states = [_a.zeros(_a.stack([batch, n]), dtype=inputs.dtype) for n in sizes]
         else:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
                 else [initial_state]
         time = _a.shape(steps)[0]
         xs = TensorArray(inputs.dtype, size=time).unstack(steps)
         ys = TensorArray(inputs.dtype, size=time)
-        size = getattr(self.cell, "output_size", self.cell.state_size[0])
+        size = getattr(self.cell, "output_size", None)
+        size = sizes[0] if size is None else size
         first = _a.zeros(_a.stack([batch, size]), dtype=inputs.dtype)
+        # Keras's own cells are called directly; a user's cell through __call__, so that
+        # AutoGraph converts its Python control flow while tracing.
+        step = self.cell.call if type(self.cell).__module__.startswith("stagecraft") \
+            else self.cell
 
         def body(t: Tensor, ys: TensorArray, last: Tensor, *states: Tensor) -> tuple:
-            y, new = self.cell.call(xs.read(t), list(states))
+            y, new = step(xs.read(t), list(states))
+            new = list(new) if isinstance(new, (list, tuple)) else [new]  # Keras allows one
+            if len(new) != len(states):
+                raise ValueError(f"{self.name}: the cell returned {len(new)} state(s), but its "
+                                 f"state_size declares {len(states)}.")
             return (_m.add(t, 1), ys.write(t, y), y, *new)
 
         t0 = _a.zeros([], dtype=time.dtype)
@@ -261,6 +274,16 @@ class RNN(Layer):
         config = dict(config)
         config["cell"] = serialization.deserialize(config["cell"], custom_objects)
         return cls(**config)
+
+
+def _state_sizes(cell: Any) -> list[int]:
+    """A cell's ``state_size`` as a flat list: Keras allows an int for a single state."""
+    size = cell.state_size
+    sizes = [size] if isinstance(size, int) else list(size)
+    if not all(isinstance(n, int) and n > 0 for n in sizes):
+        raise ValueError(f"The cell {type(cell).__name__} has state_size {size!r}; expected a "
+                         f"positive int or a list of them (one per state vector).")
+    return sizes
 
 
 class _Recurrent(RNN):
