@@ -207,7 +207,8 @@ def test_jpeg_through_the_images_extra():
     rng = np.random.default_rng(0)
     for _ in range(100):  # corrupted files decode to something or raise InvalidArgumentError
         bad = bytearray(data)
-        bad[rng.integers(3, len(bad), 3)] = rng.integers(0, 256, 3).astype(np.uint8)
+        for pos in rng.integers(3, len(bad), 3):
+            bad[int(pos)] = int(rng.integers(0, 256))
         try:
             assert tf.io.decode_jpeg(bytes(bad)).dtype == tf.uint8
         except InvalidArgumentError:
