@@ -27,6 +27,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import backend, call_context, serialization, initializers
+from stagecraft.keras.input_spec import assert_input_compatibility
 from stagecraft.state.module import Module
 from stagecraft.eager.scopes import init_scope, name_scope
 from stagecraft.eager.tensor import Tensor
@@ -140,6 +141,9 @@ class Layer(Module):
                 all(_is_python_number(x) for x in nest.flatten(inputs)):
             inputs = convert_to_tensor(inputs)  # `model([[1., 2.]])`: one tensor, not many
         inputs = nest.map_structure(self._convert_input, inputs)
+        spec = vars(self).get("input_spec")
+        if spec is not None:  # a layer's declared InputSpec, checked as Keras does
+            assert_input_compatibility(spec, inputs, self.name)
         training = kwargs.get("training")
         if training is None:  # Keras's call context: the enclosing call's mode, if any
             training = call_context.training()

@@ -6,6 +6,7 @@ TensorShape([2, 3])
 """
 from stagecraft.keras.activation_layers import (ELU, LeakyReLU, PReLU, ReLU, Softmax,
                                                 ThresholdedReLU)
+from stagecraft.keras import serialization as _serialization
 from stagecraft.keras.attention import AdditiveAttention, Attention, MultiHeadAttention
 from stagecraft.keras.base_layer import Layer
 from stagecraft.keras.basic_layers import Dropout, Embedding, LayerNormalization, Normalization
@@ -13,7 +14,11 @@ from stagecraft.keras.conv_layers import (Conv1D, Conv1DTranspose, Conv2D, Conv2
                                           Conv3D, Conv3DTranspose, DepthwiseConv1D,
                                           DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from stagecraft.keras.core_layers import Activation, Dense, Flatten
+from stagecraft.keras.einsum_dense import EinsumDense, Identity
 from stagecraft.keras.functional import Input, InputLayer
+from stagecraft.keras.input_spec import InputSpec
+from stagecraft.keras.group_normalization import (GroupNormalization, RMSNormalization,
+                                                  UnitNormalization)
 from stagecraft.keras.normalization_layers import BatchNormalization
 from stagecraft.keras.pooling_layers import (AveragePooling1D, AveragePooling2D,
                                              AveragePooling3D, AvgPool1D, AvgPool2D, AvgPool3D,
@@ -30,9 +35,9 @@ from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Dot, Lam
                                              subtract)
 from stagecraft.keras.preprocessing_layers import (CategoryEncoding, CenterCrop, Discretization,
                                                    RandomBrightness, RandomContrast, RandomCrop,
-                                                   RandomFlip, RandomRotation,
-                                                   RandomTranslation, RandomZoom, Rescaling,
-                                                   Resizing)
+                                                   RandomFlip, RandomHeight, RandomRotation,
+                                                   RandomTranslation, RandomWidth, RandomZoom,
+                                                   Rescaling, Resizing)
 from stagecraft.keras.rnn_wrappers import StackedRNNCells, TimeDistributed, Wrapper
 from stagecraft.keras.regularization_layers import (ActivityRegularization, AlphaDropout,
                                                     GaussianDropout, GaussianNoise,
@@ -71,3 +76,40 @@ __all__ += ["CategoryEncoding", "CenterCrop", "Discretization", "RandomBrightnes
             "RandomZoom", "Rescaling", "Resizing"]
 __all__ += ["StackedRNNCells", "TimeDistributed", "Wrapper"]
 __all__ += ["AdditiveAttention", "Attention"]
+__all__ += ["EinsumDense", "GroupNormalization", "Identity", "RMSNormalization",
+            "UnitNormalization"]
+
+# Keras's longer names of the convolution layers.
+Convolution1D, Convolution2D, Convolution3D = Conv1D, Conv2D, Conv3D
+Convolution1DTranspose, Convolution2DTranspose, Convolution3DTranspose = (
+    Conv1DTranspose, Conv2DTranspose, Conv3DTranspose)
+SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
+__all__ += ["Convolution1D", "Convolution1DTranspose", "Convolution2D", "Convolution2DTranspose",
+            "Convolution3D", "Convolution3DTranspose", "SeparableConvolution1D",
+            "SeparableConvolution2D"]
+
+
+def serialize(layer: Layer) -> dict:
+    """A layer's ``{'class_name': ..., 'config': ...}`` (what ``deserialize`` rebuilds).
+
+    >>> import stagecraft as tf
+    >>> tf.keras.layers.serialize(tf.keras.layers.Dense(3, name="d"))["class_name"]
+    'Dense'
+    """
+    return _serialization.serialize(layer)
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
+    """A new layer from ``serialize``'s output; only built-in layer classes and those in
+    ``custom_objects`` can be created (a config runs no code).
+
+    >>> import stagecraft as tf
+    >>> layer = tf.keras.layers.deserialize({"class_name": "LeakyReLU",
+    ...                                      "config": {"negative_slope": 0.1}})
+    >>> type(layer).__name__, layer.negative_slope
+    ('LeakyReLU', 0.1)
+    """
+    return _serialization.deserialize(config, custom_objects)
+
+
+__all__ += ["InputSpec", "RandomHeight", "RandomWidth", "deserialize", "serialize"]

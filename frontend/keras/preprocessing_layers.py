@@ -29,8 +29,8 @@ from stagecraft.ops import math_ops as _m
 from stagecraft.ops import segment_ops as _seg
 
 __all__ = ["CategoryEncoding", "CenterCrop", "Discretization", "RandomBrightness",
-           "RandomContrast", "RandomCrop", "RandomFlip", "RandomRotation", "RandomTranslation",
-           "RandomZoom", "Rescaling", "Resizing"]
+           "RandomContrast", "RandomCrop", "RandomFlip", "RandomHeight", "RandomRotation",
+           "RandomTranslation", "RandomWidth", "RandomZoom", "Rescaling", "Resizing"]
 
 
 def _check_size(layer: str, height: Any, width: Any) -> tuple[int, int]:
@@ -393,6 +393,57 @@ class RandomTranslation(_Transforming):
     def get_config(self) -> dict:
         return {**super().get_config(), "height_factor": self.height_factor,
                 "width_factor": self.width_factor}
+
+
+class _RandomSize(_RandomLayer):
+    """``RandomHeight``/``RandomWidth``: while training, resizes one axis of the batch by a
+    random factor from ``[1 + lower, 1 + upper]`` (``factor``: a number ``f`` for
+    ``[-f, f]``, or a pair; lower bound >= -1)."""
+
+    _axis = 1
+
+    def __init__(self, factor: Any, interpolation: str = "bilinear", seed: int | None = None,
+                 **kwargs: Any):
+        super().__init__(seed, **kwargs)
+        self.factor, self.interpolation = factor, interpolation
+        self.lower, self.upper = _factor_range(type(self).__name__, "factor", factor, -1.0)
+
+    def _augment(self, images: Tensor) -> Tensor:
+        shape = _a.shape(images)
+        scale = self._uniform([], 1.0 + self.lower, 1.0 + self.upper)
+        size = _m.cast(_m.multiply(scale, _m.cast(shape[self._axis], _dt.float32)), _dt.int32)
+        new = [size, shape[2]] if self._axis == 1 else [shape[1], size]
+        return _resize.resize(images, _a.stack(new), method=self.interpolation)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "factor": self.factor,
+                "interpolation": self.interpolation}
+
+
+@serialization.register
+class RandomHeight(_RandomSize):
+    """While training, resizes the height of the batch by a random factor (see
+    ``_RandomSize``); the width is kept.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.layers.RandomHeight((0.5, 0.5))(tf.ones([1, 4, 3, 1]), training=True).shape
+    TensorShape([1, 6, 3, 1])
+    """
+
+    _axis = 1
+
+
+@serialization.register
+class RandomWidth(_RandomSize):
+    """While training, resizes the width of the batch by a random factor; the height is
+    kept.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.layers.RandomWidth((-0.5, -0.5))(tf.ones([1, 4, 4, 1]), training=True).shape
+    TensorShape([1, 4, 2, 1])
+    """
+
+    _axis = 2
 
 
 @serialization.register
