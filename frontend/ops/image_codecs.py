@@ -22,6 +22,7 @@ from stagecraft.eager.tensor import Tensor
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ops import bmp_codec, gif_codec, png_codec
+from stagecraft.staging.graph_tensor import GraphTensor
 
 __all__ = ["decode_png", "encode_png", "decode_bmp", "decode_gif", "decode_image", "is_jpeg",
            "read_file", "write_file"]
@@ -34,7 +35,7 @@ def _contents(contents: Any, fn: str) -> bytes:
     if isinstance(contents, (bytes, bytearray, memoryview)):
         return bytes(contents)
     if isinstance(contents, Tensor):
-        if STATE.get().graph is not None and type(contents).__name__ == "GraphTensor":
+        if isinstance(contents, GraphTensor):
             raise TypeError(f"{fn}: contents is a symbolic tensor; stagecraft has no string "
                             f"dtype, so file contents must be Python bytes known while "
                             f"tracing. Decode outside the function, or pass the bytes as a "
@@ -89,7 +90,7 @@ def encode_png(image: Any, compression: int = -1, name: str | None = None) -> by
     b'\\x89PNG'
     """
     image = convert_to_tensor(image)
-    if STATE.get().graph is not None and type(image).__name__ == "GraphTensor":
+    if isinstance(image, GraphTensor):
         raise TypeError("encode_png: the image is a symbolic tensor; encoding makes Python "
                         "bytes (stagecraft has no string dtype), so call it outside "
                         "@function on the result.")

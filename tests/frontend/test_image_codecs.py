@@ -248,3 +248,16 @@ def test_jpeg_without_pillow_says_how_to_enable_it(monkeypatch):
     with pytest.raises(ImportError, match="encode_jpeg needs Pillow"):
         tf.io.encode_jpeg(IMAGE)
     assert np.array_equal(tf.io.decode_png(PNG_RGB).numpy(), IMAGE)  # PNG needs nothing
+
+
+def test_symbolic_contents_and_images_are_refused_with_a_reason():
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.uint8)])
+    def decode(raw):
+        return tf.io.decode_png(raw)
+    with pytest.raises(TypeError, match="no string dtype"):
+        decode(np.frombuffer(PNG_RGB, np.uint8))
+    # eagerly a uint8 tensor of the file's bytes is accepted
+    assert np.array_equal(tf.io.decode_png(tf.constant(np.frombuffer(PNG_RGB, np.uint8))).numpy(),
+                          IMAGE)
+    with pytest.raises(TypeError, match="outside @function"):
+        tf.function(lambda x: tf.io.encode_png(x))(tf.constant(IMAGE))
