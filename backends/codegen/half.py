@@ -120,3 +120,53 @@ def literal_value(value, d) -> float:
     (0.0999755859375, 0.10009765625)
     """
     return float(d.np.type(value))
+
+
+# ---------------------------------------------------------------- 16-bit encodings
+
+# (fraction bits, exponent bias, all-ones exponent) of each format's 16-bit pattern: device
+# code (CUDA kernels, which have no float16/bfloat16 arrays of their own) converts between a
+# half tensor's bits and float32 with these.
+F16_BITS = (10, 15, 31)
+BF16_BITS = (7, 127, 255)
+ENCODINGS = {"float16": F16_BITS, "bfloat16": BF16_BITS}
+
+
+def from_bits(b, fbits, bias, emax):
+    """The value of the 16-bit pattern ``b`` of the format (``F16_BITS`` / ``BF16_BITS``).
+
+    >>> from_bits(0x3C00, *F16_BITS), from_bits(0x0001, *F16_BITS), from_bits(0xC2C0, *BF16_BITS)
+    (1.0, 5.960464477539063e-08, -96.0)
+    """
+    b = int(b)
+    e = (b >> fbits) & emax
+    m = b & ((1 << fbits) - 1)
+    if e == 0:
+        v = math.ldexp(float(m), 1 - bias - fbits)
+    elif e == emax:
+        v = math.inf if m == 0 else math.nan
+    else:
+        v = math.ldexp(float(m + (1 << fbits)), e - bias - fbits)
+    return -v if b >> 15 else v
+
+
+def to_bits(v, fbits, bias, emax):
+    """The 16-bit pattern of ``v``, a value of the format (``round_to`` gives one); NaNs
+    become the quiet NaN of their sign.
+
+    >>> to_bits(1.0, *F16_BITS), to_bits(-0.0, *F16_BITS), to_bits(-96.0, *BF16_BITS)
+    (15360, 32768, 49856)
+    """
+    sign = 32768 if math.copysign(1.0, v) < 0.0 else 0
+    a = abs(float(v))
+    if a != a:
+        return sign | (emax << fbits) | (1 << (fbits - 1))
+    if math.isinf(a):
+        return sign | (emax << fbits)
+    if a == 0.0:
+        return sign
+    m, e = math.frexp(a)   # a = m * 2**e, 0.5 <= m < 1
+    biased = e - 1 + bias
+    if biased <= 0:        # subnormal: a multiple of the smallest one
+        return sign | int(math.ldexp(a, bias - 1 + fbits))
+    return sign | (biased << fbits) | int(math.ldexp(2.0 * m - 1.0, fbits))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from stagecraft.backends.codegen import half
 from stagecraft.backends.codegen.source import literal, np_type
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
@@ -192,6 +193,8 @@ def convert(expr: str, src: DType, dst: DType) -> str:
         # casts keep the real part, as TensorFlow's; (abs, real, imag and angle give a real
         # value already, whose .real is itself)
         return convert(f"({expr}).real", src.real_dtype, dst)
+    if half.is_half(dst):  # rounded to the format once per op (``half``)
+        return half.round_expr(expr, dst)
     if src.is_floating and dst.is_integer:
         if dst.np in THROUGH_INT64:
             return f"{np_type(dst)}(np.int64({expr}))"

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from stagecraft.backends.codegen.half import round_to  # noqa: F401 (K.round_to: half dtypes)
+
 _PI = math.pi
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _EPS = 2.220446049250313e-16

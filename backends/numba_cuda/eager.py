@@ -40,6 +40,7 @@ from stagecraft.backends.numba_cuda.kernels import (elementwise, gather, matmul,
 from stagecraft.backends.numba_cuda.kernels import pooling
 from stagecraft.backends.numba_cuda.kernels import conv
 from stagecraft.backends.numba_cuda.kernels import decompositions
+from stagecraft.backends.numba_cuda.kernels import half
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops import Kind
@@ -81,7 +82,23 @@ def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
                                   f"run it on the CPU (with tf.device('/cpu:0')).")
     values = [memory.to_device(x) for x in inputs]
     types = [TensorType(dt.from_numpy(np.dtype(x.dtype)), tuple(x.shape)) for x in values]
+    if any(t.dtype in dt.HALF for t in types) or any(a in dt.HALF for a in attrs.values()):
+        return _run_half(op, impl, values, types, attrs)
     return impl(values, attrs, op.infer(types, **attrs))
+
+
+def _run_half(op: Any, impl: Impl, values: list, types: list, attrs: dict) -> Any:
+    """``op`` on float16/bfloat16 inputs (or giving such outputs): computed in float32 device
+    arrays and rounded once to the inferred dtypes, as on every backend (``ir/ops/half.py``)."""
+    outs = [t.dtype for t in op.infer(types, **attrs)]
+    wide = {k: dt.float32 if a in dt.HALF else a for k, a in attrs.items()}
+    values = [half.widen(v) if t.dtype in dt.HALF else v for v, t in zip(values, types)]
+    types = [TensorType(dt.float32, t.shape) if t.dtype in dt.HALF else t for t in types]
+    result = impl(values, wide, op.infer(types, **wide))
+    uniform = op.name.removesuffix("_dynamic") == "random_uniform"
+    narrowed = [half.narrow(r, d, uniform) if d in dt.HALF else r
+                for r, d in zip(result if op.num_outputs > 1 else (result,), outs)]
+    return tuple(narrowed) if op.num_outputs > 1 else narrowed[0]
 
 
 def implements(*names: str) -> Callable[[Impl], Impl]:

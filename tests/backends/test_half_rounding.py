@@ -58,3 +58,28 @@ def test_compiled_by_numba_gives_the_same():
         for fmt in (half.F16, half.BF16):
             a, b = compiled(np.float32(x), *fmt), half.round_to(float(x), *fmt)
             assert a == b or (np.isnan(a) and np.isnan(b)), (x, a, b)
+
+
+
+def _all_patterns(np_dtype) -> tuple[np.ndarray, np.ndarray]:
+    bits = np.arange(2**16, dtype=np.uint32).astype(np.uint16)
+    with np.errstate(invalid="ignore"):
+        return bits, bits.view(np_dtype).astype(np.float64)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_bit_patterns_decode_and_encode_like_numpy(name):
+    """``from_bits``/``to_bits`` (the CUDA kernels' conversions) over all 65536 patterns."""
+    import ml_dtypes
+    np_dtype = np.float16 if name == "float16" else ml_dtypes.bfloat16
+    enc = half.ENCODINGS[name]
+    bits, values = _all_patterns(np_dtype)
+    decoded = np.array([half.from_bits(b, *enc) for b in bits])
+    np.testing.assert_array_equal(decoded, values)   # NaNs compare equal
+    assert np.array_equal(np.signbit(decoded), np.signbit(values))
+    finite = ~np.isnan(values)
+    encoded = np.array([half.to_bits(v, *enc) for v in values[finite]])
+    np.testing.assert_array_equal(encoded, bits[finite])
+    nan = np.array([half.to_bits(v, *enc) for v in (np.nan, -np.nan)], np.uint16)
+    assert np.isnan(nan.view(np_dtype).astype(np.float32)).all()
+    assert [bool(b >> 15) for b in nan] == [False, True]

@@ -11,7 +11,8 @@ from stagecraft.backends.codegen import special
 from stagecraft.backends.numba_cpu.kernels.rejection import compiled_with
 from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
 
-NAMES = ("lgamma", "digamma", "erf", "erfc", "erfinv", "zeta", "random_gamma_grad")
+NAMES = ("lgamma", "digamma", "erf", "erfc", "erfinv", "zeta", "random_gamma_grad",
+         "round_to")   # (round_to: float16/bfloat16 results, codegen/half.py)
 CALLERS = {"random_gamma_grad": ("digamma",)}   # functions of NAMES that call others
 
 

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from stagecraft.backends.codegen import half
 from stagecraft.backends.codegen.canonical import canonical
 from stagecraft.backends.codegen.fusion import fusible, fusion_group
 from stagecraft.backends.codegen.source import Namer, Writer, tuple_text
@@ -33,7 +34,10 @@ from stagecraft.backends.codegen.source_emitter import SourceEmitter, comment_te
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.staged.kernel_source import fused_kernel, has_check
 from stagecraft.backends.numba_cuda.staged.lowerings import LOWER
+from stagecraft.ir import OPS
+from stagecraft.ir import dtypes as dt
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, walk_eqns
+from stagecraft.ir.ops.opdef import Kind
 from stagecraft.ir.types import TensorType
 
 ENTRY = "build"
@@ -136,7 +140,8 @@ class _Codegen(SourceEmitter):
 
     def const(self, value: Any, dtype: Any) -> str:
         """``C[k]``: a device constant holding ``value`` (deduplicated for scalars)."""
-        array = np.array(value, dtype=dtype.np, order="C")
+        array = np.array(half.literal_value(value, dtype) if half.is_half(dtype) else value,
+                         dtype=half.storage_name(dtype), order="C")
         key = (array.dtype.str, array.tobytes()) if array.ndim == 0 else None
         if key is not None and key in self.const_keys:
             return f"C[{self.const_keys[key]}]"
@@ -151,6 +156,9 @@ class _Codegen(SourceEmitter):
         return self.env[x.uid]
 
     def site(self, *entry: Any) -> str:
+        if entry and isinstance(entry[0], dict):  # ops on half tensors run on float32 buffers
+            entry = ({k: dt.float32 if v in dt.HALF else v for k, v in entry[0].items()},
+                     *entry[1:])
         self.sites.append(entry)
         return f"S[{len(self.sites) - 1}]"
 
@@ -192,6 +200,18 @@ class _Codegen(SourceEmitter):
     def emit_eqn(self, e: Eqn) -> None:
         self.comment(e)
         LOWER.emit(self, e)
+        op = OPS.get(e.op)
+        if op is None or op.kind in (Kind.SHAPE, Kind.ELEMENTWISE):
+            return
+        # float16/bfloat16 results of the eager library (run on float32 buffers) rounded
+        # once, as every backend rounds each op's result (ir/ops/half.py)
+        uniform = e.op.removesuffix("_dynamic") == "random_uniform"
+        for v in e.outputs:
+            if half.is_half(v.type.dtype) and v.uid in self.env:
+                name = self.fresh(v.hint)
+                self.line(f"{name} = rt.round_half({self.env[v.uid]}, "
+                          f"{v.type.dtype.name!r}, {uniform})")
+                self.env[v.uid] = name
 
     def emit_call(self, e: Eqn, head: str) -> None:
         """``outputs = head[operands], site)``: ``head`` opens a call of ``run`` or of a runtime
@@ -259,7 +279,7 @@ class _Codegen(SourceEmitter):
         kernel = self.kernel(group, text.params, text.lines)
         outs = [self.fresh(v.hint) for v in keep]
         for v, name in zip(keep, outs):
-            self.line(f'{name} = empty({dims}, "{v.type.dtype.np.name}")')
+            self.line(f'{name} = empty({dims}, "{half.storage_name(v.type.dtype)}")')
         args = [kernel, f"grid({n})", *outs, *[self.operand(x) for x in inputs]]
         launch = f"launch({', '.join(args + extra)})"
         self.groups += 1

@@ -9,9 +9,11 @@ from typing import Any, Sequence
 
 from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cuda import memory
+from stagecraft.backends.numba_cuda.kernels import half
 from stagecraft.backends.numba_cuda.launch import simulated
 from stagecraft.backends.numba_cuda.staged import runtime
 from stagecraft.backends.numba_cuda.staged.codegen import ENTRY, generate
+from stagecraft.ir import dtypes as dt
 from stagecraft.ir.graph import Graph
 
 _library_hash: str | None = None
@@ -53,12 +55,22 @@ class Executable:
         self._params = [(i, graph.params[i].ref) for i in gen.param_indices]
         self._assigned = gen.assigned
         self._n = gen.num_results
+        # float16/bfloat16 tensors are float32 buffers inside (codegen/half.py): the dtypes
+        # of the parameters, results and assigned variables to convert at the boundary
+        halves = [p.type.dtype if p.type.dtype in dt.HALF else None for p in graph.params]
+        self._half_in = [halves[i] for i in gen.param_indices]
+        self._half_out = [r.type.dtype if r.type.dtype in dt.HALF else None
+                          for r in graph.results] + [halves[i] for i in gen.assigned]
 
     def __call__(self, args: Sequence[Any]) -> list:
         values = [runtime.read(args[i]) if ref else memory.to_device(args[i])
                   for i, ref in self._params]
+        if any(self._half_in):
+            values = [v if d is None else half.widen(v) for v, d in zip(values, self._half_in)]
         with runtime.calling(args):
             out = self._fn(*values)
+        if any(self._half_out):   # (rounded already: narrowing is exact)
+            out = [v if d is None else half.narrow(v, d) for v, d in zip(out, self._half_out)]
         for j, i in enumerate(self._assigned):
             runtime.write_back(args[i], out[self._n + j])
         return list(out[:self._n])

@@ -6,6 +6,7 @@ eager CUDA library (``numba_cuda.eager.run``), registered last.
 """
 from __future__ import annotations
 
+from stagecraft.backends.codegen.half import storage_name
 from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.scalar_ops import SCALAR
 from stagecraft.backends.codegen.source import tuple_text
@@ -70,7 +71,7 @@ def _assert(cg, e: Eqn) -> None:
 @lowers("py_function")
 def _py_function(cg, e: Eqn) -> None:
     """Calls the Python function on the host, variables synced first."""
-    specs = tuple((o.type.dtype.np.name, None if o.type.shape is None else o.type.rank)
+    specs = tuple((storage_name(o.type.dtype), None if o.type.shape is None else o.type.rank)
                   for o in e.outputs)
     names = [cg.fresh(o.hint or "py") for o in e.outputs]
     values = tuple_text(cg.operand(x) for x in e.inputs)

@@ -22,6 +22,7 @@ from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
 from stagecraft.backends.numba_cuda.launcher import launch  # noqa: F401 (generated code's)
 from stagecraft.backends.runtime import format_print, write
 from stagecraft.ir.errors import InvalidArgumentError, kernel_failed
+from stagecraft.ir.dtypes import as_dtype
 
 _eager: Any = None
 
@@ -82,6 +83,13 @@ def copy(x: Any) -> Any:
 def empty(shape: tuple, dtype: str) -> Any:
     """An uninitialized device array (the output of a fused kernel)."""
     return memory.empty(shape, dtype)
+
+
+def round_half(x: Any, dtype: str, uniform: bool) -> Any:
+    """The float32 buffer ``x`` of a float16/bfloat16 tensor rounded to its format
+    (``kernels.half.rounded``; ``uniform``: a uniform draw, rounded down)."""
+    from stagecraft.backends.numba_cuda.kernels import half
+    return half.rounded(x, as_dtype(dtype), uniform)
 
 
 def grid(n: int) -> tuple[int, int]:
