@@ -40,7 +40,7 @@ def dtypes_to_test(name: str) -> tuple:
     >>> dtypes_to_test("logical_not")
     (stagecraft.bool,)
     >>> [d.name for d in dtypes_to_test("add")], [d.name for d in dtypes_to_test("multiply")]
-    (['int32', 'int64', 'float32', 'float64'], ['int32', 'int64', 'float32', 'float64', 'int16'])
+    (['int32', 'int64', 'float32', 'float64'], ['int32', 'int64', 'float32', 'float64', 'bfloat16'])
     """
     op = OPS[name]
     if op.test_dtypes is not None:
