@@ -45,6 +45,7 @@ from stagecraft.ops.gradient_helpers import grad_pass_through, recompute_grad
 from stagecraft.ops.linalg_sqrtm import matrix_square_root
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft import bitwise
+from stagecraft import signal
 from stagecraft.linalg import norm
 from stagecraft.autodiff.tape import GradientTape, UnconnectedGradients
 from stagecraft.autodiff.custom_gradient import custom_gradient
@@ -62,7 +63,7 @@ from stagecraft.staging.while_loop import while_loop
 from stagecraft.ops.logging_ops import print_ as print  # noqa: A001 (TensorFlow's name)
 from stagecraft.ops.logging_ops import Assert
 from stagecraft.ops.check_ops import assert_equal, assert_greater, assert_less, assert_rank
-from stagecraft.ops.script_ops import py_function
+from stagecraft.ops.script_ops import numpy_function, py_function
 from stagecraft.eager.scopes import get_current_name_scope, init_scope, name_scope
 from stagecraft.ops.tensor_array import TensorArray
 from stagecraft import autograph

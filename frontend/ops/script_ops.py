@@ -117,3 +117,23 @@ def _grad(func: Callable, inputs: list, touts: list, gouts: list) -> list:
     for i, g in zip(float_in, grads):
         out[i] = g
     return out
+
+
+def numpy_function(func: Callable, inp: Sequence[Any], Tout: Any,  # noqa: N803 (TF's name)
+                   stateful: bool = True, name: str | None = None) -> Any:
+    """Like :func:`py_function`, but ``func`` receives NumPy arrays (and may return arrays or
+    Python values) and no gradient flows through it, as in TensorFlow. Inside ``@function``
+    it runs at every call.
+
+    >>> import stagecraft as tf, numpy as np
+    >>> f = tf.function(lambda x: tf.numpy_function(np.sort, [x], tf.int32))
+    >>> f(tf.constant([3, 1, 2])).numpy().tolist()
+    [1, 2, 3]
+    """
+    from stagecraft.ops.array_ops import stop_gradient
+
+    def on_arrays(*tensors: Tensor) -> Any:
+        return func(*[t.numpy() for t in tensors])
+    on_arrays.__name__ = getattr(func, "__name__", "numpy_function")
+    inputs = [stop_gradient(x if isinstance(x, Tensor) else convert_to_tensor(x)) for x in inp]
+    return py_function(on_arrays, inputs, Tout)

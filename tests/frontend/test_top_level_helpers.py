@@ -262,3 +262,20 @@ def test_initializers():
     assert u.min() >= -1.0 and u.max() < 1.0
     assert "zeros_initializer" in dir(tf)
     assert not hasattr(tf, "Graph") and not hasattr(tf, "gradients")  # graph-mode only
+
+
+def test_numpy_function_gets_arrays_runs_each_call_and_has_no_gradient():
+    calls = []
+
+    def double(a):
+        calls.append(type(a))
+        return a * 2
+
+    f = tf.function(lambda x: tf.numpy_function(double, [x], tf.float32))
+    x = tf.constant([3.0, 1.0])
+    assert f(x).numpy().tolist() == [6.0, 2.0] and f(x).numpy().tolist() == [6.0, 2.0]
+    assert calls.count(np.ndarray) >= 2  # at every call, on NumPy arrays
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(tf.numpy_function(double, [x], tf.float32) * x)
+    assert tape.gradient(y, x).numpy().tolist() == [6.0, 2.0]  # the result counts as constant
