@@ -28,6 +28,8 @@ from stagecraft.ops.segment_ops import searchsorted, unique, unique_with_counts
 from stagecraft.ops.einsum_ops import einsum
 from stagecraft.ops.complex_ops import complex  # noqa: A004 (TensorFlow's name)
 from stagecraft.ops.vectorize_ops import vectorized_map
+from stagecraft.ops.space_batch_ops import (batch_to_space, space_to_batch,  # noqa: F401
+                                            space_to_batch_nd)
 from stagecraft.ops.counting_ops import (dynamic_partition, dynamic_stitch,
                                          histogram_fixed_width, histogram_fixed_width_bins,
                                          sequence_mask, unravel_index)
