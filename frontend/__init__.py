@@ -47,6 +47,7 @@ from stagecraft.ops.gradient_helpers import grad_pass_through, recompute_grad
 from stagecraft.ops.linalg_sqrtm import matrix_square_root
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft import bitwise
+from stagecraft import signal
 from stagecraft.linalg import norm
 from stagecraft.autodiff.tape import GradientTape, UnconnectedGradients
 from stagecraft.autodiff.custom_gradient import custom_gradient

@@ -469,6 +469,8 @@ from stagecraft.backends.numba_cpu.pooling_lowerings import LOWERINGS as _POOLIN
 from stagecraft.backends.numba_cpu.decomposition_lowerings import (  # noqa: E402
     LOWERINGS as _DECOMPOSITIONS)
 from stagecraft.backends.numba_cpu.segment_lowerings import LOWERINGS as _SEGMENTS  # noqa: E402
+from stagecraft.backends.numba_cpu.fft_lowerings import LOWERINGS as _FFT  # noqa: E402
 
-for _name, _fn in (*_CONV.items(), *_POOLING.items(), *_DECOMPOSITIONS.items(), *_SEGMENTS.items()):
+for _name, _fn in (*_CONV.items(), *_POOLING.items(), *_DECOMPOSITIONS.items(), *_SEGMENTS.items(),
+                   *_FFT.items()):
     lowers(_name)(_fn)

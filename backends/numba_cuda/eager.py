@@ -161,7 +161,8 @@ TABLE["lu"] = lambda xs, a, t: decompositions.lu(xs[0], a["out_type"].np)
 TABLE["matrix_solve"] = lambda xs, a, t: decompositions.solve(xs[0], xs[1], a["adjoint"])
 TABLE["triangular_solve"] = lambda xs, a, t: decompositions.triangular_solve(
     xs[0], xs[1], a["lower"], a["adjoint"], t[0].shape)
-for _name in ("qr", "svd", "eigh"):
+# The FFTs too: NumPy's pocketfft on a host copy (cuFFT would keep the data on the device).
+for _name in ("qr", "svd", "eigh", "fft", "rfft", "irfft"):
     TABLE[_name] = (lambda kernel: lambda xs, a, t: decompositions.on_host(kernel, xs, **a))(
         OPS[_name].kernel)
 

@@ -561,4 +561,6 @@ from stagecraft.autodiff.complex_vjps import RULES as _COMPLEX_RULES  # noqa: E4
 from stagecraft.autodiff.complex_vjps import complex_aware as _complex_aware  # noqa: E402
 
 VJPS.update(_COMPLEX_RULES)
+from stagecraft.autodiff.fft_vjps import RULES as _FFT_RULES  # noqa: E402
+VJPS.update(_FFT_RULES)
 VJPS.update(_complex_aware(VJPS))  # complex inputs of ops that also take real ones

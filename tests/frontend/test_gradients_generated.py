@@ -156,13 +156,15 @@ class Fn:
         self.floats = [i for i, a in enumerate(self.arrays) if _is_float(a)]
         outs = _as_list(fn(*[tf.constant(a) for a in self.arrays]))
         self.out_dtypes = [o.dtype for o in outs]
-        self.weights = [_weights_like(o.numpy(), seed + k) if o.dtype.is_floating else None
+        # (complex outputs: real weights; the objective is the real part of the sum)
+        self.weights = [_weights_like(o.numpy(), seed + k)
+                        if o.dtype.is_floating or o.dtype.is_complex else None
                         for k, o in enumerate(outs)]
         self.weights2 = [None if w is None else _weights_like(w, seed + 100 + k)
                          for k, w in enumerate(self.weights)]
         rng = np.random.default_rng(seed + 1000)
         self.v = {i: rng.uniform(-1.0, 1.0, self.arrays[i].shape) for i in self.floats}
-        float_outs = [d for d in self.out_dtypes if d.is_floating]
+        float_outs = [d.real_dtype for d in self.out_dtypes if d.is_floating or d.is_complex]
         self.eps, self.tol = _tolerances(dt.float32 if dt.float32 in float_outs else dt.float64)
 
     def objective(self, ts: list) -> Any:
@@ -176,6 +178,7 @@ class Fn:
             term = tf.reduce_sum(o * tf.constant(w.astype(o.dtype.np)))
             if self.quadratic:
                 term = term + tf.reduce_sum(o * o * tf.constant(0.5 * u.astype(o.dtype.np)))
+            term = tf.math.real(term) if term.dtype.is_complex else term
             total = term if total is None else total + term
         return total
 
@@ -241,7 +244,7 @@ def check_first_order(fn: Fn) -> None:
         if i not in fn.floats:
             assert grads[i] is None, f"input {i} ({a.dtype}) must get no gradient"
             continue
-        if not any(d.is_floating for d in fn.out_dtypes):
+        if not any(d.is_floating or d.is_complex for d in fn.out_dtypes):
             assert grads[i] is None, f"input {i}: a non-float output must give no gradient"
             continue
         g = grads[i]
