@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from stagecraft.autodiff.rule_table import RuleTable
 from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
@@ -76,17 +77,11 @@ class Batch:
 
 
 Rule = Callable[[Batch, list, list, dict], list]
-RULES: dict[str, Rule] = {}
+# op -> rule(batch, inputs, batched flags, attrs) -> outputs (RuleTable: the VJP tables' kind)
+RULES = RuleTable()
+rule = RULES.rule
 # op -> (input flags) -> which outputs are batched, where that is not "any input is"
 OUT_BATCHED: dict[str, Callable[[list], bool]] = {}
-
-
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-    return register
 
 
 def _norm(axis: int, rank: int) -> int:
@@ -166,13 +161,14 @@ def _reshape_like(b, xs, flags, attrs):
     return [_a.reshape(x, b.with_lead(_a.shape(xs[1])))]
 
 
-@rule("broadcast_to")
+@rule("broadcast_to", "fill")
 def _broadcast_to(b, xs, flags, attrs):
-    dims = list(attrs["shape"])
+    # (fill broadcasts its scalar value: the same rule)
+    dims = list(attrs["shape"] if "shape" in attrs else attrs["dims"])
     return [_a.broadcast_to(b.lift(xs[0], len(dims), "broadcast_to"), b.with_lead(dims))]
 
 
-@rule("broadcast_to_dynamic")
+@rule("broadcast_to_dynamic", "fill_dynamic")
 def _broadcast_to_dynamic(b, xs, flags, attrs):
     if flags[1]:
         raise Unbatchable("broadcast_to", "the target shape differs between elements")
@@ -262,20 +258,6 @@ def _tile_dynamic(b, xs, flags, attrs):
         raise Unbatchable("tile", "the multiples differ between elements")
     one = _a.ones([1], xs[1].dtype)
     return [_a.tile(xs[0], _a.concat([one, xs[1]], 0))]
-
-
-@rule("fill")
-def _fill(b, xs, flags, attrs):
-    dims = list(attrs["dims"])
-    return [_a.broadcast_to(b.lift(xs[0], len(dims), "fill"), b.with_lead(dims))]
-
-
-@rule("fill_dynamic")
-def _fill_dynamic(b, xs, flags, attrs):
-    if flags[1]:
-        raise Unbatchable("fill", "the shape differs between elements")
-    x = b.lift(xs[0], len(attrs["static"]), "fill")
-    return [_a.broadcast_to(x, b.with_lead(xs[1]))]
 
 
 @rule("one_hot")

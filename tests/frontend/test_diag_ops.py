@@ -9,6 +9,8 @@ import pytest
 
 import stagecraft as tf
 
+from support.gradients import central_differences
+
 ALIGNS = ["RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT"]
 BANDS = [0, 1, -2, (-1, 2), (-3, 4), (2, 3)]
 
@@ -66,15 +68,6 @@ def test_against_numpy_and_round_trips(k, align):
     np.testing.assert_array_equal(put, np.where(band, x, -5))
 
 
-def _numeric_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[idx] = eps
-        g[idx] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
 @pytest.mark.parametrize("fn", [
     lambda x, d: tf.linalg.diag(d, k=(-1, 1), num_rows=3, num_cols=4, padding_value=0.5),
     lambda x, d: tf.linalg.diag_part(x, k=(-1, 2), padding_value=2.0, align="LEFT_RIGHT"),
@@ -94,8 +87,8 @@ def test_gradients_equal_finite_differences(fn):
         tape.watch([xt, dt])
         out = tf.reduce_sum(fn(xt, dt) * w)
     gx, gd = tape.gradient(out, [xt, dt])
-    for got, want in [(gx, _numeric_grad(lambda v: loss(v, d), x)),
-                      (gd, _numeric_grad(lambda v: loss(x, v), d))]:
+    for got, want in [(gx, central_differences(lambda v: loss(v, d), x)),
+                      (gd, central_differences(lambda v: loss(x, v), d))]:
         if got is None:
             assert np.allclose(want, 0)
         else:

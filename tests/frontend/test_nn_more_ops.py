@@ -9,6 +9,8 @@ import pytest
 
 import stagecraft as tf
 
+from support.gradients import central_differences
+
 RNG = np.random.default_rng(3)
 
 
@@ -40,15 +42,6 @@ def test_space_to_batch_as_documented():
     assert one_d[..., 0].tolist() == [[0, 3], [1, 4], [2, 5]]
 
 
-def _fd(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
-
-
 def _grad_check(fn, x):
     w = RNG.normal(size=np.shape(fn(tf.constant(x))))
     xt = tf.constant(x)
@@ -56,7 +49,7 @@ def _grad_check(fn, x):
         tape.watch(xt)
         loss = tf.reduce_sum(fn(xt) * w)
     got = tape.gradient(loss, xt).numpy()
-    want = _fd(lambda v: float(tf.reduce_sum(fn(tf.constant(v)) * w)), x)
+    want = central_differences(lambda v: float(tf.reduce_sum(fn(tf.constant(v)) * w)), x)
     np.testing.assert_allclose(got, want, atol=1e-6)
 
 

@@ -61,6 +61,21 @@ class Objective:
         return tf.math.real(total) if total is not None else None
 
 
+def central_differences(f: Callable[[np.ndarray], float], x: np.ndarray,
+                        eps: float = 1e-6) -> np.ndarray:
+    """The gradient of the scalar ``f`` at the float64 array ``x`` by central differences.
+
+    >>> central_differences(lambda v: float((v ** 2).sum()), np.array([1.0, 2.0])).round(6)
+    array([2., 4.])
+    """
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
 def first_order(fn: Callable, xs: Sequence, sources: Sequence[int]) -> tuple:
     """``(fn(*xs), gradients w.r.t. xs[i] for i in sources)`` with one tape.
 
