@@ -17,10 +17,20 @@ accuracies), initializers and activations, built from stagecraft ops: they run e
 >>> [round(float(v.numpy().ravel()[0]), 4) for v in model.trainable_variables]
 [1.0, 0.6]
 """
-from stagecraft.keras import (activations, backend, callbacks, initializers, layers, losses,
-                              metrics, models, optimizers)
+from stagecraft.keras import (activations, backend, callbacks, constraints, initializers, layers,
+                              losses, metrics, models, optimizers, regularizers)
+from stagecraft.keras.base_layer import Layer
+from stagecraft.keras.constraints import Constraint
 from stagecraft.keras.functional import Input
+from stagecraft.keras.initializers import Initializer
+from stagecraft.keras.input_spec import InputSpec
+from stagecraft.keras.losses import Loss
+from stagecraft.keras.metric_base import Metric
 from stagecraft.keras.models import Model, Sequential
+from stagecraft.keras.optimizers import Optimizer
+from stagecraft.keras.regularizers import Regularizer
 
-__all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "initializers",
-           "layers", "losses", "metrics", "models", "optimizers"]
+__all__ = ["Constraint", "Initializer", "Input", "InputSpec", "Layer", "Loss", "Metric",
+           "Model", "Optimizer", "Regularizer", "Sequential", "activations", "backend",
+           "callbacks", "constraints", "initializers", "layers", "losses", "metrics", "models",
+           "optimizers", "regularizers"]

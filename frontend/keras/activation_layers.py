@@ -9,7 +9,8 @@ from typing import Any
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import activations, initializers, serialization
+from stagecraft.keras import (activations, constraints, initializers, regularizers,
+                              serialization)
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops import nn_ops as _nn
@@ -92,10 +93,8 @@ class PReLU(Layer):
     def __init__(self, alpha_initializer: Any = "zeros", alpha_regularizer: Any = None,
                  alpha_constraint: Any = None, shared_axes: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
-        for what, value in (("alpha_regularizer", alpha_regularizer),
-                            ("alpha_constraint", alpha_constraint)):
-            if value is not None:
-                raise ValueError(f"PReLU: {what} is not supported; pass None.")
+        self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.alpha_constraint = constraints.get(alpha_constraint)
         self.alpha_initializer = initializers.get(alpha_initializer)
         if shared_axes is None:
             self.shared_axes = None
@@ -114,7 +113,9 @@ class PReLU(Layer):
         if None in dims:
             raise ValueError(f"PReLU: the input's dimensions must be known to create alpha "
                              f"(got {tuple(dims)}); share the unknown axes with shared_axes.")
-        self.alpha = self.add_weight("alpha", shape=dims, initializer=self.alpha_initializer)
+        self.alpha = self.add_weight("alpha", shape=dims, initializer=self.alpha_initializer,
+                                     regularizer=self.alpha_regularizer,
+                                     constraint=self.alpha_constraint)
         self.built = True
 
     def call(self, inputs: Tensor) -> Tensor:
@@ -125,7 +126,8 @@ class PReLU(Layer):
     def get_config(self) -> dict:
         return {**super().get_config(),
                 "alpha_initializer": initializers.serialize(self.alpha_initializer),
-                "alpha_regularizer": None, "alpha_constraint": None,
+                "alpha_regularizer": regularizers.serialize_or_none(self.alpha_regularizer),
+                "alpha_constraint": constraints.serialize_or_none(self.alpha_constraint),
                 "shared_axes": self.shared_axes}
 
 

@@ -26,7 +26,8 @@ from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import backend, call_context, serialization, initializers
+from stagecraft.keras import (backend, call_context, constraints, initializers, regularizers,
+                              serialization)
 from stagecraft.keras.input_spec import assert_input_compatibility
 from stagecraft.state.module import Module
 from stagecraft.eager.scopes import init_scope, name_scope
@@ -47,10 +48,12 @@ class _WeightList:
     reflection and checkpoints treat it as an opaque value, so a weight is found once, under
     the attribute it is assigned to (``kernel``), never under a bookkeeping name."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "regularizers")
 
     def __init__(self) -> None:
         self.items: list[Variable] = []
+        # (weight, regularizer) pairs: each penalty is computed afresh when `losses` is read.
+        self.regularizers: list[tuple[Variable, Any]] = []
 
 
 class Layer(Module):
@@ -80,24 +83,27 @@ class Layer(Module):
     # Bookkeeping attributes that module reflection must not walk.
     _TF_MODULE_IGNORED_PROPERTIES = Module._TF_MODULE_IGNORED_PROPERTIES | frozenset(
         ("_layer_weights", "_batch_input_shape", "_building_from_call", "_summary_output_shape",
-         "_build_shapes", "_call_losses"))
+         "_build_shapes", "_call_losses", "_activity_regularizer"))
 
     _building_from_call = False
 
     def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
                  **kwargs: Any):
-        allowed = {"input_shape", "batch_input_shape", "input_dim", "batch_size"}
+        allowed = {"input_shape", "batch_input_shape", "input_dim", "batch_size",
+                   "activity_regularizer"}
         unknown = sorted(set(kwargs) - allowed)
         if unknown:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
                             f"{', '.join(unknown)}. Layers accept trainable, name, dtype, "
-                            f"input_shape, batch_input_shape, input_dim and batch_size.")
+                            f"input_shape, batch_input_shape, input_dim, batch_size and "
+                            f"activity_regularizer.")
         if name is None:
             name = backend.unique_object_name(_keras_snake(type(self).__name__))
         super().__init__(name=name)
         self._trainable = bool(trainable)
         self._dtype = _dt.as_dtype(backend.floatx() if dtype is None else dtype)
         self._layer_weights = _WeightList()
+        self._activity_regularizer = regularizers.get(kwargs.get("activity_regularizer"))
         self._batch_input_shape = _batch_input_shape(kwargs)
         self.built = False
 
@@ -166,8 +172,14 @@ class Layer(Module):
                 # Python control flow on tensors is staged (the layer object itself is not a
                 # function that AutoGraph's call conversion would descend into).
                 from stagecraft.converters.operators.calls import converted_call
-                return converted_call(self.call, (inputs,) + args, kwargs)
-            return self.call(inputs, *args, **kwargs)
+                outputs = converted_call(self.call, (inputs,) + args, kwargs)
+            else:
+                outputs = self.call(inputs, *args, **kwargs)
+            if self._activity_regularizer is not None:  # Keras: a penalty on the outputs
+                for out in nest.flatten(outputs):
+                    if isinstance(out, Tensor):
+                        self.add_loss(self._activity_regularizer(out))
+            return outputs
 
     def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         """The layer's computation; the base class returns ``inputs`` unchanged."""
@@ -226,7 +238,8 @@ class Layer(Module):
 
     @property
     def losses(self) -> list[Tensor]:
-        """The losses ``add_loss`` added during the last call, this layer's then its
+        """The losses ``add_loss`` added during the last call and the weight regularizers'
+        penalties (computed now, so on a tape they differentiate), this layer's then its
         sub-layers'."""
         out: list[Tensor] = []
         seen: set[int] = set()
@@ -237,6 +250,7 @@ class Layer(Module):
                 continue
             seen.add(id(layer))
             out += vars(layer).get("_call_losses", [])
+            out += [reg(var) for var, reg in layer._layer_weights.regularizers]
             stack += [c for c in layer._children() if isinstance(c, Layer)]
         return out
 
@@ -253,12 +267,15 @@ class Layer(Module):
 
     # --------------------------------------------------------------------- weights
     def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
-                   initializer: Any = None, *, trainable: bool | None = None) -> Variable:
+                   initializer: Any = None, regularizer: Any = None, *,
+                   trainable: bool | None = None, constraint: Any = None) -> Variable:
         """Creates a weight variable of ``shape`` (default scalar) and ``dtype`` (default the
         layer's), initialized by ``initializer`` (a name, an initializer object or a callable;
         default ``'glorot_uniform'`` for floats, ``'zeros'`` otherwise). Assign the result to
         an attribute (``self.kernel = self.add_weight('kernel', ...)``): the attribute name is
-        the weight's checkpoint name.
+        the weight's checkpoint name. ``regularizer`` (a ``keras.regularizers`` name or
+        callable) adds its penalty of the weight to ``losses``; ``constraint`` (a
+        ``keras.constraints`` one) projects the weight after each optimizer update.
 
         The initial value is computed eagerly even while a function is being traced (lifted
         out of the graph, like TensorFlow's initializers); the variable itself is created in
@@ -286,6 +303,12 @@ class Layer(Module):
             var = Variable(value, trainable=True if trainable is None else bool(trainable),
                            name=name, dtype=d)
         self._layer_weights.items.append(var)
+        regularizer = regularizers.get(regularizer)
+        if regularizer is not None:
+            self._layer_weights.regularizers.append((var, regularizer))
+        constraint = constraints.get(constraint)
+        if constraint is not None:
+            constraints.attach(var, constraint)
         return var
 
     # --------------------------------------------------------------------- configs
@@ -301,6 +324,8 @@ class Layer(Module):
                                   "dtype": self._dtype.name}
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
+        if self._activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self._activity_regularizer)
         return config
 
     @classmethod

@@ -12,7 +12,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import initializers, serialization
+from stagecraft.keras import constraints, initializers, regularizers, serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
@@ -68,9 +68,12 @@ class Embedding(Layer):
     """
 
     def __init__(self, input_dim: int, output_dim: int,
-                 embeddings_initializer: Any = "uniform", mask_zero: bool = False,
+                 embeddings_initializer: Any = "uniform", embeddings_regularizer: Any = None,
+                 embeddings_constraint: Any = None, mask_zero: bool = False,
                  input_length: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)
+        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
         for what, n in (("input_dim", input_dim), ("output_dim", output_dim)):
             if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
                 raise ValueError(f"Embedding: {what} must be a positive integer; got {n!r}.")
@@ -82,7 +85,9 @@ class Embedding(Layer):
 
     def build(self, input_shape: Any) -> None:
         self.embeddings = self.add_weight("embeddings", [self.input_dim, self.output_dim],
-                                          initializer=self.embeddings_initializer)
+                                          initializer=self.embeddings_initializer,
+                                          regularizer=self.embeddings_regularizer,
+                                          constraint=self.embeddings_constraint)
         self.built = True
 
     def _convert_input(self, x: Any) -> Any:
@@ -96,7 +101,10 @@ class Embedding(Layer):
     def get_config(self) -> dict:
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim,
-                "embeddings_initializer": initializers.serialize(self.embeddings_initializer)}
+                "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
+                "embeddings_regularizer":
+                    regularizers.serialize_or_none(self.embeddings_regularizer),
+                "embeddings_constraint": constraints.serialize_or_none(self.embeddings_constraint)}
 
 
 def _axes(axis: Any, rank: int) -> list[int]:

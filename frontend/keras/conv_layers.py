@@ -8,16 +8,16 @@ from typing import Any, Callable
 
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import activations, initializers, serialization
+from stagecraft.keras import (activations, constraints, initializers, regularizers,
+                              serialization)
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import conv_ops as _conv
 from stagecraft.ops import manip_ops as _manip
 from stagecraft.ops import math_ops as _m
 
-UNSUPPORTED = ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
-               "kernel_constraint", "bias_constraint", "depthwise_regularizer",
-               "depthwise_constraint", "pointwise_regularizer", "pointwise_constraint")
+#: The weights whose ``<weight>_regularizer``/``<weight>_constraint`` arguments the layers take.
+_WEIGHTS = ("kernel", "bias", "depthwise", "pointwise")
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
            "Conv3DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D",
@@ -80,15 +80,15 @@ class _BaseConv(Layer):
     def __init__(self, kernel_size: Any, strides: Any, padding: str, data_format: Any,
                  dilation_rate: Any, activation: Any, use_bias: bool, bias_initializer: Any,
                  **kwargs: Any):
-        # Keras's regularizer and constraint arguments: accepted, but only as None.
-        unsupported = {arg: kwargs.pop(arg) for arg in UNSUPPORTED if arg in kwargs}
+        # Keras's per-weight regularizer and constraint arguments (activity_regularizer goes
+        # to the base class).
+        options = {f"{w}_{kind}": kwargs.pop(f"{w}_{kind}", None)
+                   for w in _WEIGHTS for kind in ("regularizer", "constraint")}
         super().__init__(**kwargs)
         cls = type(self).__name__
-        for arg, value in unsupported.items():
-            if value is not None:
-                raise ValueError(f"{cls}: {arg} is not supported by stagecraft (regularizers and "
-                                 f"constraints are not); add the penalty to the loss yourself, "
-                                 f"e.g. loss + 1e-4 * tf.reduce_sum(layer.kernel ** 2).")
+        self._weight_options = {
+            key: (regularizers if key.endswith("regularizer") else constraints).get(value)
+            for key, value in options.items()}
         self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size", cls)
         self.strides = normalize_tuple(strides, self.rank, "strides", cls)
         self.padding = normalize_padding(padding, cls, self.paddings)
@@ -133,9 +133,14 @@ class _BaseConv(Layer):
                 f'{self._channel_axis} of input shape to have value {expected}, but received '
                 f'input with shape {tuple(inputs.shape.as_list())}.')
 
+    def _options(self, weight: str) -> dict:
+        """``add_weight``'s regularizer and constraint for ``weight`` (``'kernel'``, ...)."""
+        return {"regularizer": self._weight_options[f"{weight}_regularizer"],
+                "constraint": self._weight_options[f"{weight}_constraint"]}
+
     def _add_bias(self, name: str, size: int) -> None:
-        self.bias = self.add_weight(name, shape=[size], initializer=self.bias_initializer) \
-            if self.use_bias else None
+        self.bias = self.add_weight(name, shape=[size], initializer=self.bias_initializer,
+                                    **self._options("bias")) if self.use_bias else None
 
     def _finish(self, outputs: Tensor) -> Tensor:
         if self.use_bias:
@@ -154,7 +159,14 @@ class _BaseConv(Layer):
                 "strides": self.strides, "padding": self.padding,
                 "data_format": self.data_format, "dilation_rate": self.dilation_rate,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "bias_initializer": initializers.serialize(self.bias_initializer)}
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                **self._options_config()}
+
+    def _options_config(self) -> dict:
+        """The regularizer/constraint arguments that were given, serialized."""
+        return {key: (regularizers.serialize if key.endswith("regularizer")
+                      else constraints.serialize)(value)
+                for key, value in self._weight_options.items() if value is not None}
 
 
 def positive_filters(layer: str, filters: Any) -> int:
@@ -195,7 +207,7 @@ class _Conv(_BaseConv):
                 f'{channels} (input shape {TensorShape(input_shape)}).')
         self.kernel = self.add_weight(
             "kernel", shape=list(self.kernel_size) + [channels // self.groups, self.filters],
-            initializer=self.kernel_initializer)
+            initializer=self.kernel_initializer, **self._options("kernel"))
         self._add_bias("bias", self.filters)
         self.built = True
 
@@ -284,7 +296,7 @@ class _ConvTranspose(_BaseConv):
         channels = self._input_channels(input_shape)
         self.kernel = self.add_weight(
             "kernel", shape=list(self.kernel_size) + [self.filters, channels],
-            initializer=self.kernel_initializer)
+            initializer=self.kernel_initializer, **self._options("kernel"))
         self._add_bias("bias", self.filters)
         self.built = True
 
@@ -376,7 +388,7 @@ class _DepthwiseConv(_BaseConv):
         channels = self._input_channels(input_shape)
         self.depthwise_kernel = self.add_weight(
             "depthwise_kernel", shape=list(self.kernel_size) + [channels, self.depth_multiplier],
-            initializer=self.depthwise_initializer)
+            initializer=self.depthwise_initializer, **self._options("depthwise"))
         self._add_bias("bias", channels * self.depth_multiplier)
         self.built = True
 
@@ -444,11 +456,11 @@ class _SeparableConv(_DepthwiseConv):
         channels = self._input_channels(input_shape)
         self.depthwise_kernel = self.add_weight(
             "depthwise_kernel", shape=list(self.kernel_size) + [channels, self.depth_multiplier],
-            initializer=self.depthwise_initializer)
+            initializer=self.depthwise_initializer, **self._options("depthwise"))
         self.pointwise_kernel = self.add_weight(
             "pointwise_kernel",
             shape=[1] * self.rank + [channels * self.depth_multiplier, self.filters],
-            initializer=self.pointwise_initializer)
+            initializer=self.pointwise_initializer, **self._options("pointwise"))
         self._add_bias("bias", self.filters)
         self.built = True
 

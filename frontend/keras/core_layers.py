@@ -7,7 +7,7 @@ from typing import Any, Callable
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import activations, initializers
+from stagecraft.keras import activations, constraints, initializers, regularizers
 from stagecraft.keras import serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.eager.tensor import Tensor
@@ -33,8 +33,14 @@ class Dense(Layer):
 
     def __init__(self, units: int, activation: str | Callable[..., Any] | None = None,
                  use_bias: bool = True, kernel_initializer: Any = "glorot_uniform",
-                 bias_initializer: Any = "zeros", **kwargs: Any):
+                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
+                 bias_regularizer: Any = None, kernel_constraint: Any = None,
+                 bias_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
             raise ValueError(f"Dense: received an invalid value for `units`, expected a "
                              f"positive integer. Received: units={units!r}.")
@@ -69,10 +75,14 @@ class Dense(Layer):
                              f"defined. Found None. Full input shape received: {shape}. Give "
                              f"the inputs (or the input_signature) a known last dimension.")
         self.kernel = self.add_weight("kernel", shape=[last, self.units],
-                                      initializer=self.kernel_initializer, trainable=True)
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer, trainable=True,
+                                      constraint=self.kernel_constraint)
         if self.use_bias:
             self.bias = self.add_weight("bias", shape=[self.units],
-                                        initializer=self.bias_initializer, trainable=True)
+                                        initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer, trainable=True,
+                                        constraint=self.bias_constraint)
         else:
             self.bias = None
         self.built = True
@@ -81,7 +91,11 @@ class Dense(Layer):
         return {**super().get_config(), "units": self.units,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer)}
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": regularizers.serialize_or_none(self.kernel_regularizer),
+                "bias_regularizer": regularizers.serialize_or_none(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize_or_none(self.kernel_constraint),
+                "bias_constraint": constraints.serialize_or_none(self.bias_constraint)}
 
     def call(self, inputs: Tensor) -> Tensor:
         """``activation(inputs @ kernel + bias)``."""

@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import activations, initializers, serialization
+from stagecraft.keras import (activations, constraints, initializers, regularizers,
+                              serialization)
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops.einsum_ops import einsum
@@ -79,12 +80,14 @@ class EinsumDense(Layer):
     def __init__(self, equation: str, output_shape: Any,
                  activation: str | Callable[..., Any] | None = None,
                  bias_axes: str | None = None, kernel_initializer: Any = "glorot_uniform",
-                 bias_initializer: Any = "zeros", **kwargs: Any):
-        for bad in ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                    "kernel_constraint", "bias_constraint"):
-            if kwargs.pop(bad, None) is not None:
-                raise ValueError(f"EinsumDense: {bad} is not supported; pass None.")
+                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
+                 bias_regularizer: Any = None, kernel_constraint: Any = None,
+                 bias_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.equation = equation
         self.partial_output_shape = [output_shape] if isinstance(output_shape, int) \
             else list(output_shape)
@@ -98,8 +101,12 @@ class EinsumDense(Layer):
         kernel_shape, bias_shape, self.full_output_shape = _analyze(
             self.equation, self.bias_axes, dims, self.partial_output_shape)
         self.kernel = self.add_weight("kernel", kernel_shape,
-                                      initializer=self.kernel_initializer)
-        self.bias = self.add_weight("bias", bias_shape, initializer=self.bias_initializer) \
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight("bias", bias_shape, initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) \
             if bias_shape is not None else None
         self.built = True
 
@@ -115,7 +122,11 @@ class EinsumDense(Layer):
                 "activation": activations.serialize(self.activation),
                 "bias_axes": self.bias_axes,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer)}
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": regularizers.serialize_or_none(self.kernel_regularizer),
+                "bias_regularizer": regularizers.serialize_or_none(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize_or_none(self.kernel_constraint),
+                "bias_constraint": constraints.serialize_or_none(self.bias_constraint)}
 
 
 @serialization.register

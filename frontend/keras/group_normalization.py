@@ -8,7 +8,7 @@ from typing import Any
 
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import initializers, serialization
+from stagecraft.keras import constraints, initializers, regularizers, serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
@@ -44,12 +44,10 @@ class GroupNormalization(Layer):
                  gamma_regularizer: Any = None, beta_constraint: Any = None,
                  gamma_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
-        for what, value in (("beta_regularizer", beta_regularizer),
-                            ("gamma_regularizer", gamma_regularizer),
-                            ("beta_constraint", beta_constraint),
-                            ("gamma_constraint", gamma_constraint)):
-            if value is not None:
-                raise ValueError(f"GroupNormalization: {what} is not supported; pass None.")
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
             raise ValueError(f"GroupNormalization: groups must be a positive integer; got "
                              f"{groups!r}.")
@@ -65,10 +63,12 @@ class GroupNormalization(Layer):
             raise ValueError(f"GroupNormalization: the number of groups ({self.groups}) must "
                              f"divide the number of channels ({dim}, axis {self.axis} of "
                              f"inputs of shape {shape}).")
-        self.gamma = self.add_weight("gamma", [dim], initializer=self.gamma_initializer) \
-            if self.scale else None
-        self.beta = self.add_weight("beta", [dim], initializer=self.beta_initializer) \
-            if self.center else None
+        self.gamma = self.add_weight("gamma", [dim], initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight("beta", [dim], initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
         self.built = True
 
     def call(self, inputs: Tensor) -> Tensor:
@@ -96,7 +96,11 @@ class GroupNormalization(Layer):
         return {**super().get_config(), "groups": self.groups, "axis": self.axis,
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
                 "beta_initializer": initializers.serialize(self.beta_initializer),
-                "gamma_initializer": initializers.serialize(self.gamma_initializer)}
+                "gamma_initializer": initializers.serialize(self.gamma_initializer),
+                "beta_regularizer": regularizers.serialize_or_none(self.beta_regularizer),
+                "gamma_regularizer": regularizers.serialize_or_none(self.gamma_regularizer),
+                "beta_constraint": constraints.serialize_or_none(self.beta_constraint),
+                "gamma_constraint": constraints.serialize_or_none(self.gamma_constraint)}
 
 
 @serialization.register

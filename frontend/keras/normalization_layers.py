@@ -8,7 +8,7 @@ from typing import Any
 from stagecraft.eager.context import STATE
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import initializers, serialization
+from stagecraft.keras import constraints, initializers, regularizers, serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
@@ -16,7 +16,6 @@ from stagecraft.ops import normalization_ops as _norm
 
 __all__ = ["BatchNormalization"]
 
-_UNSUPPORTED = ("beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
 
 
 def _python_training(training: Any, layer: str) -> bool:
@@ -70,13 +69,10 @@ class BatchNormalization(Layer):
             raise ValueError(f"BatchNormalization: fused must be None, True or False. "
                              f"Received: fused={fused!r}.")
         self.fused = fused
-        given = dict(zip(_UNSUPPORTED, (beta_regularizer, gamma_regularizer, beta_constraint,
-                                        gamma_constraint)))
-        for arg, value in given.items():
-            if value is not None:
-                raise ValueError(f"BatchNormalization: {arg} is not supported by stagecraft "
-                                 f"(regularizers and constraints are not); add the penalty to "
-                                 f"the loss yourself, or leave {arg}=None.")
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         if isinstance(axis, (list, tuple)):
             self.axis: Any = [int(a) for a in axis]
         elif isinstance(axis, int) and not isinstance(axis, bool):
@@ -118,9 +114,13 @@ class BatchNormalization(Layer):
         # One axis: a vector of its size; several: the input's rank with ones elsewhere.
         param = dims if len(axes) == 1 else [shape[a] if a in axes else 1
                                              for a in range(shape.rank)]
-        self.gamma = self.add_weight("gamma", param, initializer=self.gamma_initializer) \
+        self.gamma = self.add_weight("gamma", param, initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) \
             if self.scale else None
-        self.beta = self.add_weight("beta", param, initializer=self.beta_initializer) \
+        self.beta = self.add_weight("beta", param, initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) \
             if self.center else None
         self.moving_mean = self.add_weight("moving_mean", param,
                                            initializer=self.moving_mean_initializer,
@@ -183,4 +183,7 @@ class BatchNormalization(Layer):
                 "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),
                 "moving_variance_initializer":
                     initializers.serialize(self.moving_variance_initializer),
-                **{arg: None for arg in _UNSUPPORTED}}
+                "beta_regularizer": regularizers.serialize_or_none(self.beta_regularizer),
+                "gamma_regularizer": regularizers.serialize_or_none(self.gamma_regularizer),
+                "beta_constraint": constraints.serialize_or_none(self.beta_constraint),
+                "gamma_constraint": constraints.serialize_or_none(self.gamma_constraint)}

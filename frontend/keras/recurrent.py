@@ -9,7 +9,7 @@ from typing import Any
 
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import activations, initializers, serialization
+from stagecraft.keras import activations, constraints, initializers, regularizers, serialization
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
@@ -26,8 +26,18 @@ class _Cell(Layer):
     def __init__(self, units: int, activation: Any = "tanh", use_bias: bool = True,
                  kernel_initializer: Any = "glorot_uniform",
                  recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 kernel_regularizer: Any = None, recurrent_regularizer: Any = None,
+                 bias_regularizer: Any = None, kernel_constraint: Any = None,
+                 recurrent_constraint: Any = None, bias_constraint: Any = None,
                  **kwargs: Any):
         super().__init__(**kwargs)
+        self._options = {
+            "kernel_regularizer": kernel_regularizer, "recurrent_regularizer":
+                recurrent_regularizer, "bias_regularizer": bias_regularizer,
+            "kernel_constraint": kernel_constraint, "recurrent_constraint":
+                recurrent_constraint, "bias_constraint": bias_constraint}
+        self._options = {k: (regularizers if k.endswith("regularizer") else constraints).get(v)
+                         for k, v in self._options.items()}
         if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
             raise ValueError(f"{type(self).__name__}: units must be a positive integer; got "
                              f"{units!r}.")
@@ -50,15 +60,22 @@ class _Cell(Layer):
             raise ValueError(f"{self.name}: the last dimension of the inputs (features) must "
                              f"be known.")
         n = self._gates * self.units
-        self.kernel = self.add_weight("kernel", [last, n], initializer=self.kernel_initializer)
+        self.kernel = self.add_weight("kernel", [last, n], initializer=self.kernel_initializer,
+                                      **self._weight_options("kernel"))
         self.recurrent_kernel = self.add_weight("recurrent_kernel", [self.units, n],
-                                                initializer=self.recurrent_initializer)
-        self.bias = self.add_weight("bias", self._bias_shape(), initializer=self._bias_init()) \
+                                                initializer=self.recurrent_initializer,
+                                                **self._weight_options("recurrent"))
+        self.bias = self.add_weight("bias", self._bias_shape(), initializer=self._bias_init(),
+                                    **self._weight_options("bias")) \
             if self.use_bias else None
         self.built = True
 
     def _bias_shape(self) -> list[int]:
         return [self._gates * self.units]
+
+    def _weight_options(self, weight: str) -> dict:
+        return {"regularizer": self._options[f"{weight}_regularizer"],
+                "constraint": self._options[f"{weight}_constraint"]}
 
     def _bias_init(self) -> Any:
         return self.bias_initializer
@@ -72,7 +89,9 @@ class _Cell(Layer):
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer)}
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                **{k: (regularizers if k.endswith("regularizer") else constraints)
+                   .serialize_or_none(v) for k, v in self._options.items()}}
 
 
 @serialization.register
@@ -319,7 +338,7 @@ class _Recurrent(RNN):
 
 
 _LAYER_ARGS = {"name", "trainable", "dtype", "input_shape", "batch_input_shape", "input_dim",
-               "batch_size"}
+               "batch_size", "activity_regularizer"}
 
 
 @serialization.register

@@ -309,8 +309,8 @@ def test_forgetting_super_init_is_a_clear_error():
 
 def test_unknown_layer_keyword():
     with pytest.raises(TypeError) as e:
-        keras.layers.Dense(2, kernel_regularizer="l2")
-    assert first_line(e).startswith("Dense: unexpected keyword argument(s) kernel_regularizer.")
+        keras.layers.Dense(2, kernel_regulariser="l2")
+    assert first_line(e).startswith("Dense: unexpected keyword argument(s) kernel_regulariser.")
 
 
 # ----------------------------------------------------------------------------- models

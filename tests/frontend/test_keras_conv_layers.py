@@ -164,8 +164,8 @@ def test_a_small_cnn_trains_staged():
      "Conv2D: the `kernel_size` argument must be a tuple of 2 positive integers"),
     (lambda: L.Conv2D(3, 3, groups=2), None,
      "Conv2D: the number of filters must be evenly divisible by the number of groups."),
-    (lambda: L.Conv2D(2, 3, kernel_regularizer="l2"), None,
-     "Conv2D: kernel_regularizer is not supported by stagecraft"),
+    (lambda: L.Conv2D(2, 3, kernel_regularizer="l22"), None,
+     "Unknown regularizer: 'l22'. Valid names are"),
 ])
 def test_errors(make, x, first_line):
     with pytest.raises(ValueError) as e:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagecraft.keras.optimizers import schedules
+from stagecraft.keras.optimizers import legacy, schedules
 from stagecraft.keras.optimizers.adadelta import Adadelta, Ftrl
 from stagecraft.keras.optimizers.adafactor import Adafactor
 from stagecraft.keras.optimizers.adam import Adam, Adamax, AdamW, Nadam
@@ -88,5 +88,5 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
 
 
 __all__ = ["Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "Ftrl", "Lamb", "Lion",
-           "Nadam", "Optimizer", "RMSprop", "SGD", "deserialize", "get", "schedules",
-           "serialize"]
+           "Nadam", "Optimizer", "RMSprop", "SGD", "deserialize", "get", "legacy",
+           "schedules", "serialize"]

@@ -23,7 +23,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.scopes import init_scope
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
-from stagecraft.keras import initializers
+from stagecraft.keras import constraints, initializers
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops.clip_ops import clip_by_norm
 from stagecraft.state.module import Module
@@ -238,6 +238,9 @@ class Optimizer(Module):
             if var.dtype not in coefficients:
                 coefficients[var.dtype] = self._prepare(var.dtype)
             self._resource_apply_dense(grad, var, coefficients[var.dtype])
+            constraint = constraints.of(var)
+            if constraint is not None:  # a layer's kernel_constraint=..., after the update
+                var.assign(constraint(var))
         self.iter.assign_add(1)
         return self.iter
 
