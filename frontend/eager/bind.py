@@ -74,10 +74,13 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
         inputs = normalized
         values = [x._value for x in inputs]
     unify = op.unify_indices
+    kernel = op.kernel
     if unify:
         d = values[unify[0]].dtype
         if d not in op.np_dtypes:
             raise diagnose(op, values, attrs, None)
+        if d.itemsize != 2:  # not float16/bfloat16: no half wrapper (ir/ops/half.py) needed
+            kernel = op.plain_kernel
         for i in unify[1:]:
             # Identity is the fast path; equality covers dtype objects that are equal but
             # not numpy's singletons (Numba's disk cache unpickles the dtypes it boxes with).
@@ -87,7 +90,7 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
                                 or values[0].dtype not in op.np_dtypes):
         raise diagnose(op, values, attrs, None)
     try:
-        out = op.kernel(*values, **attrs) if attrs else op.kernel(*values)
+        out = kernel(*values, **attrs) if attrs else kernel(*values)
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:  # AxisError is both
         raise diagnose(op, values, attrs, e) from None
     if op.num_outputs == 1:

@@ -27,6 +27,7 @@ from stagecraft.ir import dtypes as dt
 from stagecraft.ir.types import TensorType
 
 HALF_NP = frozenset(d.np for d in dt.HALF)
+_F16, _BF16 = dt.float16.np, dt.bfloat16.np
 _F32 = np.dtype(np.float32)
 
 
@@ -75,18 +76,22 @@ def _widen_attr(value: Any) -> Any:
 def half_kernel(kernel: Callable[..., Any], infer: Callable[..., Any],
                 num_outputs: int) -> Callable[..., Any]:
     """``kernel`` taking and giving float16/bfloat16 arrays (see the module docstring); calls
-    without half inputs or half dtype attributes go straight to ``kernel``.
+    without half inputs or a half ``dtype`` attribute go straight to ``kernel``.
 
     >>> k = half_kernel(np.multiply, lambda types: [types[0]], 1)
     >>> k(np.array([3.0], np.float16), np.array([0.1], np.float16))
     array([0.2998], dtype=float16)
     """
     def run(*values: Any, **attrs: Any) -> Any:
+        # (the hot path of every eager op: dtype identity first, as NumPy's dtypes are mostly
+        # singletons; unpickled arrays have equal copies)
         for v in values:
-            if getattr(v, "dtype", None) in HALF_NP:
+            d = getattr(v, "dtype", None)
+            if d is _F16 or d is _BF16 or d is not None and d.itemsize == 2 and d in HALF_NP:
                 break
         else:
-            if not any(a is dt.float16 or a is dt.bfloat16 for a in attrs.values()):
+            target = attrs.get("dtype")
+            if target is not dt.float16 and target is not dt.bfloat16:
                 return kernel(*values, **attrs)
         types = [TensorType(dt.from_numpy(np.asarray(v).dtype), np.shape(v)) for v in values]
         outs = [t.dtype for t in infer(types, **attrs)]

@@ -69,15 +69,24 @@ class OpDef:
     # Derived in __post_init__ for bind's hot path: unified input indices, allowed NumPy dtypes.
     unify_indices: tuple[int, ...] = field(init=False, default=())
     np_dtypes: frozenset = field(init=False, default=frozenset())
+    # The kernel to call when the unified inputs are not 2-byte (so not float16/bfloat16):
+    # the NumPy kernel itself where every input is unified and no dtype attribute can name a
+    # half dtype, skipping the half wrapper's checks on eager code's hot path.
+    plain_kernel: Callable[..., Any] = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unify_indices", () if self.unify == "all" else tuple(self.unify))
         object.__setattr__(self, "np_dtypes", frozenset(d.np for d in self.dtypes))
+        plain = self.kernel
         if self.kind is not Kind.RANDOM and any(d in HALF for d in self.dtypes):
             # float16/bfloat16 computed in float32 and rounded once per op (see .half); the
             # random kernels draw half values themselves
             object.__setattr__(self, "kernel", half_kernel(self.kernel, self.infer,
                                                            self.num_outputs))
+        unified = self.unify == "all" or (not self.variadic and
+                                          len(self.unify_indices) == len(self.inputs))
+        object.__setattr__(self, "plain_kernel",
+                           plain if unified and "dtype" not in self.attrs else self.kernel)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
