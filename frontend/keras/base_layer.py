@@ -122,14 +122,19 @@ class Layer(Module):
     def trainable(self, value: bool) -> None:
         # As in TensorFlow 2, the value goes to every sub-layer too: a frozen model's
         # BatchNormalization layers then run in inference mode.
-        stack: list[Layer] = [self]
+        for layer in self._layers_below():
+            layer._trainable = bool(value)
+
+    def _layers_below(self) -> Iterator["Layer"]:
+        """This layer and every layer inside it, each once, breadth first (Keras's order)."""
+        queue: list[Layer] = [self]
         seen: set[int] = set()
-        while stack:
-            layer = stack.pop()
+        while queue:
+            layer = queue.pop(0)
             if id(layer) not in seen:
                 seen.add(id(layer))
-                layer._trainable = bool(value)
-                stack.extend(c for c in layer._children() if isinstance(c, Layer))
+                yield layer
+                queue.extend(c for c in layer._children() if isinstance(c, Layer))
 
     # --------------------------------------------------------------------- calling
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
@@ -242,28 +247,15 @@ class Layer(Module):
         penalties (computed now, so on a tape they differentiate), this layer's then its
         sub-layers'."""
         out: list[Tensor] = []
-        seen: set[int] = set()
-        stack: list[Layer] = [self]
-        while stack:
-            layer = stack.pop(0)
-            if id(layer) in seen:
-                continue
-            seen.add(id(layer))
+        for layer in self._layers_below():
             out += vars(layer).get("_call_losses", [])
             out += [reg(var) for var, reg in layer._layer_weights.regularizers]
-            stack += [c for c in layer._children() if isinstance(c, Layer)]
         return out
 
     def _clear_losses(self) -> None:
-        stack: list[Layer] = [self]
-        seen: set[int] = set()
-        while stack:
-            layer = stack.pop()
-            if id(layer) not in seen:
-                seen.add(id(layer))
-                if vars(layer).get("_call_losses"):
-                    vars(layer)["_call_losses"] = []
-                stack.extend(c for c in layer._children() if isinstance(c, Layer))
+        for layer in self._layers_below():
+            if vars(layer).get("_call_losses"):
+                vars(layer)["_call_losses"] = []
 
     # --------------------------------------------------------------------- weights
     def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,

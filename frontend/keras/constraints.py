@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
+from stagecraft.keras import serialization
 from stagecraft.ops import math_ops as _m
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "deserialize", "get",
@@ -156,20 +157,7 @@ def deserialize(config: dict | str, custom_objects: dict | None = None) -> Const
     >>> type(tf.keras.constraints.deserialize("unit_norm")).__name__
     'UnitNorm'
     """
-    known = {**_BY_NAME, **(custom_objects or {})}
-    if isinstance(config, str):
-        name, kwargs = config, {}
-    elif isinstance(config, dict) and isinstance(config.get("config", {}), dict):
-        name, kwargs = config.get("class_name"), dict(config.get("config", {}))
-    else:
-        raise ValueError(f"keras.constraints.deserialize: expected a name or a dict with "
-                         f"'class_name' and 'config'; got {str(config)[:200]}.")
-    cls = known.get(name)
-    if cls is None:
-        raise ValueError(f"Unknown constraint: {name!r}. Valid names are "
-                         f"{', '.join(repr(n) for n in sorted(_BY_NAME))}; pass custom ones as "
-                         f"custom_objects={{'Name': Name}}.")
-    return cls.from_config(kwargs) if hasattr(cls, "from_config") else cls(**kwargs)
+    return serialization.deserialize_named("constraint", config, _BY_NAME, custom_objects)
 
 
 def get(identifier: Any) -> Callable[[Any], Tensor] | None:

@@ -13,6 +13,24 @@ from stagecraft.keras.base_layer import Layer
 from stagecraft.eager.tensor import Tensor
 
 
+def set_kernel_bias_options(layer: Layer, kernel_regularizer: Any, bias_regularizer: Any,
+                            kernel_constraint: Any, bias_constraint: Any) -> None:
+    """Sets a layer's ``kernel_regularizer``, ``bias_regularizer``, ``kernel_constraint`` and
+    ``bias_constraint`` attributes from Keras's arguments (names, dicts or objects)."""
+    layer.kernel_regularizer = regularizers.get(kernel_regularizer)
+    layer.bias_regularizer = regularizers.get(bias_regularizer)
+    layer.kernel_constraint = constraints.get(kernel_constraint)
+    layer.bias_constraint = constraints.get(bias_constraint)
+
+
+def kernel_bias_options_config(layer: Layer) -> dict:
+    """The four attributes ``set_kernel_bias_options`` set, serialized for a config."""
+    return {"kernel_regularizer": regularizers.serialize_or_none(layer.kernel_regularizer),
+            "bias_regularizer": regularizers.serialize_or_none(layer.bias_regularizer),
+            "kernel_constraint": constraints.serialize_or_none(layer.kernel_constraint),
+            "bias_constraint": constraints.serialize_or_none(layer.bias_constraint)}
+
+
 @serialization.register
 class Dense(Layer):
     """A densely connected layer: ``activation(inputs @ kernel + bias)``.
@@ -37,10 +55,8 @@ class Dense(Layer):
                  bias_regularizer: Any = None, kernel_constraint: Any = None,
                  bias_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_kernel_bias_options(self, kernel_regularizer, bias_regularizer, kernel_constraint,
+                                bias_constraint)
         if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
             raise ValueError(f"Dense: received an invalid value for `units`, expected a "
                              f"positive integer. Received: units={units!r}.")
@@ -92,10 +108,7 @@ class Dense(Layer):
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": regularizers.serialize_or_none(self.kernel_regularizer),
-                "bias_regularizer": regularizers.serialize_or_none(self.bias_regularizer),
-                "kernel_constraint": constraints.serialize_or_none(self.kernel_constraint),
-                "bias_constraint": constraints.serialize_or_none(self.bias_constraint)}
+                **kernel_bias_options_config(self)}
 
     def call(self, inputs: Tensor) -> Tensor:
         """``activation(inputs @ kernel + bias)``."""

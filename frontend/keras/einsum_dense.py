@@ -8,9 +8,9 @@ from typing import Any, Callable
 
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import (activations, constraints, initializers, regularizers,
-                              serialization)
+from stagecraft.keras import activations, initializers, serialization
 from stagecraft.keras.base_layer import Layer
+from stagecraft.keras.core_layers import kernel_bias_options_config, set_kernel_bias_options
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops.einsum_ops import einsum
 
@@ -84,10 +84,8 @@ class EinsumDense(Layer):
                  bias_regularizer: Any = None, kernel_constraint: Any = None,
                  bias_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_kernel_bias_options(self, kernel_regularizer, bias_regularizer, kernel_constraint,
+                                bias_constraint)
         self.equation = equation
         self.partial_output_shape = [output_shape] if isinstance(output_shape, int) \
             else list(output_shape)
@@ -123,10 +121,7 @@ class EinsumDense(Layer):
                 "bias_axes": self.bias_axes,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": regularizers.serialize_or_none(self.kernel_regularizer),
-                "bias_regularizer": regularizers.serialize_or_none(self.bias_regularizer),
-                "kernel_constraint": constraints.serialize_or_none(self.kernel_constraint),
-                "bias_constraint": constraints.serialize_or_none(self.bias_constraint)}
+                **kernel_bias_options_config(self)}
 
 
 @serialization.register

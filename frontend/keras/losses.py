@@ -53,17 +53,30 @@ def categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False
     [0.6931]
     """
     y_true, y_pred = _prepare(y_true, y_pred)
-    if label_smoothing:
-        n = y_pred.shape[axis]
-        if n is None:
-            raise ValueError("categorical_crossentropy: label_smoothing needs a known number "
-                             "of classes (the size of y_pred along axis).")
-        y_true = _m.add(_m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / n)
+    y_true = _smooth_categorical(y_true, y_pred, label_smoothing, axis,
+                                 "categorical_crossentropy")
     if from_logits:
         return _nn.softmax_cross_entropy_with_logits(y_true, y_pred, axis=axis)
-    probs = _m.truediv(y_pred, _m.reduce_sum(y_pred, axis, keepdims=True))
-    probs = _m.clip_by_value(probs, EPSILON, 1.0 - EPSILON)
+    probs = _clipped_probabilities(y_pred, axis)
     return _m.negative(_m.reduce_sum(_m.multiply(y_true, _m.log(probs)), axis))
+
+
+def _smooth_categorical(y_true: Tensor, y_pred: Tensor, label_smoothing: float, axis: int,
+                        where: str) -> Tensor:
+    """Labels mixed with the uniform distribution over the classes (Keras's smoothing)."""
+    if not label_smoothing:
+        return y_true
+    n = y_pred.shape[axis]
+    if n is None:
+        raise ValueError(f"{where}: label_smoothing needs a known number of classes (the size "
+                         f"of y_pred along axis).")
+    return _m.add(_m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / n)
+
+
+def _clipped_probabilities(y_pred: Tensor, axis: int) -> Tensor:
+    """Predictions rescaled to sum to 1 along ``axis`` and clipped to [1e-7, 1 - 1e-7]."""
+    probs = _m.truediv(y_pred, _m.reduce_sum(y_pred, axis, keepdims=True))
+    return _m.clip_by_value(probs, EPSILON, 1.0 - EPSILON)
 
 
 def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False,

@@ -9,7 +9,7 @@ from typing import Any
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.keras.losses import (EPSILON, LossFunctionWrapper, Reduction, _binary_terms,
-                                     _prepare)
+                                     _clipped_probabilities, _prepare, _smooth_categorical)
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops import nn_ops as _nn
@@ -190,16 +190,11 @@ def categorical_focal_crossentropy(y_true: Any, y_pred: Any, alpha: float = 0.25
     [0.0433]
     """
     y_true, y_pred = _prepare(y_true, y_pred)
-    if label_smoothing:
-        n = y_pred.shape[axis]
-        if n is None:
-            raise ValueError("categorical_focal_crossentropy: label_smoothing needs a known "
-                             "number of classes (the size of y_pred along axis).")
-        y_true = _m.add(_m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / n)
+    y_true = _smooth_categorical(y_true, y_pred, label_smoothing, axis,
+                                 "categorical_focal_crossentropy")
     if from_logits:
         y_pred = _nn.softmax(y_pred, axis=axis)
-    probs = _m.truediv(y_pred, _m.reduce_sum(y_pred, axis, keepdims=True))
-    probs = _m.clip_by_value(probs, EPSILON, 1.0 - EPSILON)
+    probs = _clipped_probabilities(y_pred, axis)
     cce = _m.negative(_m.multiply(y_true, _m.log(probs)))
     weight = _m.multiply(alpha, _m.pow(_m.subtract(1.0, probs), gamma))
     return _m.reduce_sum(_m.multiply(weight, cce), axis=axis)

@@ -11,7 +11,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["register", "serialize", "deserialize", "get_class", "weight_budget", "charge"]
+__all__ = ["register", "serialize", "deserialize", "get_class", "weight_budget", "charge",
+           "deserialize_named"]
 
 _CLASSES: dict[str, type] = {}
 
@@ -55,6 +56,30 @@ def deserialize(spec: Any, custom_objects: dict | None = None) -> Any:
     if "custom_objects" in inspect.signature(cls.from_config).parameters:  # models: layers
         return cls.from_config(spec["config"], custom_objects=custom_objects)
     return cls.from_config(spec["config"])
+
+
+def deserialize_named(kind: str, config: Any, known: dict, custom_objects: dict | None) -> Any:
+    """A ``kind`` (``'regularizer'``, ``'constraint'``) from a name or a ``{'class_name',
+    'config'}`` dict, looked up in ``known`` then ``custom_objects``; Keras's error otherwise.
+
+    >>> deserialize_named("thing", {"class_name": "dict", "config": {"a": 1}}, {"dict": dict},
+    ...                   None)
+    {'a': 1}
+    """
+    table = {**known, **(custom_objects or {})}
+    if isinstance(config, str):
+        name, kwargs = config, {}
+    elif isinstance(config, dict) and isinstance(config.get("config", {}), dict):
+        name, kwargs = config.get("class_name"), dict(config.get("config", {}))
+    else:
+        raise ValueError(f"keras.{kind}s.deserialize: expected a name or a dict with "
+                         f"'class_name' and 'config'; got {str(config)[:200]}.")
+    cls = table.get(name)
+    if cls is None:
+        raise ValueError(f"Unknown {kind}: {name!r}. Valid names are "
+                         f"{', '.join(repr(n) for n in sorted(known))}; pass custom ones as "
+                         f"custom_objects={{'Name': Name}}.")
+    return cls.from_config(kwargs) if hasattr(cls, "from_config") else cls(**kwargs)
 
 
 #: While a model is rebuilt from a file, the number of weight elements it may still create

@@ -125,6 +125,15 @@ class _Moments(Optimizer):
         for var in var_list:
             self.add_slot(var, "v")
 
+    def _update_moments(self, grad: Tensor, var: Variable,
+                        coefficients: dict[str, Tensor]) -> tuple[Variable, Variable]:
+        """``m += (g - m) (1 - beta_1)``, ``v += (g^2 - v) (1 - beta_2)``; returns the slots."""
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m.assign_add(_m.multiply(_m.subtract(grad, m), _m.subtract(1.0, coefficients["beta_1"])))
+        v.assign_add(_m.multiply(_m.subtract(_m.square(grad), v),
+                                 _m.subtract(1.0, coefficients["beta_2"])))
+        return m, v
+
     def get_config(self) -> dict:
         return {**super().get_config(), "epsilon": self.epsilon}
 
@@ -205,9 +214,7 @@ class Nadam(_Moments):
     def _resource_apply_dense(self, grad: Tensor, var: Variable,
                               coefficients: dict[str, Tensor]) -> None:
         c = coefficients
-        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        m.assign_add(_m.multiply(_m.subtract(grad, m), _m.subtract(1.0, c["beta_1"])))
-        v.assign_add(_m.multiply(_m.subtract(_m.square(grad), v), _m.subtract(1.0, c["beta_2"])))
+        m, v = self._update_moments(grad, var, c)
         m_hat = _m.add(
             _m.truediv(_m.multiply(c["u_next"], m), _m.subtract(1.0, c["product_next"])),
             _m.truediv(_m.multiply(_m.subtract(1.0, c["u_t"]), grad),

@@ -85,9 +85,7 @@ class Lamb(_Moments):
     def _resource_apply_dense(self, grad: Tensor, var: Variable,
                               coefficients: dict[str, Tensor]) -> None:
         c = coefficients
-        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        m.assign_add(_m.multiply(_m.subtract(grad, m), _m.subtract(1.0, c["beta_1"])))
-        v.assign_add(_m.multiply(_m.subtract(_m.square(grad), v), _m.subtract(1.0, c["beta_2"])))
+        m, v = self._update_moments(grad, var, c)
         update = _m.truediv(_m.truediv(m, c["correction_1"]),
                             _m.add(_m.sqrt(_m.truediv(v, c["correction_2"])), c["epsilon"]))
         w_norm = _m.sqrt(_m.reduce_sum(_m.square(var)))
