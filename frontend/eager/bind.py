@@ -110,7 +110,7 @@ def _exact_scalar(x: Any, dtype: np.dtype) -> bool:
     """Whether Python number ``x`` converts to ``dtype`` exactly (else the general path raises
     TensorFlow's error): floats into float dtypes, ints into float or fitting int dtypes."""
     kind = dtype.kind
-    if kind == "f":
+    if kind == "f" or dtype is _BF16:   # (ml_dtypes' bfloat16 has kind 'V')
         return True
     if type(x) is not int or kind not in "iu":
         return False
@@ -118,6 +118,7 @@ def _exact_scalar(x: Any, dtype: np.dtype) -> bool:
     return lo <= x <= hi
 
 
+_BF16 = _dt.bfloat16.np
 # The integer dtypes' ranges, for the scalar fast path (np.iinfo is slow to ask every time).
 _INT_RANGES = {d.np: (int(d.min), int(d.max)) for d in _dt.INTEGERS}
 

@@ -123,7 +123,7 @@ def _cast_python(arr: np.ndarray, value: Any, dtype: DType) -> np.ndarray:
     """Casts converted Python data to ``dtype``, refusing lossy conversions like TensorFlow."""
     if arr.dtype == dtype.np:
         return arr
-    kind = arr.dtype.kind
+    kind = "f" if arr.dtype == _dt.bfloat16.np else arr.dtype.kind  # (ml_dtypes' kind: 'V')
     if kind == "c" and not dtype.is_complex:
         raise TypeError(f"Cannot convert {_short(value)} to EagerTensor of dtype {dtype.name}: "
                         f"it is complex. Use tf.math.real(x) or tf.abs(x) for a real value, or "
