@@ -315,9 +315,9 @@ def erosion2d(value: Any, filters: Any, strides: Any, padding: str, data_format:
     columns)``, the min over the window of ``value - filters``.
 
     >>> import stagecraft as tf
-    >>> x = tf.reshape(tf.constant([1.0, 5.0, 2.0, 0.0]), [1, 2, 2, 1])
+    >>> x = tf.reshape(tf.constant([1.0, 5.0, 2.0, 3.0]), [1, 2, 2, 1])
     >>> tf.nn.erosion2d(x, tf.zeros([2, 2, 1]), [1, 1, 1, 1], "VALID").numpy().tolist()
-    [[[[0.0]]]]
+    [[[[1.0]]]]
     """
     x, f = convert_to_tensor(value), convert_to_tensor(filters)
     flipped = reverse(_m.cast(f, x.dtype), [0, 1])
