@@ -33,7 +33,8 @@ class ReLU(Layer):
     below (Keras's ``ReLU`` layer).
 
     >>> import stagecraft as tf
-    >>> tf.keras.layers.ReLU(max_value=6., negative_slope=0.5)(tf.constant([-2., 3., 9.])).numpy().tolist()
+    >>> layer = tf.keras.layers.ReLU(max_value=6., negative_slope=0.5)
+    >>> layer(tf.constant([-2., 3., 9.])).numpy().tolist()
     [-1.0, 3.0, 6.0]
     """
 
@@ -136,7 +137,8 @@ class ELU(Layer):
     """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` below.
 
     >>> import stagecraft as tf
-    >>> [round(v, 4) for v in tf.keras.layers.ELU(alpha=2.)(tf.constant([-1., 1.])).numpy().tolist()]
+    >>> out = tf.keras.layers.ELU(alpha=2.)(tf.constant([-1., 1.]))
+    >>> [round(v, 4) for v in out.numpy().tolist()]
     [-1.2642, 1.0]
     """
 

@@ -46,7 +46,8 @@ class MaxNorm(Constraint):
     """Rescales slices along ``axis`` whose L2 norm exceeds ``max_value``.
 
     >>> import stagecraft as tf
-    >>> [round(v, 4) for v in tf.keras.constraints.MaxNorm(1.0)(tf.constant([[3.], [4.]])).numpy().ravel().tolist()]
+    >>> out = tf.keras.constraints.MaxNorm(1.0)(tf.constant([[3.], [4.]]))
+    >>> [round(v, 4) for v in out.numpy().ravel().tolist()]
     [0.6, 0.8]
     """
 
@@ -109,7 +110,8 @@ class UnitNorm(Constraint):
     """Scales slices along ``axis`` to unit L2 norm.
 
     >>> import stagecraft as tf
-    >>> [round(v, 4) for v in tf.keras.constraints.UnitNorm()(tf.constant([[3.], [4.]])).numpy().ravel().tolist()]
+    >>> out = tf.keras.constraints.UnitNorm()(tf.constant([[3.], [4.]]))
+    >>> [round(v, 4) for v in out.numpy().ravel().tolist()]
     [0.6, 0.8]
     """
 

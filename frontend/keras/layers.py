@@ -33,8 +33,10 @@ from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Dot, Lam
                                              Minimum, Multiply, Subtract, add, average,
                                              concatenate, dot, maximum, minimum, multiply,
                                              subtract)
-from stagecraft.keras.preprocessing_layers import (CategoryEncoding, CenterCrop, Discretization,
-                                                   RandomBrightness, RandomContrast, RandomCrop,
+from stagecraft.keras.preprocessing_layers import (AutoContrast, CategoryEncoding, CenterCrop,
+                                                   Discretization, Pipeline, RandomBrightness,
+                                                   RandomContrast, RandomCrop, RandomGrayscale,
+                                                   RandomInvert,
                                                    RandomFlip, RandomHeight, RandomRotation,
                                                    RandomTranslation, RandomWidth, RandomZoom,
                                                    Rescaling, Resizing)
@@ -113,3 +115,4 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
 
 
 __all__ += ["InputSpec", "RandomHeight", "RandomWidth", "deserialize", "serialize"]
+__all__ += ["AutoContrast", "Pipeline", "RandomGrayscale", "RandomInvert"]

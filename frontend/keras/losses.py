@@ -480,9 +480,10 @@ def deserialize(name: str | dict, custom_objects: dict | None = None) -> Any:
     class_name = name.get("class_name")
     cls = custom.get(class_name) or _BY_NAME.get(class_name)
     if not isinstance(cls, type):
+        classes = sorted(n for n, v in _BY_NAME.items() if isinstance(v, type))
         raise ValueError(f"Unknown loss class {class_name!r}: known classes are "
-                         f"{', '.join(sorted(n for n, v in _BY_NAME.items() if isinstance(v, type)))}"
-                         f". Pass custom losses as custom_objects={{'Name': Name}}.")
+                         f"{', '.join(classes)}. Pass custom losses as "
+                         f"custom_objects={{'Name': Name}}.")
     return cls.from_config(dict(name.get("config", {})))
 
 

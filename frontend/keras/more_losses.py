@@ -101,7 +101,8 @@ def kl_divergence(y_true: Any, y_pred: Any) -> Tensor:
     """``sum(y_true * log(y_true / y_pred), axis=-1)``, both clipped to ``[1e-7, 1]``.
 
     >>> import stagecraft as tf
-    >>> [round(v, 4) for v in tf.keras.losses.kl_divergence([[0.5, 0.5]], [[0.25, 0.75]]).numpy().tolist()]
+    >>> loss = tf.keras.losses.kl_divergence([[0.5, 0.5]], [[0.25, 0.75]])
+    >>> [round(v, 4) for v in loss.numpy().tolist()]
     [0.1438]
     """
     y_true, y_pred = _prepare(y_true, y_pred)
@@ -140,7 +141,8 @@ def mean_squared_logarithmic_error(y_true: Any, y_pred: Any) -> Tensor:
     """``mean(square(log(y_pred + 1) - log(y_true + 1)), axis=-1)``, both floored at 1e-7.
 
     >>> import stagecraft as tf
-    >>> [round(v, 4) for v in tf.keras.losses.mean_squared_logarithmic_error([[0.]], [[1.]]).numpy().tolist()]
+    >>> loss = tf.keras.losses.mean_squared_logarithmic_error([[0.]], [[1.]])
+    >>> [round(v, 4) for v in loss.numpy().tolist()]
     [0.4805]
     """
     y_true, y_pred = _prepare(y_true, y_pred)

@@ -23,6 +23,7 @@ from stagecraft.keras.image_transform import (FILL_MODES, INTERPOLATIONS, rotati
                                               transform, translation_matrix, zoom_matrix)
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import check_ops
+from stagecraft.ops import image_color as _color
 from stagecraft.ops import manip_ops as _manip
 from stagecraft.ops import image_resize as _resize
 from stagecraft.ops import math_ops as _m
@@ -679,3 +680,152 @@ class Discretization(Layer):
         return {**super().get_config(), "bin_boundaries": self.bin_boundaries,
                 "num_bins": None if self.bin_boundaries is not None else self.num_bins,
                 "epsilon": self.epsilon, "output_mode": self.output_mode, "sparse": False}
+
+
+# ------------------------------------------------------------- Keras 3's color layers
+def _value_range(layer: str, value_range: Any) -> list[float]:
+    if not isinstance(value_range, (list, tuple)) or len(value_range) != 2 or \
+            value_range[0] >= value_range[1]:
+        raise ValueError(f"{layer}: value_range must be (low, high) with low < high; got "
+                         f"{value_range!r}.")
+    return [float(v) for v in value_range]
+
+
+def _per_image(layer: _RandomLayer, images: Tensor, probability: float) -> Tensor:
+    """A ``(batch, 1, 1, 1)`` boolean: which images an augmentation applies to."""
+    draw = layer._uniform(_a.stack([_a.shape(images)[0]]), 0.0, 1.0)
+    return _a.reshape(_m.less(draw, probability), [-1, 1, 1, 1])
+
+
+@serialization.register
+class RandomGrayscale(_RandomLayer):
+    """While training, turns each image gray with probability ``factor`` (TensorFlow's
+    ``rgb_to_grayscale`` weights), keeping its 3 channels.
+
+    >>> import stagecraft as tf
+    >>> img = tf.constant([[[[1., 0., 0.]]]])
+    >>> out = tf.keras.layers.RandomGrayscale(factor=1.0)(img)
+    >>> [round(float(v), 4) for v in out.numpy().ravel()]
+    [0.2989, 0.2989, 0.2989]
+    """
+
+    def __init__(self, factor: float = 0.5, data_format: str | None = None,
+                 seed: int | None = None, **kwargs: Any):
+        super().__init__(seed, **kwargs)
+        if not 0 <= float(factor) <= 1:
+            raise ValueError(f"RandomGrayscale: factor must be in [0, 1]; got {factor!r}.")
+        if data_format not in (None, "channels_last"):
+            raise ValueError(f"RandomGrayscale: only data_format='channels_last' is supported; "
+                             f"got {data_format!r}.")
+        self.factor = float(factor)
+
+    def _augment(self, images: Tensor) -> Tensor:
+        if images.shape[-1] != 3:
+            raise ValueError(f"RandomGrayscale expects RGB images (3 channels); got shape "
+                             f"{images.shape}.")
+        gray = _color.rgb_to_grayscale(images)
+        gray = _m.multiply(gray, _m.add(_m.multiply(images, 0.0), 1.0))  # back to 3 channels
+        return _m.where(_per_image(self, images, self.factor), gray, images)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "factor": self.factor}
+
+
+@serialization.register
+class RandomInvert(_RandomLayer):
+    """While training, inverts each image with probability ``factor``: ``low + high - x`` for
+    ``value_range=(low, high)``.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.layers.RandomInvert()(tf.constant([[[[0.], [200.]]]])).numpy().ravel().tolist()
+    [255.0, 55.0]
+    """
+
+    def __init__(self, factor: float = 1.0, value_range: Any = (0, 255),
+                 seed: int | None = None, **kwargs: Any):
+        super().__init__(seed, **kwargs)
+        if not 0 <= float(factor) <= 1:
+            raise ValueError(f"RandomInvert: factor must be in [0, 1]; got {factor!r}.")
+        self.factor = float(factor)
+        self.value_range = _value_range("RandomInvert", value_range)
+
+    def _augment(self, images: Tensor) -> Tensor:
+        low, high = self.value_range
+        inverted = _m.subtract(low + high, images)
+        return _m.where(_per_image(self, images, self.factor), inverted, images)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "factor": self.factor, "value_range": self.value_range}
+
+
+@serialization.register
+class AutoContrast(Layer):
+    """Stretches each image's channels to the full ``value_range``: per image and channel,
+    ``(x - min) / (max - min)`` rescaled (a constant channel is left as it was). Not random:
+    the same in training and inference.
+
+    >>> import stagecraft as tf
+    >>> tf.keras.layers.AutoContrast()(tf.constant([[[[50.], [100.]]]])).numpy().ravel().tolist()
+    [0.0, 255.0]
+    """
+
+    def __init__(self, value_range: Any = (0, 255), **kwargs: Any):
+        super().__init__(**kwargs)
+        self.value_range = _value_range("AutoContrast", value_range)
+
+    def _stretch(self, images: Tensor) -> Tensor:
+        low_v, high_v = self.value_range
+        x = _m.multiply(_m.subtract(images, low_v), 255.0 / (high_v - low_v))
+        low = _m.reduce_min(x, axis=[1, 2], keepdims=True)
+        high = _m.reduce_max(x, axis=[1, 2], keepdims=True)
+        span = _m.subtract(high, low)
+        constant = _m.equal(span, 0.0)
+        scale = _m.truediv(255.0, _m.where(constant, _m.add(span, 1.0), span))
+        out = _m.clip_by_value(_m.subtract(_m.multiply(x, scale), _m.multiply(low, scale)),
+                               0.0, 255.0)
+        out = _m.add(_m.multiply(out, (high_v - low_v) / 255.0), low_v)
+        # Keras keeps channels it cannot stretch (constant ones, NaNs) as they were.
+        keep = _m.logical_or(_m.is_nan(out), constant)
+        return _m.where(keep, images, out)
+
+    def call(self, inputs: Tensor) -> Tensor:
+        return _batched(self._stretch, _m.cast(inputs, self._dtype))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "value_range": self.value_range}
+
+
+@serialization.register
+class Pipeline(Layer):
+    """Applies ``layers`` one after the other (Keras 3's preprocessing pipeline); the
+    ``training`` flag reaches each.
+
+    >>> import stagecraft as tf
+    >>> pipe = tf.keras.layers.Pipeline([tf.keras.layers.Rescaling(2.0),
+    ...                                  tf.keras.layers.Rescaling(1.0, offset=1.0)])
+    >>> pipe(tf.constant([1., 2.])).numpy().tolist()
+    [3.0, 5.0]
+    """
+
+    def __init__(self, layers: list, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.layers = list(layers)
+
+    def call(self, inputs: Any, training: Any = True) -> Any:
+        for layer in self.layers:
+            inputs = layer(inputs, training=training)
+        return inputs
+
+    def get_config(self) -> dict:
+        return {**super().get_config(),
+                "layers": [serialization.serialize(layer) for layer in self.layers]}
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> "Pipeline":
+        config = dict(config)
+        config["layers"] = [serialization.deserialize(c, custom_objects)
+                            for c in config["layers"]]
+        return cls(**config)
+
+
+__all__ += ["AutoContrast", "Pipeline", "RandomGrayscale", "RandomInvert"]

@@ -219,3 +219,25 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError) as e:
         layers.Resizing(0, 2)
     assert str(e.value) == "Resizing: height must be a positive integer; got 0."
+
+
+def test_color_layers_and_pipeline():
+    imgs = (RNG.random((16, 3, 3, 3)) * 200 + 20).astype(np.float32)
+    gray = layers.RandomGrayscale(factor=0.5, seed=3)(imgs).numpy()
+    lum = (imgs @ np.array([0.2989, 0.587, 0.114], np.float32))[..., None]
+    made_gray = [np.allclose(g, np.repeat(l, 3, -1), atol=1e-3) for g, l in zip(gray, lum)]
+    kept = [np.array_equal(g, i) for g, i in zip(gray, imgs)]
+    assert all(a or b for a, b in zip(made_gray, kept)) and any(made_gray) and any(kept)
+    np.testing.assert_array_equal(layers.RandomGrayscale(1.0)(imgs, training=False).numpy(), imgs)
+    inverted = layers.RandomInvert(value_range=(10, 250))(imgs).numpy()
+    np.testing.assert_allclose(inverted, 260 - imgs, rtol=1e-6)
+    stretched = layers.AutoContrast()(imgs).numpy()
+    low, high = imgs.min((1, 2), keepdims=True), imgs.max((1, 2), keepdims=True)
+    np.testing.assert_allclose(stretched, (imgs - low) * 255 / (high - low), rtol=1e-4, atol=1e-3)
+    flat = np.full((1, 2, 2, 1), 7.0, np.float32)
+    np.testing.assert_array_equal(layers.AutoContrast()(flat).numpy(), flat)
+    pipe = layers.Pipeline([layers.RandomInvert(), layers.Rescaling(1 / 255)])
+    np.testing.assert_allclose(pipe(imgs).numpy(), (255 - imgs) / 255, rtol=1e-5)
+    np.testing.assert_allclose(pipe(imgs, training=False).numpy(), imgs / 255, rtol=1e-6)
+    again = layers.Pipeline.from_config(pipe.get_config())
+    assert [type(x).__name__ for x in again.layers] == ["RandomInvert", "Rescaling"]

@@ -141,8 +141,10 @@ class Optimizer(Module):
     def add_slot(self, var: Variable, slot_name: str, initializer: Any = "zeros",
                  shape: Any = None) -> Variable:
         """The slot ``slot_name`` of ``var`` (same dtype, non-trainable; ``var``'s shape unless
-        ``shape`` is given, as Adafactor's factored moments need), created on first use. A checkpoint restored before it existed fills it in at creation
-        (``stagecraft.state.checkpoint.slots.slot_created`` is called, eagerly, for each new slot).
+        ``shape`` is given, as Adafactor's factored moments need), created on first use. A
+        checkpoint restored before it existed fills it in at creation
+        (``stagecraft.state.checkpoint.slots.slot_created`` is called, eagerly, for each new
+        slot).
 
         >>> import stagecraft as tf
         >>> v, opt = tf.Variable([1.0, 2.0]), tf.keras.optimizers.SGD()
