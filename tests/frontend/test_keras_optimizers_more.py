@@ -188,3 +188,31 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError) as e:
         opts.schedules.deserialize({"class_name": "Warmup", "config": {}})
     assert str(e.value).startswith("Unknown learning rate schedule 'Warmup'")
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["eager", "staged"])
+def test_loss_scale_optimizer_skips_overflows_and_adapts_the_scale(staged):
+    opt = opts.LossScaleOptimizer(opts.SGD(0.5), initial_scale=4.0, dynamic_growth_steps=2)
+    var = tf.Variable([1.0, 2.0])
+    step = tf.function(lambda g: opt.apply_gradients([(g, var)])) if staged else \
+        (lambda g: opt.apply_gradients([(g, var)]))
+    grads = [[4.0, 8.0], [8.0, 8.0], [np.inf, 1.0], [np.nan, 0.0], [2.0, 2.0], [2.0, 2.0]]
+    w, scale, counter = np.array([1.0, 2.0]), 4.0, 0
+    for g in grads:
+        step(tf.constant(g, tf.float32))
+        g = np.array(g)
+        if np.isfinite(g).all():
+            w = w - 0.5 * g / scale
+            counter += 1
+            if counter == 2:
+                scale, counter = scale * 2, 0
+        else:
+            scale, counter = scale / 2, 0
+        np.testing.assert_allclose(var.numpy(), w, rtol=1e-6)
+        assert float(opt.dynamic_scale) == scale and int(opt.step_counter) == counter
+    assert int(opt.iterations) == 4  # skipped steps do not count
+    assert float(opt.scale_loss(tf.constant(3.0))) == 3.0 * scale
+    again = opts.deserialize(opts.serialize(opt))
+    assert type(again.inner_optimizer) is opts.SGD and again.dynamic_growth_steps == 2
+    opt.learning_rate = 0.25
+    assert float(opt.inner_optimizer.learning_rate) == 0.25

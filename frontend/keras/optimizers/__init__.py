@@ -11,13 +11,15 @@ from stagecraft.keras.optimizers.adadelta import Adadelta, Ftrl
 from stagecraft.keras.optimizers.adafactor import Adafactor
 from stagecraft.keras.optimizers.adam import Adam, Adamax, AdamW, Nadam
 from stagecraft.keras.optimizers.lion import Lamb, Lion
+from stagecraft.keras.optimizers.loss_scale import LossScaleOptimizer
 from stagecraft.keras.optimizers.optimizer import Optimizer
 from stagecraft.keras.optimizers.rmsprop import Adagrad, RMSprop
 from stagecraft.keras.optimizers.sgd import SGD
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "adamax": Adamax, "nadam": Nadam,
             "rmsprop": RMSprop, "adagrad": Adagrad, "adadelta": Adadelta, "ftrl": Ftrl,
-            "adafactor": Adafactor, "lion": Lion, "lamb": Lamb}
+            "adafactor": Adafactor, "lion": Lion, "lamb": Lamb,
+            "lossscaleoptimizer": LossScaleOptimizer}
 
 
 def get(identifier: Any) -> Optimizer:
@@ -88,5 +90,5 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
 
 
 __all__ = ["Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "Ftrl", "Lamb", "Lion",
-           "Nadam", "Optimizer", "RMSprop", "SGD", "deserialize", "get", "legacy",
+           "LossScaleOptimizer", "Nadam", "Optimizer", "RMSprop", "SGD", "deserialize", "get", "legacy",
            "schedules", "serialize"]
