@@ -61,9 +61,9 @@ class ConcreteFunction:
         self._optimized_graph: Graph | None = None  # made on first use (optimized_graph)
         # (the backward ConcreteFunction, which inputs get a gradient): see function_grad
         self._backward: tuple | None = None
-        # input shapes -> the forward-with-residuals and backward functions, or why there are
-        # none (see function_grad.call_split)
-        self._splits: dict = {}
+        # the forward-with-residuals and backward functions, or why there are none (a str):
+        # see function_grad.call_split
+        self._split: Any = None
         self._arg_names = tuple(arg_names)  # Python names of the traced positional arguments
         self._trace_report = trace_report  # AutoGraph's decisions in this trace
         self._lock = threading.Lock()

@@ -31,7 +31,9 @@ from stagecraft.autodiff.replay import inline_graph
 from stagecraft.autodiff.tape import GradientTape, key
 from stagecraft.eager import nest, placement
 from stagecraft.eager.context import STATE
+from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.remote import is_remote
+from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.partition import SplitError, split_graph
 from stagecraft.ops.array_ops import zeros_like
 from stagecraft.staging import tracing
@@ -88,6 +90,7 @@ def call_split(concrete: Any, tapes: tuple, args: list) -> list | None:
     """
     fg = STATE.get().graph
     if fg is None:
+        args = [a if isinstance(a, (Tensor, Variable)) else convert_to_tensor(a) for a in args]
         recorded = args
         if is_remote(concrete._device) or is_remote(placement.inputs_device(args)):
             return None
@@ -115,12 +118,13 @@ def _watched(tapes: tuple, args: list) -> bool:
 
 
 class _Split:
-    """A concrete function's forward-with-residuals and backward functions (for one set of
-    input shapes) and how a call's values reach their parameters."""
+    """A concrete function's forward-with-residuals and backward functions and how a call's
+    values reach their parameters. They are traced for the parameter types of its graph (the
+    dims it was traced with, known or not), so every call of it shares them."""
 
     def __init__(self, concrete: Any, args: list):
         graph = concrete.graph
-        tensors = [a for a in args if not isinstance(a, Variable)]
+        tensors = [TensorSpec(p.type.shape, p.type.dtype) for p in graph.params if not p.ref]
         variables = [a for a in args if isinstance(a, Variable)]
         self.num_outputs = len(graph.results)
         self.float_outputs = [i for i, r in enumerate(graph.results) if r.type.dtype.is_floating]
@@ -132,7 +136,7 @@ class _Split:
             results, grads = _differentiate(graph, tensors, variables, seeds, True, mask)
             return list(results) + grads
 
-        traced = tracing.trace_graph(joint, (_specs(tensors), variables, seeds), {},
+        traced = tracing.trace_graph(joint, (tensors, variables, seeds), {},
                                      f"{concrete.name}_joint")
         jfg, jgraph = traced.func_graph, traced.graph
         n_in = len(tensors) + len(variables)
@@ -188,12 +192,9 @@ class _Split:
 
 
 def _split_for(concrete: Any, args: list) -> _Split | None:
-    """The split of ``concrete`` for the shapes of ``args`` (made once), or None where it is
-    refused (the reason logged on the first refusal)."""
-    shapes = tuple(tuple(a.shape.as_list()) if a.shape.rank is not None else None
-                   for a in args if not isinstance(a, Variable))
-    cache = concrete._splits
-    split = cache.get(shapes)
+    """The split of ``concrete`` (made on its first watched call), or None where it is refused
+    (the reason logged then)."""
+    split = concrete._split
     if split is None:
         try:
             split = _Split(concrete, args)
@@ -205,7 +206,7 @@ def _split_for(concrete: Any, args: list) -> _Split | None:
             logger.warning("tf.function %s: its gradient rematerializes the forward pass (the "
                            "forward pass runs twice per training step) because %s",
                            concrete.name, split)
-        cache[shapes] = split
+        concrete._split = split
     return split if isinstance(split, _Split) else None
 
 
