@@ -48,7 +48,7 @@ from stagecraft.ops.linalg_sqrtm import matrix_square_root
 from stagecraft import errors, linalg, math, nest, nn, random
 from stagecraft import bitwise
 from stagecraft import signal
-from stagecraft.linalg import norm
+from stagecraft.linalg import eig, eigvals, norm
 from stagecraft.autodiff.tape import GradientTape, UnconnectedGradients
 from stagecraft.autodiff.custom_gradient import custom_gradient
 from stagecraft.state.variables import Variable

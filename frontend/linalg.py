@@ -91,3 +91,6 @@ __all__ = ["matmul", "diag", "diag_part", "eye", "matrix_transpose", "matvec", "
            "matrix_rank", "pinv", "qr", "set_diag", "slogdet", "solve", "svd",
            "triangular_solve", "expm", "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve",
            "sqrtm"]
+from stagecraft.ops.linalg_ops import eig, eigvals  # noqa: E402
+
+__all__ += ["eig", "eigvals"]

@@ -157,6 +157,13 @@ class _Line:
             raise self.error(f"expected a value, found {text!r}")
         if text in _KEYWORDS:
             return _KEYWORDS[text]
+        if text == "complex":  # complex(real, imag), as the printer writes complex literals
+            self.expect("(")
+            parts = self._sequence(")")[0]
+            if len(parts) != 2 or not all(isinstance(p, (int, float)) and
+                                          not isinstance(p, bool) for p in parts):
+                raise self.error(f"complex(...) takes two real numbers, found {parts!r}")
+            return complex(*parts)
         if text == "array":
             self.expect("(")
             data = self.value()

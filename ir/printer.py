@@ -58,7 +58,8 @@ def format_attr(value: Any) -> str:
         if isinstance(value, DigestArray) and value.digest is not None:
             return f"digest({value.digest!r}, {_np_short(value)}, {list(value.shape)!r})"
         if value.size <= INLINE_CONST_MAX:
-            return f"array({value.tolist()!r}, {_np_short(value)})"
+            data = _nested(value.tolist()) if value.dtype.kind == "c" else repr(value.tolist())
+            return f"array({data}, {_np_short(value)})"
         digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:16]
         return f"digest({digest!r}, {_np_short(value)}, {list(value.shape)!r})"
     if isinstance(value, tuple):
@@ -72,6 +73,13 @@ def format_attr(value: Any) -> str:
     if callable(value):
         return f"python({getattr(value, '__qualname__', type(value).__name__)!r})"
     return repr(value)
+
+
+def _nested(data: Any) -> str:
+    """Nested lists of complex numbers as the parser reads them (``complex(re, im)``)."""
+    if isinstance(data, list):
+        return "[" + ", ".join(_nested(x) for x in data) + "]"
+    return format_literal(data)
 
 
 def _np_short(a: np.ndarray) -> str:
@@ -114,6 +122,8 @@ class _Namer:
 
 
 def format_literal(v: Any) -> str:
+    if isinstance(v, (complex, np.complexfloating)):  # parsed back by the parser's complex(...)
+        return f"complex({format_literal(float(v.real))}, {format_literal(float(v.imag))})"
     if isinstance(v, float):
         return repr(v) if np.isfinite(v) else {"inf": "inf", "-inf": "-inf"}.get(repr(v), "nan")
     return repr(v)

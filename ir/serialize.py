@@ -278,6 +278,8 @@ class _Encoder:
             return v
         if isinstance(v, float):
             return v if math.isfinite(v) else {"float": repr(v)}
+        if isinstance(v, complex):
+            return {"complex": [self.attr(v.real), self.attr(v.imag)]}
         if isinstance(v, dt.DType):
             return {"dtype": v.short}
         if isinstance(v, np.ndarray):
@@ -373,6 +375,9 @@ ATTR_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     **{k: ("a string", _is_str) for k in ("mode", "name", "message", "sep", "end", "stream",
                                           "side")},
     "value": ("an array", lambda v: isinstance(v, np.ndarray)),
+    "rank": ("an int", _is_int),  # the FFTs'
+    "inverse": ("true or false", lambda v: type(v) is bool),
+    "fft_length": ("a tuple of ints", _INTS),
 }
 # Strings that are printed as data rather than names (``tf.print``'s text) may hold line
 # breaks; every other string from a file must be one printable line.
@@ -516,10 +521,13 @@ class _Decoder:
         if isinstance(d, dict) and "literal" in d:
             check_object(d, at, ("literal", "dtype"))
             value = self.attr(d["literal"], f"{at}.literal")
-            if value is None or type(value) not in (bool, int, float):
-                raise DocumentError(f"{at}.literal", f"expected a number or a bool, got "
+            dtype = check_dtype(d["dtype"], f"{at}.dtype")
+            if value is None or type(value) not in (bool, int, float, complex) or \
+                    type(value) is complex and not dtype.is_complex:
+                raise DocumentError(f"{at}.literal", f"expected a number or a bool (complex "
+                                                     f"only for a complex dtype), got "
                                                      f"{_show(value)}")
-            return Literal(value, TensorType(check_dtype(d["dtype"], f"{at}.dtype"), ()))
+            return Literal(value, TensorType(dtype, ()))
         check_object(d, at, ("value",))
         key = check_int(d["value"], f"{at}.value", 0)
         try:
@@ -588,6 +596,14 @@ class _Decoder:
         if "dtype" in v:
             check_object(v, at, ("dtype",))
             return check_dtype(v["dtype"], f"{at}.dtype")
+        if "complex" in v:
+            check_object(v, at, ("complex",))
+            parts = [self.attr(p, f"{at}.complex[{k}]")
+                     for k, p in enumerate(check_list(v["complex"], f"{at}.complex", 2))]
+            if len(parts) != 2 or any(type(p) not in (int, float) for p in parts):
+                raise DocumentError(f"{at}.complex", f"expected [real, imag] numbers, got "
+                                                     f"{_show(v['complex'])}")
+            return complex(*parts)
         if "array" in v:
             return self.array(v, at)
         if "scalar" in v:
@@ -596,8 +612,10 @@ class _Decoder:
                 raise DocumentError(f"{at}.np", f"expected a NumPy dtype name, one of "
                                                 f"{sorted(_NP_SCALARS)}, got {_show(v['np'])}")
             item = self.attr(v["scalar"], f"{at}.scalar")
-            if type(item) not in (bool, int, float):
-                raise DocumentError(f"{at}.scalar", f"expected a number, got {_show(item)}")
+            if type(item) not in (bool, int, float, complex) or \
+                    type(item) is complex and not dt.as_dtype(v["np"]).is_complex:
+                raise DocumentError(f"{at}.scalar", f"expected a number (complex only for a "
+                                                    f"complex dtype), got {_show(item)}")
             try:
                 with np.errstate(all="raise"):
                     return dt.as_dtype(v["np"]).np.type(item)  # (bfloat16: ml_dtypes')

@@ -55,6 +55,12 @@ def _lu(cg, e: Eqn) -> None:
     _bind(cg, e, f"K.lu3({_as3(cg, e.inputs[0])}, {like})")
 
 
+@lowers("eig")
+def _eig(cg, e: Eqn) -> None:
+    like = f"np.empty(0, {np_type(e.outputs[0].type.dtype)})"
+    _bind(cg, e, f"K.eig3({_as3(cg, e.inputs[0])}, {like})")
+
+
 @lowers("qr", "svd")
 def _factor(cg, e: Eqn) -> None:
     _bind(cg, e, f"K.{e.op}3({_as3(cg, e.inputs[0])}, {bool(e.params['full_matrices'])})")

@@ -162,9 +162,14 @@ TABLE["matrix_solve"] = lambda xs, a, t: decompositions.solve(xs[0], xs[1], a["a
 TABLE["triangular_solve"] = lambda xs, a, t: decompositions.triangular_solve(
     xs[0], xs[1], a["lower"], a["adjoint"], t[0].shape)
 # The FFTs too: NumPy's pocketfft on a host copy (cuFFT would keep the data on the device).
-for _name in ("qr", "svd", "eigh", "fft", "rfft", "irfft"):
+for _name in ("qr", "svd", "eigh", "eig", "fft", "rfft", "irfft"):
     TABLE[_name] = (lambda kernel: lambda xs, a, t: decompositions.on_host(kernel, xs, **a))(
         OPS[_name].kernel)
+# Complex matrices too (the device kernels' arithmetic is real).
+for _name in ("matrix_inverse", "matrix_determinant", "matrix_solve"):
+    TABLE[_name] = (lambda real, kernel: lambda xs, a, t: decompositions.on_host(
+        kernel, xs, **a) if np.dtype(xs[0].dtype).kind == "c" else real(xs, a, t))(
+        TABLE[_name], OPS[_name].kernel)
 
 
 # ------------------------------------------------------------------------------- shape

@@ -74,6 +74,27 @@ def _angle_rule(g, out, x):
     return (m.truediv(ig, _conj(x)),)
 
 
+@RULES.rule("eig")
+def _eig_rule(gs, outs, x):
+    # TensorFlow's rule: with V^H as vt, F[i, j] = conj(1 / (e_j - e_i)) off the diagonal,
+    # grad = vt^-1 (diag(ge) + F * (vt gv - vt v diag(Re(diag(vt gv))))) vt; the last term
+    # keeps the eigenvectors' unit norm
+    (ge, gv), (e, v) = gs, outs
+    vt = _h(v)
+    n = e.shape.as_list()[-1]
+    eye = _complex(a.eye(n, dtype=e.dtype.real_dtype), a.zeros([n, n], e.dtype.real_dtype))
+    gap = m.subtract(a.expand_dims(e, -2), a.expand_dims(e, -1))
+    f = _conj(m.multiply(m.subtract(1.0, eye), m.reciprocal(m.add(gap, eye))))
+    mid = bind(_O["diag"], ge if ge is not None else a.zeros_like(e))
+    if gv is not None:
+        vgv = m.matmul(vt, gv)
+        real_diag = bind(_O["diag"], _complex(_real(bind(_O["diag_part"], vgv)),
+                                              a.zeros_like(_real(e))))
+        mid = m.add(mid, m.multiply(f, m.subtract(vgv, m.matmul(m.matmul(vt, v), real_diag))))
+    grad = bind(_O["matrix_solve"], vt, m.matmul(mid, vt), adjoint=False)
+    return (grad if x.dtype.is_complex else _real(grad),)
+
+
 # Ops whose real rule, called on conjugated values, is their complex rule (see the docstring).
 CONJUGATING = ("square", "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
                "reciprocal", "multiply", "matmul", "reduce_prod", "cumprod")
@@ -132,6 +153,46 @@ def _cast(rule: Callable) -> Callable:
     return cast_rule
 
 
+def _h(x):
+    """The conjugate transpose of the matrices of ``x``."""
+    perm = list(range(x.ndim))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return _conj(a.transpose(x, perm))
+
+
+def _matrix_inverse(rule: Callable) -> Callable:
+    def inverse_rule(g, out, x, adjoint):
+        if not x.dtype.is_complex:
+            return rule(g, out, x, adjoint)
+        # Y = A^-1: grad = -Y^H G Y^H; Y = (A^H)^-1: the conjugate transpose of that in A^H
+        if adjoint:
+            return (m.negative(m.matmul(out, m.matmul(_h(g), out))),)
+        return (m.negative(m.matmul(_h(out), m.matmul(g, _h(out)))),)
+    return inverse_rule
+
+
+def _matrix_determinant(rule: Callable) -> Callable:
+    def determinant_rule(g, out, x):
+        if not x.dtype.is_complex:
+            return rule(g, out, x)
+        # d det = det tr(A^-1 dA): grad = g conj(det) A^-H
+        scale = a.expand_dims(a.expand_dims(m.multiply(g, _conj(out)), -1), -1)
+        return (m.multiply(scale, bind(_O["matrix_inverse"], x, adjoint=True)),)
+    return determinant_rule
+
+
+def _matrix_solve(rule: Callable) -> Callable:
+    def solve_rule(g, out, matrix, rhs, adjoint):
+        if not matrix.dtype.is_complex:
+            return rule(g, out, matrix, rhs, adjoint)
+        # X = op(A)^-1 B: grad_B = op(A)^-H G; grad_A = -grad_B X^H (op = identity), or its
+        # conjugate transpose -X grad_B^H (op = conjugate transpose)
+        g_rhs = bind(_O["matrix_solve"], matrix, g, adjoint=not adjoint)
+        g_a = m.negative(m.matmul(out, _h(g_rhs)) if adjoint else m.matmul(g_rhs, _h(out)))
+        return g_a, g_rhs
+    return solve_rule
+
+
 def complex_aware(vjps: dict) -> dict:
     """The rules of ``vjps`` for the ops that take complex tensors, wrapped so that complex
     inputs get TensorFlow's complex gradients (real inputs still take the original rule).
@@ -141,7 +202,9 @@ def complex_aware(vjps: dict) -> dict:
     ['exp']
     """
     wrappers = {name: _conjugating for name in CONJUGATING}
-    wrappers.update(abs=_abs, divide=_divide, pow=_pow, cast=_cast)
+    wrappers.update(abs=_abs, divide=_divide, pow=_pow, cast=_cast,
+                    matrix_inverse=_matrix_inverse, matrix_determinant=_matrix_determinant,
+                    matrix_solve=_matrix_solve)
     return {name: wrap(vjps[name]) for name, wrap in wrappers.items() if name in vjps}
 
 

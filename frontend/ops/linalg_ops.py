@@ -18,6 +18,7 @@ from stagecraft.ir import OPS
 from stagecraft.ir.dtypes import as_dtype
 from stagecraft.ops.array_ops import expand_dims, eye, gather, shape, transpose, zeros_like
 from stagecraft.ops.indexing_ops import argsort
+from stagecraft.ops.complex_ops import conj
 from stagecraft.ops.array_ops import range as arange
 from stagecraft.ops.math_ops import (cast, greater, greater_equal, less_equal, log, matmul,
                                      maximum, reduce_max, reduce_sum, where)
@@ -57,8 +58,8 @@ def _static_dims(x: Tensor, fn: str) -> tuple[int, int]:
 
 
 def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = False) -> Tensor:
-    """Swaps the last two dimensions (``conjugate`` changes nothing for real dtypes, the only
-    ones stagecraft has).
+    """Swaps the last two dimensions; ``conjugate`` also conjugates complex elements (it
+    changes nothing for real dtypes).
 
     >>> import stagecraft as tf
     >>> tf.linalg.matrix_transpose([[1, 2, 3]]).numpy().tolist()
@@ -67,7 +68,7 @@ def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = F
     a = convert_to_tensor(a)
     perm = list(range(a.ndim))
     perm[-2], perm[-1] = perm[-1], perm[-2]
-    return transpose(a, perm)
+    return transpose(conj(a) if conjugate else a, perm)
 
 
 def adjoint(matrix: Any, name: str | None = None) -> Tensor:
@@ -76,8 +77,10 @@ def adjoint(matrix: Any, name: str | None = None) -> Tensor:
     >>> import stagecraft as tf
     >>> tf.linalg.adjoint([[1.0, 2.0], [3.0, 4.0]]).numpy().tolist()
     [[1.0, 3.0], [2.0, 4.0]]
+    >>> tf.linalg.adjoint([[1 + 2j]]).numpy().tolist()
+    [[(1-2j)]]
     """
-    return matrix_transpose(matrix)
+    return matrix_transpose(matrix, conjugate=True)
 
 
 def triangle_mask(x: Tensor, lower: bool) -> Any:
@@ -190,6 +193,30 @@ def eigh(tensor: Any, name: str | None = None) -> Eigh:
     [1.0, 3.0]
     """
     return Eigh(*bind(OPS["eigh"], tensor))
+
+
+def eig(tensor: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """``(e, v)``: the complex eigenvalues and unit-norm eigenvectors (the columns of v) of
+    each square matrix, real or complex (complex64 for float32/complex64 input, complex128
+    for float64/complex128), in LAPACK's order. Differentiable as in TensorFlow (losses that
+    depend on the eigenvectors' arbitrary phases have no well-defined gradient).
+
+    >>> import stagecraft as tf
+    >>> e, v = tf.linalg.eig([[0.0, -1.0], [1.0, 0.0]])
+    >>> e.dtype, sorted(e.numpy().round(6).tolist(), key=lambda z: z.imag)
+    (stagecraft.complex64, [-1j, 1j])
+    """
+    return tuple(bind(OPS["eig"], tensor))
+
+
+def eigvals(tensor: Any, name: str | None = None) -> Tensor:
+    """The complex eigenvalues of each square matrix (``eig``'s first output).
+
+    >>> import stagecraft as tf
+    >>> tf.linalg.eigvals(tf.constant([[2.0, 0.0], [0.0, 3.0]], tf.float64)).numpy().tolist()
+    [(2+0j), (3+0j)]
+    """
+    return bind(OPS["eig"], tensor)[0]
 
 
 def eigvalsh(tensor: Any, name: str | None = None) -> Tensor:

@@ -379,15 +379,25 @@ def cumprod(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = Fals
 
 # --------------------------------------------------------------------------- matmul
 
+def _conjugated(x: Any, adjoint: bool) -> Any:
+    """``x`` conjugated when ``adjoint`` asks for it and it is complex."""
+    if not adjoint:
+        return x
+    x = x if isinstance(x, Tensor) else convert_to_tensor(x)
+    return bind(_O["conj"], x) if x.dtype.is_complex else x
+
+
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
            adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
            b_is_sparse: bool = False, output_type: Any = None, name: str | None = None) -> Tensor:
     """Matrix product over the last two dimensions; leading batch dimensions broadcast.
+    ``adjoint_a``/``adjoint_b`` conjugate-transpose a complex operand (transpose a real one).
 
     >>> import stagecraft as tf
     >>> tf.matmul([[1., 2.]], [[3.], [4.]]).numpy().tolist()
     [[11.0]]
     """
+    a, b = _conjugated(a, adjoint_a), _conjugated(b, adjoint_b)
     return bind(_O["matmul"], a, b, transpose_a=bool(transpose_a or adjoint_a),
                 transpose_b=bool(transpose_b or adjoint_b))
 

@@ -21,6 +21,7 @@ from stagecraft.ir.shapes import broadcast, format_dims
 from stagecraft.ir.types import TensorType
 
 FLOATS = (dt.float32, dt.float64)
+FLOATS_AND_COMPLEX = FLOATS + dt.COMPLEX  # inverse, determinant and solve: as TF's kernels
 
 NOT_INVERTIBLE = "Input is not invertible."
 SOLVE_NOT_INVERTIBLE = "Input matrix is not invertible."
@@ -47,11 +48,11 @@ def _matrix(op: str, name: str, t: TensorType, square: bool) -> tuple | None:
     return s
 
 
-def _square_infer(op: str, *extra: str):
+def _square_infer(op: str, *extra: str, dtypes: tuple = FLOATS):
     """Inference of ops mapping square matrices to outputs shaped from ``(batch, n)``: each
     entry of ``extra`` is "matrix" (batch + (n, n)), "vector" (batch + (n,)) or "scalar"."""
     def infer(types, **attrs):
-        d = check_unified(op, ("input",), types, (0,), FLOATS)
+        d = check_unified(op, ("input",), types, (0,), dtypes)
         s = _matrix(op, "input", types[0], square=True)
         out = []
         for kind in extra:
@@ -87,9 +88,9 @@ def _svd_infer(types, full_matrices):
             TensorType(d, b + (n, n if full_matrices else p))]
 
 
-def _solve_infer(op: str, broadcast_batch: bool):
+def _solve_infer(op: str, broadcast_batch: bool, dtypes: tuple = FLOATS):
     def infer(types, **attrs):
-        d = check_unified(op, ("matrix", "rhs"), types, (0, 1), FLOATS)
+        d = check_unified(op, ("matrix", "rhs"), types, (0, 1), dtypes)
         a = _matrix(op, "matrix", types[0], square=True)
         b = _matrix(op, "rhs", types[1], square=False)
         if a is None or b is None:
@@ -119,7 +120,9 @@ def _solve_infer(op: str, broadcast_batch: bool):
 # ----------------------------------------------------------------------------- kernels
 
 def _adjoint(x: np.ndarray) -> np.ndarray:
-    return np.swapaxes(x, -1, -2)
+    """The conjugate transpose of the matrices (the transpose of real ones)."""
+    t = np.swapaxes(x, -1, -2)
+    return np.conj(t) if t.dtype.kind == "c" else t
 
 
 def _inverse_kernel(x, adjoint):
@@ -238,6 +241,8 @@ def lu_kernel(x, out_type):
 # ----------------------------------------------------------------------------- examples
 
 def _random(rng, d, shape):
+    if d.is_complex:
+        return rng.uniform(-1.0, 1.0, shape) + 1j * rng.uniform(-1.0, 1.0, shape)
     return rng.uniform(-1.0, 1.0, shape)
 
 
@@ -303,17 +308,20 @@ def _triangular_solve_examples(rng, d):
 
 matrix_inverse_op = OpDef(
     name="matrix_inverse", kind=Kind.LINALG, inputs=("input",), attrs=("adjoint",),
-    infer=_square_infer("matrix_inverse", "matrix"), kernel=_inverse_kernel, dtypes=FLOATS,
+    infer=_square_infer("matrix_inverse", "matrix", dtypes=FLOATS_AND_COMPLEX),
+    kernel=_inverse_kernel,
+    dtypes=FLOATS_AND_COMPLEX,
     unify=(0,), copying=True,
     examples=_square_examples(_well_conditioned, [{"adjoint": False}, {"adjoint": True}]),
-    doc="The inverse of each square matrix (of its transpose with ``adjoint``); a singular "
+    doc="The inverse of each square matrix (of its conjugate transpose with ``adjoint``); a singular "
         "matrix (an exactly zero pivot of the LU factorization) raises 'Input is not "
         "invertible.'.")
 
 matrix_determinant_op = OpDef(
     name="matrix_determinant", kind=Kind.LINALG, inputs=("input",), attrs=(),
-    infer=_square_infer("matrix_determinant", "scalar"), kernel=_determinant_kernel,
-    dtypes=FLOATS, unify=(0,), copying=True, examples=_square_examples(_well_conditioned),
+    infer=_square_infer("matrix_determinant", "scalar", dtypes=FLOATS_AND_COMPLEX),
+    kernel=_determinant_kernel,
+    dtypes=FLOATS_AND_COMPLEX, unify=(0,), copying=True, examples=_square_examples(_well_conditioned),
     doc="The determinant of each square matrix (shape: the batch dimensions).")
 
 log_matrix_determinant_op = OpDef(
@@ -357,9 +365,9 @@ eigh_op = OpDef(
 
 matrix_solve_op = OpDef(
     name="matrix_solve", kind=Kind.LINALG, inputs=("matrix", "rhs"), attrs=("adjoint",),
-    infer=_solve_infer("matrix_solve", broadcast_batch=False), kernel=_solve_kernel,
-    dtypes=FLOATS, unify=(0, 1), copying=True, examples=_solve_examples,
-    doc="x with matrix @ x = rhs (matrix^T @ x = rhs with ``adjoint``) for each square matrix "
+    infer=_solve_infer("matrix_solve", broadcast_batch=False, dtypes=FLOATS_AND_COMPLEX),
+    kernel=_solve_kernel, dtypes=FLOATS_AND_COMPLEX, unify=(0, 1), copying=True, examples=_solve_examples,
+    doc="x with matrix @ x = rhs (matrix^H @ x = rhs with ``adjoint``) for each square matrix "
         "[N, N] and right-hand sides [N, K] (the same batch dimensions); a singular matrix "
         "raises 'Input matrix is not invertible.'.")
 

@@ -65,7 +65,7 @@ def _fft_examples(rng, d):
 fft_op = OpDef(
     name="fft", kind=Kind.LINALG, inputs=("input",), attrs=("rank", "inverse"),
     infer=_fft_infer, kernel=_fft_kernel, dtypes=dt.COMPLEX, unify=(0,),
-    examples=_fft_examples, copying=True,
+    examples=_fft_examples, copying=True, test_dtypes=dt.COMPLEX,  # (none of them is classic)
     doc="The discrete Fourier transform over the innermost `rank` axes (`inverse`: the "
         "inverse transform, scaled by 1/n).")
 
@@ -123,7 +123,7 @@ def _irfft_examples(rng, d):
 irfft_op = OpDef(
     name="irfft", kind=Kind.LINALG, inputs=("input",), attrs=("rank", "fft_length"),
     infer=_irfft_infer, kernel=_irfft_kernel, dtypes=dt.COMPLEX, unify=(0,),
-    examples=_irfft_examples, copying=True,
+    examples=_irfft_examples, copying=True, test_dtypes=dt.COMPLEX,
     doc="The inverse of rfft: a real tensor whose innermost `rank` axes have `fft_length`, "
         "from the non-negative frequencies (cropped or zero-padded to fft_length[:-1] + "
         "(fft_length[-1] // 2 + 1,)).")

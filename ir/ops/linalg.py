@@ -57,7 +57,7 @@ matmul_op = OpDef(
 
 
 def _diag_infer(types):
-    d = check_unified("diag", ("diagonal",), types, (0,), dt.NUMERIC)
+    d = check_unified("diag", ("diagonal",), types, (0,), dt.NUMERIC + dt.COMPLEX)
     s = types[0].shape
     if s is not None and len(s) < 1:
         raise fail("diag", "the diagonal must have rank >= 1.")
@@ -74,13 +74,13 @@ def _diag_kernel(x):
 
 diag_op = OpDef(
     name="diag", kind=Kind.LINALG, inputs=("diagonal",), attrs=(), infer=_diag_infer,
-    kernel=_diag_kernel, dtypes=dt.NUMERIC, unify=(0,),
+    kernel=_diag_kernel, dtypes=dt.NUMERIC + dt.COMPLEX, unify=(0,),
     examples=lambda rng, d: [Example((values(rng, d, s),)) for s in [(3,), (2, 3)]],
     doc="A (batch of) square matrices with the given diagonal and zeros elsewhere.")
 
 
 def _diag_part_infer(types):
-    d = check_unified("diag_part", ("input",), types, (0,), dt.NUMERIC)
+    d = check_unified("diag_part", ("input",), types, (0,), dt.NUMERIC + dt.COMPLEX)
     s = types[0].shape
     if s is None:
         return [TensorType(d, None)]
@@ -93,6 +93,7 @@ def _diag_part_infer(types):
 
 diag_part_op = OpDef(
     name="diag_part", kind=Kind.LINALG, inputs=("input",), attrs=(), infer=_diag_part_infer,
-    kernel=lambda x: np.diagonal(x, axis1=-2, axis2=-1).copy(), dtypes=dt.NUMERIC, unify=(0,),
+    kernel=lambda x: np.diagonal(x, axis1=-2, axis2=-1).copy(), dtypes=dt.NUMERIC + dt.COMPLEX,
+    unify=(0,),
     examples=lambda rng, d: [Example((values(rng, d, s),)) for s in [(3, 3), (2, 3, 4)]],
     doc="The main diagonal of the last two dimensions.")

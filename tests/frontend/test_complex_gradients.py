@@ -16,7 +16,10 @@ from stagecraft.ir import dtypes as dt
 from support.op_examples import as_list, examples, rng
 
 C128 = sorted(n for n, op in OPS.items() if dt.complex128 in op.dtypes
-              and n in VJPS and n not in NOT_DIFFERENTIABLE and n != "stop_gradient")
+              and n in VJPS and n not in NOT_DIFFERENTIABLE and n not in (
+                  "stop_gradient",
+                  "eig",  # eigenvectors of a complex matrix have an arbitrary phase: below
+              ))
 EPS, TOL = 1e-6, 2e-5
 
 
@@ -130,3 +133,37 @@ def test_second_order_through_complex():
         gx = tf.math.real(g)
     h = outer.gradient(gx, z)  # d Re(3 z^2)/dx + i d Re(3 z^2)/dy = 6 conj(z)
     np.testing.assert_allclose(h.numpy(), 6 * np.conj(z.numpy()), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_eig_gradient_of_phase_invariant_losses(dtype):
+    # Re(sum w e) + sum(u |v|^2) does not depend on the eigenvectors' phases (LAPACK's choice)
+    g = rng("eig-gradient")
+    a = np.diag([1.0, 3.0, 5.0]) + g.uniform(-0.5, 0.5, (3, 3))
+    if dtype == np.complex128:
+        a = a + 1j * g.uniform(-0.5, 0.5, (3, 3))
+    w = g.uniform(-1, 1, 3) + 1j * g.uniform(-1, 1, 3)
+    u = g.uniform(0.5, 1.5, (3, 3))
+
+    def loss_np(x):
+        e, v = np.linalg.eig(x.astype(np.complex128))
+        order = np.argsort(e.real)  # (the test matrices' eigenvalues stay apart)
+        return float(np.sum(np.real(np.conj(w) * e[order])) + np.sum(u * np.abs(v[:, order]) ** 2))
+
+    x = tf.constant(a)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        e, v = tf.linalg.eig(x)
+        order = np.argsort(e.numpy().real)
+        e, v = tf.gather(e, order), tf.gather(v, order, axis=1)
+        loss = tf.reduce_sum(tf.math.real(tf.math.conj(tf.constant(w)) * e)) + \
+            tf.reduce_sum(tf.constant(u) * tf.square(tf.abs(v)))
+    got = tape.gradient(loss, x).numpy()
+    want = np.zeros(a.shape, a.dtype)
+    for k in np.ndindex(a.shape):
+        for p in ((1.0, 1j) if dtype == np.complex128 else (1.0,)):
+            hi, lo = a.copy(), a.copy()
+            hi[k] += EPS * p
+            lo[k] -= EPS * p
+            want[k] += (loss_np(hi) - loss_np(lo)) / (2 * EPS) * p
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

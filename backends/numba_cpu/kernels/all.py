@@ -29,4 +29,5 @@ from stagecraft.backends.numba_cpu.kernels.rejection import (  # noqa: F401
 from stagecraft.backends.numba_cpu.kernels.logsumexp import cumulative_logsumexp3  # noqa: F401
 from stagecraft.backends.numba_cpu.kernels.fft import (  # noqa: F401
     fft_axis3, fit_axis3, hermitian_axis3)
+from stagecraft.backends.numba_cpu.kernels.eig import eig3  # noqa: F401
 from stagecraft.backends.numba_cpu.kernels.half import floor_to, round_array, round_to  # noqa: F401

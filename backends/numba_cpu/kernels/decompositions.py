@@ -40,7 +40,7 @@ def inverse3(x, adjoint):
     ok = True
     for b in range(x.shape[0]):
         try:
-            out[b] = np.linalg.inv(x[b].T if adjoint else x[b])
+            out[b] = np.linalg.inv(np.conj(x[b].T) if adjoint else x[b])  # (conj: complex)
         except Exception:  # noqa: BLE001 - LAPACK's singular-matrix error
             ok = False
     if not ok:
@@ -148,7 +148,7 @@ def solve3(a, rhs, adjoint):
     ok = True
     for b in range(a.shape[0]):
         try:
-            out[b] = np.linalg.solve(a[b].T if adjoint else a[b], rhs[b])
+            out[b] = np.linalg.solve(np.conj(a[b].T) if adjoint else a[b], rhs[b])
         except Exception:  # noqa: BLE001 - singular
             ok = False
     if not ok:

@@ -27,7 +27,7 @@ from stagecraft.ir.serialize import (DocumentError, check_dims, check_dtype, che
 NODE_KINDS = ("user_object", "variable", "function", "list", "tuple", "dict")
 _SPECIAL_FLOATS = ("nan", "inf", "-inf")
 _NP_SCALARS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-               "uint64", "float16", "bfloat16", "float32", "float64")
+               "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 _MAX_PARAMETER_KIND = 4  # inspect.Parameter.VAR_KEYWORD
 
 
