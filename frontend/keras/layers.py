@@ -4,6 +4,9 @@
 >>> tf.keras.layers.Dense(3)(tf.ones([2, 4])).shape
 TensorShape([2, 3])
 """
+from stagecraft.keras.adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D,
+                                               AdaptiveAveragePooling3D, AdaptiveMaxPooling1D,
+                                               AdaptiveMaxPooling2D, AdaptiveMaxPooling3D)
 from stagecraft.keras.activation_layers import (ELU, LeakyReLU, PReLU, ReLU, Softmax,
                                                 ThresholdedReLU)
 from stagecraft.keras import serialization as _serialization
@@ -116,3 +119,5 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
 
 __all__ += ["InputSpec", "RandomHeight", "RandomWidth", "deserialize", "serialize"]
 __all__ += ["AutoContrast", "Pipeline", "RandomGrayscale", "RandomInvert"]
+__all__ += ["AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
+            "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D"]

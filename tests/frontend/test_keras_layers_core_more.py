@@ -142,3 +142,45 @@ def test_model_of_new_layers_saves_loads_and_stages(tmp_path):
     model.compile(optimizer=tf.keras.optimizers.Lion(1e-3), loss="huber")
     history = model.fit(data, np.ones((3, 1), np.float32), epochs=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+def adaptive_ref(x, out, reduce):
+    """PyTorch's adaptive bins over axes 1..k of a channels-last array, by loops."""
+    k = len(out)
+    result = np.zeros((x.shape[0], *out, x.shape[-1]))
+    for idx in np.ndindex(*out):
+        window = x
+        for axis, (i, o) in enumerate(zip(idx, out), start=1):
+            n = x.shape[axis]
+            start, end = (i * n) // o, -(-((i + 1) * n) // o)
+            window = np.take(window, range(start, end), axis=axis)
+        result[(slice(None), *idx)] = reduce(window, axis=tuple(range(1, k + 1)))
+    return result
+
+
+@pytest.mark.parametrize("cls,reduce,out", [
+    (layers.AdaptiveAveragePooling1D, np.mean, (3,)),
+    (layers.AdaptiveMaxPooling1D, np.max, (4,)),
+    (layers.AdaptiveAveragePooling2D, np.mean, (3, 2)),
+    (layers.AdaptiveMaxPooling2D, np.max, (2, 4)),
+    (layers.AdaptiveAveragePooling3D, np.mean, (2, 3, 2)),
+    (layers.AdaptiveMaxPooling3D, np.max, (3, 2, 2)),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_adaptive_pooling_matches_numpy(cls, reduce, out):
+    shape = (2,) + (7, 5, 6)[:len(out)] + (3,)
+    x = RNG.normal(size=shape).astype(np.float32)
+    layer = cls(out if len(out) > 1 else out[0])
+    np.testing.assert_allclose(layer(x).numpy(), adaptive_ref(x, out, reduce), rtol=1e-5,
+                               atol=1e-6)
+    perm = [0, len(shape) - 1] + list(range(1, len(shape) - 1))
+    first = cls(out, data_format="channels_first")(np.transpose(x, perm)).numpy()
+    back = [0] + list(range(2, len(shape))) + [1]
+    np.testing.assert_allclose(np.transpose(first, back), adaptive_ref(x, out, reduce),
+                               rtol=1e-5, atol=1e-6)
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        total = tf.reduce_sum(layer(xt))
+    grad = tape.gradient(total, xt).numpy()
+    assert grad.shape == x.shape and np.isfinite(grad).all() and grad.sum() > 0
+    assert cls.from_config(layer.get_config()).get_config() == layer.get_config()
