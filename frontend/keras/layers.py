@@ -16,6 +16,7 @@ from stagecraft.keras.basic_layers import Dropout, Embedding, LayerNormalization
 from stagecraft.keras.conv_layers import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose,
                                           Conv3D, Conv3DTranspose, DepthwiseConv1D,
                                           DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
+from stagecraft.keras.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from stagecraft.keras.core_layers import Activation, Dense, Flatten
 from stagecraft.keras.einsum_dense import EinsumDense, Identity
 from stagecraft.keras.functional import Input, InputLayer
@@ -121,3 +122,4 @@ __all__ += ["InputSpec", "RandomHeight", "RandomWidth", "deserialize", "serializ
 __all__ += ["AutoContrast", "Pipeline", "RandomGrayscale", "RandomInvert"]
 __all__ += ["AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
             "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D"]
+__all__ += ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]

@@ -143,3 +143,46 @@ def test_additive_attention_values_gradient_and_staged():
     np.testing.assert_allclose(staged(q, v).numpy(), out.numpy(), rtol=1e-6)
     again = layers.AdditiveAttention.from_config(layer.get_config())
     assert again.get_config() == layer.get_config()
+
+
+def conv2d_ref(x, k, same):
+    if same:
+        ph, pw = (k.shape[0] - 1) // 2, (k.shape[1] - 1) // 2
+        x = np.pad(x, ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+    oh, ow = x.shape[1] - k.shape[0] + 1, x.shape[2] - k.shape[1] + 1
+    out = np.zeros((x.shape[0], oh, ow, k.shape[-1]))
+    for i in range(k.shape[0]):
+        for j in range(k.shape[1]):
+            out += x[:, i:i + oh, j:j + ow, :] @ k[i, j]
+    return out
+
+
+@pytest.mark.parametrize("padding", ["valid", "same"])
+def test_conv_lstm2d_matches_numpy(padding):
+    x = RNG.normal(size=(2, 3, 5, 5, 2)).astype(np.float32)
+    layer = layers.ConvLSTM2D(3, 3, padding=padding, return_sequences=True, return_state=True,
+                              bias_initializer="glorot_uniform")
+    seq, h_last, c_last = layer(x)
+    k, rk, b = (w.numpy().astype(np.float64) for w in (layer.cell.kernel,
+                                                      layer.cell.recurrent_kernel,
+                                                      layer.cell.bias))
+    np.testing.assert_allclose(b[3:6], np.ones(3))  # unit_forget_bias: the f gate starts at 1
+    size = 5 if padding == "same" else 3
+    h = c = np.zeros((2, size, size, 3))
+    outs = []
+    for t in range(3):
+        z = conv2d_ref(x[:, t], k, padding == "same") + conv2d_ref(h, rk, True) + b
+        i, f, g, o = np.split(z, 4, axis=-1)
+        c = special.expit(f) * c + special.expit(i) * np.tanh(g)
+        h = special.expit(o) * np.tanh(c)
+        outs.append(h)
+    np.testing.assert_allclose(seq.numpy(), np.stack(outs, 1), rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(c_last.numpy(), c, rtol=2e-4, atol=2e-5)
+    staged = tf.function(lambda v: layer(v)[0])(tf.constant(x))
+    np.testing.assert_allclose(staged.numpy(), seq.numpy(), rtol=1e-5, atol=1e-6)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(x)[1] ** 2)
+    grads = tape.gradient(loss, layer.trainable_variables)
+    assert len(grads) == 3 and all(np.isfinite(g.numpy()).all() for g in grads)
+    again = layers.ConvLSTM2D.from_config(layer.get_config())
+    assert again.get_config() == layer.get_config()
