@@ -56,9 +56,19 @@ class Record:
         return rule(tuple(gouts), self.outputs, *self.inputs, **self.attrs)
 
 
+def trainable(dtype: Any) -> bool:
+    """A dtype gradients flow through (TensorFlow's: floating or complex).
+
+    >>> import stagecraft as tf
+    >>> trainable(tf.complex64), trainable(tf.int32)
+    (True, False)
+    """
+    return dtype.is_floating or dtype.is_complex
+
+
 def is_float(x: Any) -> bool:
-    """A trainable dtype (TensorFlow's: floating or complex)."""
-    return x.dtype.is_floating or x.dtype.is_complex
+    """A tensor of a trainable dtype."""
+    return trainable(x.dtype)
 
 
 def key(x: Any) -> Any:

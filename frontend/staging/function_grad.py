@@ -28,7 +28,7 @@ import logging
 from typing import Any, Callable, Iterator
 
 from stagecraft.autodiff.replay import inline_graph
-from stagecraft.autodiff.tape import GradientTape, key
+from stagecraft.autodiff.tape import GradientTape, key, trainable
 from stagecraft.eager import nest, placement
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
@@ -112,7 +112,7 @@ def _watched(tapes: tuple, args: list) -> bool:
             if isinstance(a, Variable):
                 if id(a) in tape._ids or a.trainable and tape._watch_accessed_variables:
                     return True
-            elif a.dtype.is_floating and key(a) in tape._ids:
+            elif trainable(a.dtype) and key(a) in tape._ids:
                 return True
     return False
 
@@ -127,7 +127,7 @@ class _Split:
         tensors = [TensorSpec(p.type.shape, p.type.dtype) for p in graph.params if not p.ref]
         variables = [a for a in args if isinstance(a, Variable)]
         self.num_outputs = len(graph.results)
-        self.float_outputs = [i for i, r in enumerate(graph.results) if r.type.dtype.is_floating]
+        self.float_outputs = [i for i, r in enumerate(graph.results) if trainable(r.type.dtype)]
         seeds = [TensorSpec(graph.results[i].type.shape, graph.results[i].type.dtype)
                  for i in self.float_outputs]
         mask: list = []
@@ -234,9 +234,9 @@ def _differentiate(graph: Any, tensors: list, variables: list, seeds: list, effe
     ti, vi = iter(tensors), iter(variables)
     ordered = [next(vi) if p.ref else next(ti) for p in graph.params]
     with GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch([x for x in ordered if x.dtype.is_floating])
+        tape.watch([x for x in ordered if trainable(x.dtype)])
         results = inline_graph(graph, ordered, effects=effects)
-    targets = [r for r in results if r.dtype.is_floating]
+    targets = [r for r in results if trainable(r.dtype)]
     grads = tape.gradient(targets, ordered, output_gradients=seeds)
     mask[:] = [g is not None for g in grads]
     return results, [g for g in grads if g is not None]
@@ -265,7 +265,7 @@ def record_call(concrete: Any, tapes: tuple, args: list, outs: list, saved: list
 def _backward_call(concrete: Any, args: list, outs: list, gouts: list) -> list:
     """Gradients for ``args`` given output gradients, via the staged backward function."""
     backward, connected = _backward_function(concrete, args)
-    float_outs = [i for i, o in enumerate(outs) if o.dtype.is_floating]
+    float_outs = [i for i, o in enumerate(outs) if trainable(o.dtype)]
     seeds = [zeros_like(outs[i]) if gouts[i] is None else gouts[i] for i in float_outs]
     tensors = [a for a in args if not isinstance(a, Variable)]
     variables = [a for a in args if isinstance(a, Variable)]
@@ -286,7 +286,7 @@ def _backward_function(concrete: Any, args: list) -> tuple[Callable, list]:
 
         tensors = [a for a in args if not isinstance(a, Variable)]
         variables = [a for a in args if isinstance(a, Variable)]
-        seeds = [o for o in concrete.outputs if o.dtype.is_floating]
+        seeds = [o for o in concrete.outputs if trainable(o.dtype)]
         name = f"{concrete.name}_backward"
         traced = tracing.trace_graph(backward, (_specs(tensors), variables, _specs(seeds)), {},
                                      name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from stagecraft.autodiff.replay import inline_graph
-from stagecraft.autodiff.tape import GradientTape
+from stagecraft.autodiff.tape import GradientTape, trainable
 from stagecraft.eager import nest
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.staging.func_graph import FuncGraph, building
@@ -96,12 +96,12 @@ def region_vjp(graph: Graph, inputs: list, seeds: list, n_explicit: int = 0,
     outputs ``memo`` holds are not recomputed (see ``inline_graph``)."""
     args = list(explicit) + list(inputs)
     with GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch([a for a in args if a.dtype.is_floating])
+        tape.watch([a for a in args if trainable(a.dtype)])
         results = inline_graph(graph, args, effects=False, memo=memo)
-    targets = [r for r in results if r.dtype.is_floating]
-    fseeds = [s for r, s in zip(results, seeds) if r.dtype.is_floating]
+    targets = [r for r in results if trainable(r.dtype)]
+    fseeds = [s for r, s in zip(results, seeds) if trainable(r.dtype)]
     grads = tape.gradient(targets, args, output_gradients=fseeds)
-    return [zeros_like(a) if g is None and a.dtype.is_floating else g
+    return [zeros_like(a) if g is None and trainable(a.dtype) else g
             for a, g in zip(args, grads)]
 
 

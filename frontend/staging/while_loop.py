@@ -23,6 +23,7 @@ import dataclasses
 from typing import Any, Callable, Sequence
 
 from stagecraft.autodiff.replay import inline_graph, replays
+from stagecraft.autodiff.tape import trainable
 from stagecraft.eager import nest
 from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
@@ -471,7 +472,7 @@ def backward(regions: Sequence[Graph], carried: list, invariant: list, shapes: l
         memo = {v.uid: h[i] for v, h in zip(rec.kept, rec.kept_history)}
         grads = region_vjp(body_g, invariant, g_carried, explicit=vals, memo=memo)
         new_g = [grads[k] if grads[k] is not None else g_carried[k] for k in range(n)]
-        new_inv = [add(a, b) if b is not None and a.dtype.is_floating else a
+        new_inv = [add(a, b) if b is not None and trainable(a.dtype) else a
                    for a, b in zip(g_inv, grads[n:])]
         return (subtract(i, 1),) + tuple(new_g) + tuple(new_inv)
 
@@ -481,8 +482,8 @@ def backward(regions: Sequence[Graph], carried: list, invariant: list, shapes: l
                      shape_invariants=[[]] + list(shapes) + [v.shape for v in invariant],
                      _varying=varying)
     g_carried, g_inv = list(out[1:1 + n]), list(out[1 + n:])
-    return [g if c.dtype.is_floating else None for g, c in zip(g_carried, carried)] + \
-        [g if v.dtype.is_floating else None for g, v in zip(g_inv, invariant)]
+    return [g if trainable(c.dtype) else None for g, c in zip(g_carried, carried)] + \
+        [g if trainable(v.dtype) else None for g, v in zip(g_inv, invariant)]
 
 
 def while_grad(regions: Sequence[Graph], inputs: list, n: int, outs: list, gouts: list,
