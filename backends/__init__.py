@@ -57,6 +57,33 @@ def set_compile_mode(mode: str) -> None:
     _compile_mode[0] = mode
 
 
+#: Graphs with more equations than this (regions included) run on the Numba backend as a
+#: hybrid plan (a Python driver calling one small compiled kernel per op or fused group,
+#: deduplicated by structure) instead of one compiled function, whose compile time grows
+#: faster than its size (``stagecraft.config.set_hybrid_threshold``;
+#: ``STAGECRAFT_HYBRID_THRESHOLD`` sets the initial value). Measured on ResNet-50: see
+#: ``stagecraft.backends.numba_cpu.hybrid``.
+DEFAULT_HYBRID_THRESHOLD = 300
+_threshold_env = os.environ.get("STAGECRAFT_HYBRID_THRESHOLD", str(DEFAULT_HYBRID_THRESHOLD))
+if not _threshold_env.strip().isdigit():
+    raise ValueError(f"STAGECRAFT_HYBRID_THRESHOLD={_threshold_env!r}: expected a number of "
+                     f"equations (an int >= 0), e.g. {DEFAULT_HYBRID_THRESHOLD}.")
+_hybrid_threshold = [int(_threshold_env)]
+
+
+def hybrid_threshold() -> int:
+    """The equation count above which the Numba backend compiles a hybrid plan."""
+    return _hybrid_threshold[0]
+
+
+def set_hybrid_threshold(equations: int) -> None:
+    """Sets ``hybrid_threshold()`` for graphs compiled from now on."""
+    if isinstance(equations, bool) or not isinstance(equations, int) or equations < 0:
+        raise ValueError(f"the hybrid threshold must be a number of equations (an int >= 0); "
+                         f"got {equations!r}.")
+    _hybrid_threshold[0] = equations
+
+
 def get_backend(name: str | None) -> Any:
     """The backend module for ``name`` (None: the default); unknown names raise ValueError."""
     name = DEFAULT if name is None else name

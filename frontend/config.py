@@ -16,9 +16,9 @@ from stagecraft.distribute.connect import experimental_connect_to_cluster
 __all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "enable_checks", "experimental",
            "experimental_connect_to_cluster",
            "functions_run_eagerly",
-           "get_compile_mode", "get_soft_device_placement", "list_logical_devices",
-           "list_physical_devices", "run_functions_eagerly", "set_compile_mode",
-           "set_soft_device_placement"]
+           "get_compile_mode", "get_hybrid_threshold", "get_soft_device_placement",
+           "list_logical_devices", "list_physical_devices", "run_functions_eagerly", "set_compile_mode",
+           "set_hybrid_threshold", "set_soft_device_placement"]
 
 # `tf.config.experimental`: the subset stagecraft has (device policies; TensorFlow's
 # experimental aliases of the device listings).
@@ -67,6 +67,29 @@ def set_compile_mode(mode: str) -> None:
 def get_compile_mode() -> str:
     """The mode ``set_compile_mode`` set."""
     return backends.compile_mode()
+
+
+def set_hybrid_threshold(equations: int) -> None:
+    """Graphs (staged functions, their gradients) with more equations than ``equations``
+    (regions included; default 300, initially from ``STAGECRAFT_HYBRID_THRESHOLD``) run on
+    the Numba backend as a hybrid plan: a Python driver calls one small compiled kernel per op
+    or fused elementwise group, kernels of the same structure shared (ResNet-50's forward pass:
+    seconds to compile instead of minutes); smaller graphs compile to one function, which runs
+    faster (no Python between ops). 0 makes every graph hybrid. Applies to graphs compiled
+    from now on.
+
+    >>> import stagecraft as tf
+    >>> before = tf.config.get_hybrid_threshold()
+    >>> tf.config.set_hybrid_threshold(1000); tf.config.get_hybrid_threshold()
+    1000
+    >>> tf.config.set_hybrid_threshold(before)
+    """
+    backends.set_hybrid_threshold(equations)
+
+
+def get_hybrid_threshold() -> int:
+    """The threshold ``set_hybrid_threshold`` set."""
+    return backends.hybrid_threshold()
 
 
 def functions_run_eagerly() -> bool:

@@ -1,4 +1,5 @@
-"""The Numba CPU backend: a whole graph function becomes one ``numba.njit`` function.
+"""The Numba CPU backend: a graph function becomes one ``numba.njit`` function (a large one a
+plan of small ones, :mod:`.hybrid`).
 
 ``compile(graph)`` generates the source (:mod:`.codegen`: fused elementwise loops, kernel calls,
 ``cond``/``while``/``call`` inlined as native control flow), loads it through the disk cache
@@ -26,8 +27,9 @@ import logging
 from typing import Any
 
 from stagecraft.backends.numba_cpu.codegen import LoweringError, unknown_rank  # noqa: F401
-from stagecraft.backends import compile_mode, reference
+from stagecraft.backends import compile_mode, hybrid_threshold, reference
 from stagecraft.backends.numba_cpu.executable import Executable  # noqa: F401
+from stagecraft.backends.numba_cpu.hybrid import HybridExecutable, equation_count
 from stagecraft.backends.numba_cpu.tiered import SyncExecutable, TieredExecutable
 from stagecraft.ir.graph import Graph
 
@@ -40,7 +42,10 @@ def compile(graph: Graph) -> Any:  # noqa: A001 (the backend protocol's name)
     How it compiles follows ``stagecraft.backends.compile_mode()`` (``stagecraft.config.
     set_compile_mode``): ``"background"`` gives a ``TieredExecutable`` (the reference
     interpreter until the compile worker is done), ``"sync"`` compiles at the first call,
-    ``"eager"`` only interprets.
+    ``"eager"`` only interprets. A graph with more equations than
+    ``stagecraft.config.get_hybrid_threshold()`` becomes a ``HybridExecutable`` instead (a
+    Python driver calling small compiled kernels shared by identical steps, see
+    :mod:`.hybrid`): one compiled function of thousands of equations takes minutes to compile.
 
     Raises LoweringError for an op it cannot compile, naming the op and the
     ``backend="reference"`` alternative. Native code needs the rank of every tensor: a graph
@@ -54,6 +59,8 @@ def compile(graph: Graph) -> Any:  # noqa: A001 (the backend protocol's name)
         mode = compile_mode()
         if mode == "eager":
             return reference.compile(graph)
+        if equation_count(graph) > hybrid_threshold():
+            return HybridExecutable(graph, mode)
         return SyncExecutable(graph) if mode == "sync" else TieredExecutable(graph)
     exe = reference.compile(graph)
     exe.fallback_reason = (f"{reason} has an unknown rank, so '{graph.name}' runs on the "

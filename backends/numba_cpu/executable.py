@@ -11,7 +11,7 @@ import numpy as np
 
 from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cpu import host, linking
-from stagecraft.backends.numba_cpu.codegen import ENTRY
+from stagecraft.backends.numba_cpu.codegen import ENTRY, Generated
 from stagecraft.backends.numba_cpu.plans import generated
 from stagecraft.backends.codegen.source import np_type
 from stagecraft.ir.errors import InternalError, InvalidArgumentError
@@ -42,9 +42,10 @@ class Executable:
     parameters take variable objects (their buffer in ``_value``, replaced after the call when
     the graph assigns them). ``source`` is the generated module."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, gen: Generated | None = None):
         self.graph = graph
-        gen = generated(graph, library_hash())
+        # ``gen``: the code generated already (the hybrid plan's steps generate their own).
+        gen = generated(graph, library_hash()) if gen is None else gen
         self.source = gen.source
         self.fallback_reason = None
         # Only Python calls the entry: no C-callable wrapper to compile. Object-mode blocks
