@@ -330,6 +330,14 @@ def _strided_slice_grad(b, xs, flags, attrs):
 
 @rule("matmul")
 def _matmul(b, xs, flags, attrs):
+    a, w = xs
+    dims, wdims = a.shape.as_list(), w.shape.as_list()
+    if flags == [True, False] and len(wdims) == 2 and not attrs["transpose_a"] and \
+            None not in dims[1:] + wdims:
+        # batched rows times one shared matrix: a single 2-D product over all the rows (one
+        # GEMM; and Numba's batched matmul needs static shapes, which the batch may lack)
+        out = bind(OPS["matmul"], _a.reshape(a, [-1, dims[-1]]), w, **attrs)
+        return [_a.reshape(out, [-1] + dims[1:-1] + out.shape.as_list()[-1:])]
     # line the matrices' own batch dimensions up behind the vectorized one
     top = max(b.rank(x, "matmul") - f for x, f in zip(xs, flags))
     xs = [b.lift(x, top, "matmul") if f else x for x, f in zip(xs, flags)]

@@ -161,3 +161,18 @@ def test_bad_elems_are_reported():
         tf.vectorized_map(lambda x: x, tf.constant(1.0))
     with pytest.raises(ValueError, match="the same first dimension"):
         tf.vectorized_map(lambda d: d, (V, IDX[:3]))
+
+
+@pytest.mark.parametrize("backend", ["reference", "numba"])
+def test_batch_size_unknown_when_traced(backend):
+    fns = [lambda m: tf.matmul(m, W), lambda m: tf.reshape(m, [-1]),
+           lambda m: tf.reduce_sum(m) * tf.ones([2], tf.float64),
+           lambda m: tf.cond(tf.reduce_sum(m) > 0, lambda: m, lambda: -m),
+           lambda m: tf.linalg.diag_part(m, k=(0, 1))]
+
+    @tf.function(backend=backend, input_signature=[tf.TensorSpec([None, 3, 4], tf.float64)])
+    def f(e):
+        return [tf.vectorized_map(fn, e, fallback_to_while_loop=False) for fn in fns]
+
+    for got, fn in zip(f(X), fns):
+        _check(got, tf.map_fn(fn, X))
