@@ -501,11 +501,15 @@ from stagecraft.keras.more_losses import (  # noqa: E402,F401
     mean_absolute_percentage_error, mean_squared_logarithmic_error, msle, poisson,
     squared_hinge, tversky)
 
+from stagecraft.keras.ctc_loss import CTC, ctc  # noqa: E402,F401
+
 _BY_NAME.update({name: getattr(_more, name) for name in _more.__all__})
+_BY_NAME.update({"CTC": CTC, "ctc": ctc})
 
 __all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "Huber", "Loss",
            "LossFunctionWrapper",
            "MAE", "MSE", "MeanAbsoluteError", "MeanSquaredError", "Reduction",
            "SparseCategoricalCrossentropy", "binary_crossentropy", "categorical_crossentropy",
            "deserialize", "get", "huber", "mae", "mean_absolute_error", "mean_squared_error",
-           "mse", "serialize", "sparse_categorical_crossentropy"] + list(_more.__all__)
+           "mse", "serialize", "sparse_categorical_crossentropy", "CTC", "ctc"] + \
+    list(_more.__all__)

@@ -180,3 +180,41 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError) as e:
         L.CategoricalGeneralizedCrossEntropy(q=0.0)
     assert "q must be in (0, 1]" in str(e.value)
+
+
+def ctc_brute_force(labels, logits):
+    """-log of the summed probability of every path that collapses to ``labels``."""
+    import itertools
+    probs = special.softmax(logits, -1)
+    t_len, classes = probs.shape
+    total = 0.0
+    for path in itertools.product(range(classes), repeat=t_len):
+        merged = [c for i, c in enumerate(path) if i == 0 or c != path[i - 1]]
+        if [c for c in merged if c != 0] == list(labels):
+            total += np.prod([probs[t, c] for t, c in enumerate(path)])
+    return -np.log(total)
+
+
+def test_ctc_matches_brute_force_with_gradients_and_staged():
+    logits = RNG.normal(size=(4, 5, 3))
+    y_true = np.array([[1, 2, -1], [1, 1, -1], [2, -1, -1], [-1, -1, -1]])
+    want = [ctc_brute_force([c for c in row if c != -1], lg) for row, lg in zip(y_true, logits)]
+    got = L.ctc(tf.constant(y_true), tf.constant(logits)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    np.testing.assert_allclose(float(L.CTC()(y_true, logits)), np.mean(want), rtol=1e-9)
+    x = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(L.ctc(tf.constant(y_true), x))
+    grad = tape.gradient(loss, x).numpy()
+    eps = 1e-6
+    for index in [(0, 0, 1), (1, 2, 0), (2, 4, 2), (3, 1, 1)]:
+        d = np.zeros_like(logits)
+        d[index] = eps
+        numeric = (sum(ctc_brute_force([c for c in r if c != -1], lg) for r, lg in
+                       zip(y_true, logits + d)) -
+                   sum(ctc_brute_force([c for c in r if c != -1], lg) for r, lg in
+                       zip(y_true, logits - d))) / (2 * eps)
+        np.testing.assert_allclose(grad[index], numeric, rtol=1e-5, atol=1e-7)
+    staged = tf.function(lambda t, p: L.ctc(t, p))(tf.constant(y_true), x)
+    np.testing.assert_allclose(staged.numpy(), got, rtol=1e-12)
