@@ -19,6 +19,7 @@ from stagecraft.ir import OPS
 
 from support.compare import KERNEL_TOL, assert_arrays_match  # noqa: E402
 from support.op_examples import examples as _examples  # noqa: E402
+from support.op_examples import compiled_dtypes  # noqa: E402
 
 
 def examples(name: str, d) -> list:
@@ -36,7 +37,7 @@ RUN = {"matmul": K.run_matmul, "diag": K.run_diag, "diag_part": K.run_diag_part}
 
 
 @pytest.mark.parametrize("name,d", [pytest.param(n, d, id=f"{n}-{d.name}")
-                                    for n in RUN for d in OPS[n].dtypes])
+                                    for n in RUN for d in compiled_dtypes(n)])
 def test_matches_reference(name, d):
     cases = examples(name, d)
     assert cases

@@ -21,6 +21,7 @@ from stagecraft.ir import OPS
 
 from support.compare import KERNEL_TOL, assert_arrays_match  # noqa: E402
 from support.op_examples import examples as _examples  # noqa: E402
+from support.op_examples import compiled_dtypes  # noqa: E402
 
 
 def examples(name: str, d) -> list:
@@ -42,7 +43,7 @@ def _cases():
     # One test per (op, dtype), looping over the examples: xdist then hands each worker
     # whole specializations, so the two workers rarely compile the same kernel twice.
     for name in REDUCE_OPS + ARG_OPS + SCAN_OPS:
-        for d in OPS[name].dtypes:
+        for d in compiled_dtypes(name):
             yield pytest.param(name, d, id=f"{name}-{d.name}")
 
 

@@ -19,6 +19,7 @@ from stagecraft.backends.numba_cpu.kernels import slicing as KL  # noqa: E402
 from stagecraft.ir import OPS  # noqa: E402
 from stagecraft.ir.ops import philox  # noqa: E402
 from support.op_examples import examples as _examples  # noqa: E402
+from support.op_examples import compiled_dtypes  # noqa: E402
 
 
 def examples(name: str, d) -> list:
@@ -168,7 +169,7 @@ ADAPTERS = {
 def _cases():
     cases = []
     for name in ADAPTERS:
-        for d in OPS[name].dtypes:
+        for d in compiled_dtypes(name):
             for i, _ in enumerate(examples(name, d)):
                 cases.append(pytest.param(name, d, i, id=f"{name}-{d.name}-{i}"))
     return cases

@@ -62,6 +62,17 @@ def all_dtypes_to_test(name: str) -> tuple:
     return op.test_dtypes if op.test_dtypes is not None else op.dtypes
 
 
+def compiled_dtypes(name: str) -> tuple:
+    """The op's dtypes that compiled kernels see: not float16/bfloat16, which compiled code
+    holds in float32 buffers (``backends/codegen/half.py``; tests/frontend/test_half_dtypes.py
+    checks them end to end).
+
+    >>> [d.name for d in compiled_dtypes("matmul")][:3]
+    ['int8', 'int16', 'int32']
+    """
+    return tuple(d for d in OPS[name].dtypes if d not in dt.HALF)
+
+
 def extra_dtype_cases(name: str) -> list:
     """``(dtype, example)`` for the dtypes of ``all_dtypes_to_test`` that the default sample
     leaves out (the generated tests mark them ``full_matrix``).
