@@ -358,17 +358,24 @@ for _name in ("diag", "diag_part", "matrix_inverse", "matrix_determinant",
     RULES[_name] = _per_matrix(_name)
 
 
-def _merged_batch(op: str) -> Rule:
-    """Convolutions and pools of batched images [B, N, ...]: the two leading dimensions merge
-    into the op's own batch one, which splits again after it (the filters must be shared)."""
+def _merged_batch(op: str, images: tuple = (0,), shape_attr: str | None = None) -> Rule:
+    """Convolutions and pools (and their adjoints) of batched images [B, N, ...]: the two
+    leading dimensions merge into the op's own batch one, which splits again after it. The
+    inputs at ``images`` take the merge; the others (filters) must be shared. ``shape_attr``
+    names an input-shape attribute whose batch entry is then left unknown."""
     def run(b: Batch, xs: list, flags: list, attrs: dict) -> list:
-        if any(flags[1:]):
+        if any(f for i, f in enumerate(flags) if i not in images):
             raise Unbatchable(op, "filters that differ between elements")
-        x = xs[0]
-        dims = x.shape.as_list()
-        if None in dims[2:]:
+        xs = [(x if f else b.full(x)) if i in images else x
+              for i, (x, f) in enumerate(zip(xs, flags))]
+        dims = xs[images[0]].shape.as_list()
+        if any(None in xs[i].shape.as_list()[2:] for i in images):
             raise Unbatchable(op, "image dimensions unknown when traced")
-        out = bind(OPS[op], _a.reshape(x, [-1] + dims[2:]), *xs[1:], **attrs)
+        xs = [_a.reshape(x, [-1] + x.shape.as_list()[2:]) if i in images else x
+              for i, x in enumerate(xs)]
+        if shape_attr is not None:
+            attrs = {**attrs, shape_attr: (None,) + tuple(attrs[shape_attr][1:])}
+        out = bind(OPS[op], *xs, **attrs)
         lead = [b.size if dims[0] is None else dims[0], -1 if dims[1] is None else dims[1]]
         return [_a.reshape(out, lead + out.shape.as_list()[1:])]
     return run
@@ -376,6 +383,36 @@ def _merged_batch(op: str) -> Rule:
 
 for _name in ("conv", "max_pool", "avg_pool"):
     RULES[_name] = _merged_batch(_name)
+RULES["max_pool_grad"] = _merged_batch("max_pool_grad", (0, 1))
+RULES["max_pool_grad_grad"] = _merged_batch("max_pool_grad_grad", (0, 1))
+RULES["avg_pool_grad"] = _merged_batch("avg_pool_grad", (0,), "input_shape")
+RULES["conv_backprop_input"] = _merged_batch("conv_backprop_input", (1,), "input_shape")
+
+
+@rule("conv_backprop_filter")
+def _conv_backprop_filter(b, xs, flags, attrs):
+    # per-example filter gradients: the examples become groups of one grouped convolution
+    # (example i's channels feed only its own block of output channels)
+    if not isinstance(b.size, int):
+        raise Unbatchable("conv_backprop_filter", "per-example filter gradients need the "
+                          "batch size when traced")
+    n = b.size
+    x, dy = (t if f else b.full(t) for t, f in zip(xs, flags))
+    xd, dd = x.shape.as_list(), dy.shape.as_list()
+    if None in xd[2:] + dd[2:]:
+        raise Unbatchable("conv_backprop_filter", "image dimensions unknown when traced")
+    k = len(xd) - 3   # spatial rank
+
+    def channels_last(t: Tensor, d: list) -> Tensor:   # [n, N, *s, C] -> [N, *s, n * C]
+        perm = [1] + list(range(2, 2 + k)) + [0, 2 + k]
+        return _a.reshape(_a.transpose(t, perm), [-1] + d[2:2 + k] + [n * d[-1]])
+
+    shape = list(attrs["filter_shape"])
+    out = bind(OPS["conv_backprop_filter"], channels_last(x, xd), channels_last(dy, dd),
+               **{**attrs, "filter_shape": tuple(shape[:-1] + [n * shape[-1]]),
+                  "groups": attrs["groups"] * n})
+    out = _a.reshape(out, shape[:-1] + [n, shape[-1]])
+    return [_a.transpose(out, [k + 1] + list(range(k + 1)) + [k + 2])]
 
 
 # --------------------------------------------------------------------- the interpreter

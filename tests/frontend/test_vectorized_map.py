@@ -176,3 +176,25 @@ def test_batch_size_unknown_when_traced(backend):
 
     for got, fn in zip(f(X), fns):
         _check(got, tf.map_fn(fn, X))
+
+
+def test_per_example_gradients_of_a_small_cnn():
+    # (DP-SGD's use: per-example filter gradients become one grouped convolution)
+    rng = np.random.default_rng(2)
+    images = tf.constant(rng.normal(size=(4, 6, 6, 2)))
+    k1, k2 = tf.Variable(rng.normal(size=(3, 3, 2, 3))), tf.Variable(rng.normal(size=(2, 2, 3, 4)))
+
+    def per_example(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            h = tf.nn.avg_pool2d(tf.nn.relu(tf.nn.conv2d(x[None], k1, 1, "SAME")), 2, 2, "VALID")
+            h = tf.nn.max_pool2d(tf.nn.conv2d(h, k2, 1, "VALID"), 2, 1, "VALID")
+            loss = tf.reduce_sum(h ** 2)
+        return tape.gradient(loss, [k1, k2, x])
+
+    want = tf.map_fn(per_example, images)
+    _check(tf.vectorized_map(per_example, images, fallback_to_while_loop=False), want)
+    staged = tf.function(lambda e: tf.vectorized_map(per_example, e,
+                                                     fallback_to_while_loop=False))
+    _check(staged(images), want)
+    assert _loops(lambda e: tf.vectorized_map(per_example, e), images) == []
