@@ -21,6 +21,7 @@ from stagecraft.keras.core_layers import Activation, Dense, Flatten
 from stagecraft.keras.einsum_dense import EinsumDense, Identity
 from stagecraft.keras.functional import Input, InputLayer
 from stagecraft.keras.input_spec import InputSpec
+from stagecraft.keras.integer_lookup import IntegerLookup
 from stagecraft.keras.group_normalization import (GroupNormalization, RMSNormalization,
                                                   UnitNormalization)
 from stagecraft.keras.normalization_layers import BatchNormalization
@@ -123,3 +124,4 @@ __all__ += ["AutoContrast", "Pipeline", "RandomGrayscale", "RandomInvert"]
 __all__ += ["AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
             "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D"]
 __all__ += ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]
+__all__ += ["IntegerLookup"]

@@ -241,3 +241,33 @@ def test_color_layers_and_pipeline():
     np.testing.assert_allclose(pipe(imgs, training=False).numpy(), imgs / 255, rtol=1e-6)
     again = layers.Pipeline.from_config(pipe.get_config())
     assert [type(x).__name__ for x in again.layers] == ["RandomInvert", "Rescaling"]
+
+
+def test_integer_lookup_layouts_adapt_invert_and_encodings():
+    data = np.array([7, 3, 3, 9, 7, 3, 5, 5, 0, 11])
+    layer = layers.IntegerLookup(mask_token=0, num_oov_indices=2, max_tokens=6)
+    layer.adapt(data)
+    # counts 3:3, 7:2, 5:2, 9:1, 11:1; ties go to the larger token; 3 places left
+    assert layer.get_vocabulary() == [0, -1, -1, 3, 7, 5]
+    got = layer(tf.constant([[3, 0, 5, 9, 10]])).numpy()
+    assert got.tolist() == [[3, 0, 5, 9 % 2 + 1, 10 % 2 + 1]] and got.dtype == np.int64
+    inverse = layers.IntegerLookup(vocabulary=[3, 7, 5], mask_token=0, invert=True)
+    assert inverse(tf.constant([0, 1, 2, 3, 4, 9])).numpy().tolist() == [0, -1, 3, 7, 5, -1]
+    hot = layers.IntegerLookup(vocabulary=[4, 8], output_mode="multi_hot", max_tokens=5,
+                               pad_to_max_tokens=True)
+    np.testing.assert_array_equal(hot(np.array([[8, 8, 2], [4, 4, 4]])).numpy(),
+                                  [[1, 0, 1, 0, 0], [0, 1, 0, 0, 0]])
+    count = layers.IntegerLookup(vocabulary=[4, 8], output_mode="count")
+    np.testing.assert_array_equal(count(np.array([[8, 8, 2]])).numpy(), [[1, 0, 2]])
+    staged = tf.function(lambda v: layer(v))(tf.constant([[3, 0, 5, 9, 10]]))
+    np.testing.assert_array_equal(staged.numpy(), got)
+    again = layers.IntegerLookup.from_config(layer.get_config())
+    assert again.get_vocabulary() == layer.get_vocabulary()
+    strict = layers.IntegerLookup(vocabulary=[1, 2], num_oov_indices=0)
+    assert strict(tf.constant([2, 1])).numpy().tolist() == [1, 0]
+    with pytest.raises(Exception) as e:
+        strict(tf.constant([3]))
+    assert "a token is not in the vocabulary and num_oov_indices=0" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        layers.IntegerLookup(vocabulary=[1, -1])
+    assert "the vocabulary holds the mask or OOV token -1" in str(e.value)
