@@ -85,10 +85,18 @@ def _rfft_kernel(x, rank, fft_length):
     return np.fft.rfftn(x, s=tuple(fft_length), axes=_axes(rank)).astype(out_dtype, copy=False)
 
 
-def _rfft_examples(rng, d):
-    cases = [((8,), (8,)), ((7,), (7,)), ((2, 6), (4,)), ((5,), (8,)), ((4, 6), (4, 6)),
-             ((2, 3, 5), (4, 4)), ((2, 3, 4), (2, 3, 4))]
-    return [Example((values(rng, d, s),), {"rank": len(n), "fft_length": n}) for s, n in cases]
+def _length_examples(cases):
+    """Examples of an op with ``rank`` and ``fft_length``: (input shape, fft_length) pairs,
+    with lengths that crop, pad and keep the input's."""
+    def examples(rng, d):
+        return [Example((values(rng, d, s),), {"rank": len(n), "fft_length": n})
+                for s, n in cases]
+    return examples
+
+
+_rfft_examples = _length_examples([((8,), (8,)), ((7,), (7,)), ((2, 6), (4,)), ((5,), (8,)),
+                                   ((4, 6), (4, 6)), ((2, 3, 5), (4, 4)),
+                                   ((2, 3, 4), (2, 3, 4))])
 
 
 rfft_op = OpDef(
@@ -114,10 +122,9 @@ def _irfft_kernel(x, rank, fft_length):
     return out.astype(x.real.dtype, copy=False)
 
 
-def _irfft_examples(rng, d):
-    cases = [((5,), (8,)), ((4,), (7,)), ((2, 3), (4,)), ((3,), (8,)), ((4, 4), (4, 6)),
-             ((2, 3, 3), (3, 4)), ((2, 3, 3), (2, 3, 5))]
-    return [Example((values(rng, d, s),), {"rank": len(n), "fft_length": n}) for s, n in cases]
+_irfft_examples = _length_examples([((5,), (8,)), ((4,), (7,)), ((2, 3), (4,)), ((3,), (8,)),
+                                    ((4, 4), (4, 6)), ((2, 3, 3), (3, 4)),
+                                    ((2, 3, 3), (2, 3, 5))])
 
 
 irfft_op = OpDef(

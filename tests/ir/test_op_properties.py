@@ -34,7 +34,8 @@ def test_the_derived_sets_follow_the_tables():
         "strided_slice", "gather", "matmul", "reduce_sum", "reduce_max", "reduce_min",
         "reduce_mean", "reduce_prod", "conv", "conv_backprop_input", "conv_backprop_filter",
         "cholesky", "eigh", "log_matrix_determinant", "lu", "matrix_determinant",
-        "matrix_inverse", "matrix_solve", "qr", "svd", "triangular_solve"}
+        "matrix_inverse", "matrix_solve", "qr", "svd", "triangular_solve",
+        "eig", "fft", "rfft", "irfft"}
 
 
 def test_structural_records_are_consistent():
