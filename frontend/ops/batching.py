@@ -326,6 +326,44 @@ def _strided_slice_grad(b, xs, flags, attrs):
                  spec=(_FULL,) + tuple(attrs["spec"]))]
 
 
+def _example_ids(b: Batch, like: Tensor, dtype: Any) -> Tensor:
+    """Each element's position in the batch, broadcast to ``like``'s shape (batched)."""
+    ids = _m.cast(_a.range(b.size), dtype)
+    for _ in range(b.rank(like, "scatter") - 1):
+        ids = _a.expand_dims(ids, -1)
+    return ids + _a.zeros_like(like)
+
+
+@rule("scatter_nd")
+def _scatter_nd(b, xs, flags, attrs):
+    # each element's index rows get its batch position in front: one scatter into the batch
+    x, indices, updates = (t if f else b.full(t) for t, f in zip(xs, flags))
+    first = _example_ids(b, indices[..., :1], indices.dtype)
+    return [bind(OPS["scatter_nd"], x, _a.concat([first, indices], -1), updates, **attrs)]
+
+
+@rule("segment_reduce")
+def _segment_reduce(b, xs, flags, attrs):
+    # element i's segment s becomes segment i * num_segments + s of one flat reduction
+    if flags[2]:
+        raise Unbatchable("segment_reduce", "num_segments differs between elements")
+    data, ids = (t if f else b.full(t) for t, f in zip(xs[:2], flags[:2]))
+    num = xs[2]
+    k = b.rank(ids, "segment_reduce") - 1
+    rest = data.shape.as_list()[1 + k:]
+    if None in rest:
+        raise Unbatchable("segment_reduce", "data dimensions unknown when traced")
+    offset = _m.multiply(_example_ids(b, ids, ids.dtype), _m.cast(num, ids.dtype))
+    flat_ids = _a.reshape(_m.add(ids, offset), [-1])
+    static = attrs["static"][0]
+    total = _m.multiply(_m.cast(num, ids.dtype), _m.cast(b.size, ids.dtype))
+    out = bind(OPS["segment_reduce"], _a.reshape(data, [-1] + rest), flat_ids, total,
+               **{**attrs, "static": (static * b.size if static is not None and
+                                      isinstance(b.size, int) else None,)})
+    return [_a.reshape(out, [b.size if isinstance(b.size, int) else -1,
+                             -1 if static is None else static] + rest)]
+
+
 # ---------------------------------------------------------------------- linear algebra
 
 @rule("matmul")

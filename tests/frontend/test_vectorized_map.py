@@ -50,6 +50,12 @@ CASES = {
         tf.reshape(m, [1, 3, 4, 1]), tf.ones([2, 2, 1, 2], tf.float64), 1, "SAME"), 2, 1,
         "VALID"), X),
     "nested_function_and_variable": (lambda v: _scaled(v) + _VAR, V),
+    "tensor_scatter": (lambda v: tf.tensor_scatter_nd_add(
+        tf.tensor_scatter_nd_update(v, [[1], [3]], tf.constant([9.0, 8.0], tf.float64)),
+        [[0]], v[:1]), V),
+    "segment_reductions": (lambda v: (tf.math.unsorted_segment_sum(v, [0, 2, 2, 1], 3),
+                                      tf.math.segment_max(v, [0, 0, 1, 1])), V),
+    "gather_nd": (lambda v: tf.gather_nd(tf.reshape(v, [2, 2]), [[1, 0], [0, 1]]), V),
 }
 
 _VAR = tf.Variable(RNG.normal(size=(4,)))
