@@ -216,3 +216,18 @@ def test_loss_scale_optimizer_skips_overflows_and_adapts_the_scale(staged):
     assert type(again.inner_optimizer) is opts.SGD and again.dynamic_growth_steps == 2
     opt.learning_rate = 0.25
     assert float(opt.inner_optimizer.learning_rate) == 0.25
+
+
+@pytest.mark.parametrize("name", ["adadelta", "adafactor", "ftrl", "lion", "lamb"])
+def test_fit_with_each_new_optimizer_lowers_the_loss(name):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 3)).astype(np.float32)
+    y = x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(3,))])
+    # Adadelta's steps start at sqrt(epsilon): TF's default 1e-7 barely moves in 20 steps.
+    config = {"adadelta": {"learning_rate": 1.0, "epsilon": 1e-2},
+              "adafactor": {"learning_rate": 0.1}, "ftrl": {"learning_rate": 0.5},
+              "lion": {"learning_rate": 0.05}, "lamb": {"learning_rate": 0.05}}[name]
+    model.compile(optimizer=opts.get({"class_name": name, "config": config}), loss="mse")
+    history = model.fit(x, y, batch_size=16, epochs=5, verbose=0).history["loss"]
+    assert history[-1] < 0.7 * history[0], history
