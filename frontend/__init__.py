@@ -107,6 +107,8 @@ for _name in _math_only:  # TensorFlow has these in tf.math only
 del _math_only, _name
 
 bool = dtypes.bool_  # noqa: A001 (TensorFlow's name)
+float16 = half = dtypes.float16
+bfloat16 = dtypes.bfloat16
 int8 = dtypes.int8
 int16 = dtypes.int16
 int32 = dtypes.int32

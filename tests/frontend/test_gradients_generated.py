@@ -141,9 +141,14 @@ def _op_cases(names) -> list:
     return cases
 
 
+_BY_PRECISION = (dt.bfloat16, dt.float16, dt.float32, dt.float64)
+
+
 def _tolerances(dtype: dt.DType) -> tuple[float, float]:
-    """(eps, tol) for finite differences of an output of ``dtype`` (float32 only for casts)."""
-    return (EPS, RTOL) if dtype == dt.float64 else (1e-3, 2e-3)
+    """(eps, tol) for finite differences of an output of ``dtype`` (float32 and the half
+    formats only for casts: steps wide enough to span many of the format's values)."""
+    return {dt.float64: (EPS, RTOL), dt.float32: (1e-3, 2e-3), dt.float16: (0.25, 3e-2),
+            dt.bfloat16: (1.0, 6e-2)}[dtype]
 
 
 class Fn:
@@ -165,7 +170,9 @@ class Fn:
         rng = np.random.default_rng(seed + 1000)
         self.v = {i: rng.uniform(-1.0, 1.0, self.arrays[i].shape) for i in self.floats}
         float_outs = [d.real_dtype for d in self.out_dtypes if d.is_floating or d.is_complex]
-        self.eps, self.tol = _tolerances(dt.float32 if dt.float32 in float_outs else dt.float64)
+        # the least precise output's
+        self.eps, self.tol = _tolerances(next((d for d in _BY_PRECISION if d in float_outs),
+                                              dt.float64))
 
     def objective(self, ts: list) -> Any:
         """sum_k sum(out_k * w_k) over the float outputs (None if there are none); with
@@ -177,7 +184,7 @@ class Fn:
                 continue
             term = tf.reduce_sum(o * tf.constant(w.astype(o.dtype.np)))
             if self.quadratic:
-                term = term + tf.reduce_sum(o * o * tf.constant(0.5 * u.astype(o.dtype.np)))
+                term = term + tf.reduce_sum(o * o * tf.constant((0.5 * u).astype(o.dtype.np)))
             term = tf.math.real(term) if term.dtype.is_complex else term
             total = term if total is None else total + term
         return total
