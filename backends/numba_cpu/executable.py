@@ -13,7 +13,9 @@ from stagecraft.backends import numba_cache
 from stagecraft.backends.numba_cpu import host, linking
 from stagecraft.backends.numba_cpu.codegen import ENTRY, Generated
 from stagecraft.backends.numba_cpu.plans import generated
+from stagecraft.backends.codegen.half import is_half
 from stagecraft.backends.codegen.source import np_type
+from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import InternalError, InvalidArgumentError
 from stagecraft.ir.graph import Graph
 
@@ -77,6 +79,16 @@ class Executable:
                              n_args=n_args, extras=list(extras), box=box, only=only)
 
 
+def boxed(d: dt.DType) -> str:
+    """The scalar class of dtype ``d`` in the wrapper (``np_type`` is the compiled code's,
+    float32 for the half formats).
+
+    >>> boxed(dt.bfloat16), boxed(dt.int8)
+    ('bfloat16', 'np.int8')
+    """
+    return d.name if is_half(d) else np_type(d)
+
+
 def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None, n_args: int | None = None,
                   extras: list | None = None, box: Any = None, only: int | None = None):
     """A Python function specialized to the graph's signature (no per-argument dispatch):
@@ -93,7 +105,10 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None, n_args: int | N
         p = graph.params[i]
         src = f"{source(i)}._value" if p.ref and (n_args is None or i >= n_args) else source(i)
         names.append(f"a{i}")
-        if p.type.rank == 0:
+        if is_half(p.type.dtype):  # held in float32 in compiled code (exact)
+            lines.append(f"    a{i} = np.float32({src}[()])" if p.type.rank == 0 else
+                         f"    a{i} = {src}.astype(np.float32)")
+        elif p.type.rank == 0:
             lines.append(f"    a{i} = {src}[()]")
         else:
             lines.append(f"    a{i} = {src}")
@@ -114,10 +129,14 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None, n_args: int | N
         p = graph.params[i]
         value = f"r[{n + j}]"
         if p.type.rank == 0:
-            value = f"np.asarray({value}, {np_type(p.type.dtype)})"
+            value = f"np.asarray({value}, {boxed(p.type.dtype)})"
+        elif is_half(p.type.dtype):
+            value = f"{value}.astype({boxed(p.type.dtype)})"
         target = f"args[{i}]" if n_args is None else source(i)
         lines.append(f"    {target}._value = {value}")
-    outs = [f"{np_type(r.type.dtype)}(r[{k}])" if r.type.rank == 0 else f"r[{k}]"
+    # (half results are rounded already: narrowing them to their format is exact)
+    outs = [f"{boxed(r.type.dtype)}(r[{k}])" if r.type.rank == 0 else
+            f"r[{k}].astype({boxed(r.type.dtype)})" if is_half(r.type.dtype) else f"r[{k}]"
             for k, r in enumerate(graph.results)]
     if box is not None:
         outs = [f"box({o})" for o in outs]
@@ -133,6 +152,7 @@ def _make_wrapper(graph: Graph, gen, fn: Any, token: int | None, n_args: int | N
             f"Compile this function with backend=\"reference\" meanwhile.")
 
     scope = {"fn": fn, "consts": gen.consts, "np": np, "NumbaError": NumbaError,
+             "float16": np.float16, "bfloat16": dt.bfloat16.np.type,
              "extras": extras, "box": box,
              "compile_failed": compile_failed, "InvalidArgumentError": InvalidArgumentError}
     exec(compile("\n".join(lines), f"<stagecraft wrapper of {graph.name}>", "exec"), scope)
