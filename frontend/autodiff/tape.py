@@ -19,7 +19,7 @@ from stagecraft.autodiff.vjps import VJPS
 from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.eager.conversion import convert_to_tensor
-from stagecraft.ops.array_ops import ones_like, reshape, stack, zeros, zeros_like
+from stagecraft.ops.array_ops import ones_like, reshape, stack, transpose, zeros, zeros_like
 from stagecraft.ops.math_ops import add, cast
 from stagecraft.state.variables import Variable
 
@@ -316,11 +316,11 @@ class GradientTape:
         self._begin_backward("jacobian")
         flat_sources = nest.flatten(sources)
         try:
-            rows = self._rows(target, flat_sources, batch=False)
+            columns = self._columns(target, flat_sources, False, experimental_use_pfor)
         finally:
             self._end_backward()
-        return nest.pack_sequence_as(sources, self._assemble(rows, target, flat_sources, mode,
-                                                             batch=False))
+        return nest.pack_sequence_as(sources, self._assemble(columns, target, flat_sources,
+                                                             mode, batch=False))
 
     def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: Any =
                        UnconnectedGradients.NONE, parallel_iterations: Any = None,
@@ -337,40 +337,46 @@ class GradientTape:
                              f"to match (it is the batch dimension).")
         self._begin_backward("batch_jacobian")
         try:
-            rows = self._rows(target, [source], batch=True)
+            columns = self._columns(target, [source], True, experimental_use_pfor)
         finally:
             self._end_backward()
-        return self._assemble(rows, target, [source], mode, batch=True)[0]
+        return self._assemble(columns, target, [source], mode, batch=True)[0]
 
-    def _rows(self, target: Tensor, sources: list, batch: bool) -> list:
+    def _columns(self, target: Tensor, sources: list, batch: bool, pfor: bool) -> list:
+        """For each source, the gradients of every target element (one per seed row of the
+        identity; with ``batch`` the same row for every example) stacked along a new first
+        axis, or None where no gradient flows. With ``pfor`` the backward pass is traced once
+        and vectorized over the seeds (``tf.vectorized_map``, as TensorFlow's pfor); otherwise
+        it runs once per seed."""
         shape = target.shape.as_list()
-        if batch:
-            n = int(np.prod(shape[1:]))
-            seeds = [np.broadcast_to(np.eye(n, dtype=target.dtype.np)[j], (shape[0], n))
-                     .reshape(shape) for j in range(n)]
-        else:
-            n = int(np.prod(shape))
-            seeds = [np.eye(n, dtype=target.dtype.np)[j].reshape(shape) for j in range(n)]
-        return [self._backward([target], [wrap(s)], sources) for s in seeds]
+        n = int(np.prod(shape[1:] if batch else shape))
+        eye = np.eye(n, dtype=target.dtype.np)
+        seeds = (np.broadcast_to(eye[:, None], (n, shape[0], n)) if batch else eye)
+        seeds = seeds.reshape((n, *shape))
+        if n and pfor:
+            from stagecraft.ops.vectorize_ops import vectorized_map
+            return list(vectorized_map(lambda seed: self._backward([target], [seed], sources),
+                                       wrap(np.ascontiguousarray(seeds)), warn=False))
+        rows = [self._backward([target], [wrap(seed)], sources) for seed in seeds]
+        return [None if not rows or all(r[j] is None for r in rows) else
+                stack([zeros(s.shape.as_list(), s.dtype) if r[j] is None else r[j]
+                       for r in rows]) for j, s in enumerate(sources)]
 
     @staticmethod
-    def _assemble(rows: list, target: Tensor, sources: list, mode: UnconnectedGradients,
+    def _assemble(columns: list, target: Tensor, sources: list, mode: UnconnectedGradients,
                   batch: bool) -> list:
         out = []
         tshape = target.shape.as_list()
-        for j, s in enumerate(sources):
+        for column, s in zip(columns, sources):
             sshape = s.shape.as_list()
             full = tshape + (sshape[1:] if batch else sshape)
-            column = [r[j] for r in rows]
-            if all(g is None for g in column):
+            if column is None:
                 out.append(zeros(full, s.dtype) if mode is UnconnectedGradients.ZERO or batch
                            else None)
                 continue
-            if not column:
-                out.append(zeros(full, s.dtype))
-                continue
-            column = [zeros(sshape, s.dtype) if g is None else g for g in column]
-            out.append(reshape(stack(column, axis=1 if batch else 0), full))
+            if batch:   # [rows, b, ...] -> [b, rows, ...]
+                column = transpose(column, [1, 0] + list(range(2, len(sshape) + 1)))
+            out.append(reshape(column, full))
         return out
 
 

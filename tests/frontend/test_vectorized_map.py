@@ -204,3 +204,28 @@ def test_per_example_gradients_of_a_small_cnn():
                                                      fallback_to_while_loop=False))
     _check(staged(images), want)
     assert _loops(lambda e: tf.vectorized_map(per_example, e), images) == []
+
+
+def test_tape_jacobians_are_vectorized():
+    x = tf.constant(RNG.normal(size=(3, 4)))
+
+    def jacobians(pfor):
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = tf.tanh(tf.matmul(x, W)) * tf.reduce_sum(x, axis=1, keepdims=True)
+        full = tape.jacobian(y, [x, W], experimental_use_pfor=pfor)
+        per_example = tape.batch_jacobian(y, x, experimental_use_pfor=pfor)
+        return [*full, per_example]
+
+    for got, want in zip(jacobians(True), jacobians(False)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
+
+    def staged(v):
+        with tf.GradientTape() as tape:
+            tape.watch(v)
+            y = tf.sin(v) * 2.0
+        return tape.jacobian(y, v)
+
+    assert _loops(staged, x) == []
+    np.testing.assert_allclose(tf.function(staged)(x).numpy(), staged(x).numpy())
