@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from stagecraft.autodiff.fft_vjps import fit
 from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
@@ -29,6 +30,7 @@ from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import manip_ops as _manip
 from stagecraft.ops import math_ops as _m
+from stagecraft.ops.segment_ops import unsorted_segment_sum as _segment_sum
 
 _O = dict(OPS)
 
@@ -352,6 +354,79 @@ def stft(signals: Any, frame_length: int, frame_step: int, fft_length: int | Non
     return rfft(framed, [int(fft_length)])
 
 
+def overlap_and_add(signal: Any, frame_step: int, name: str | None = None) -> Tensor:
+    """Sums frames ``[..., frames, frame_length]`` placed ``frame_step`` apart: the inverse of
+    ``frame`` up to the overlaps' sum, of length ``(frames - 1) * frame_step + frame_length``.
+
+    >>> import stagecraft as tf
+    >>> tf.signal.overlap_and_add(tf.ones([3, 4]), 2).numpy().tolist()
+    [1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 1.0, 1.0]
+    """
+    x = _tensor(signal)
+    dims = x.shape.as_list()
+    if x.shape.rank is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
+        raise InvalidArgumentError("tf.signal.overlap_and_add: the signal needs rank >= 2 and "
+                                   "its frame count and frame length known when tracing.")
+    frames, length, step = dims[-2], dims[-1], int(frame_step)
+    if step < 1:
+        raise InvalidArgumentError(f"tf.signal.overlap_and_add: frame_step must be >= 1, got "
+                                   f"{step}.")
+    total = (frames - 1) * step + length if frames else 0
+    # every sample's position in the output, summed per position (the adjoint of a gather)
+    ids = (np.arange(frames)[:, None] * step + np.arange(length)[None, :]).reshape(-1)
+    lead = x.shape.rank - 2
+    flat = _a.reshape(x, [-1, frames * length])  # [batch, samples]
+    summed = _segment_sum(_a.transpose(flat, [1, 0]), convert_to_tensor(ids.astype(np.int32)),
+                          total)
+    out = _a.transpose(summed, [1, 0])
+    return _a.reshape(out, dims[:lead] + [total]) if lead else _a.reshape(out, [total])
+
+
+def inverse_stft_window_fn(frame_step: int, forward_window_fn: Callable = hann_window,
+                           name: str | None = None) -> Callable:
+    """The window that makes ``inverse_stft`` invert ``stft`` with ``forward_window_fn``:
+    the forward window divided by the overlapping sum of its squares.
+
+    >>> import stagecraft as tf
+    >>> x = tf.random.normal([64], seed=1)
+    >>> s = tf.signal.stft(x, 16, 4)
+    >>> y = tf.signal.inverse_stft(s, 16, 4, window_fn=tf.signal.inverse_stft_window_fn(4))
+    >>> bool(tf.reduce_max(tf.abs(y[12:52] - x[12:52])) < 1e-4)
+    True
+    """
+    def window(frame_length: int, dtype: Any = _dt.float32) -> Tensor:
+        w = forward_window_fn(frame_length, dtype=dtype).numpy().astype(np.float64)
+        step = int(frame_step)
+        squares = np.zeros(frame_length + (-frame_length) % step)
+        squares[:frame_length] = w * w
+        denom = squares.reshape(-1, step).sum(axis=0)
+        denom = np.tile(denom, len(squares) // step)[:frame_length]
+        return convert_to_tensor((w / denom).astype(_dt.as_dtype(dtype).np))
+    return window
+
+
+def inverse_stft(stfts: Any, frame_length: int, frame_step: int, fft_length: int | None = None,
+                 window_fn: Callable | None = hann_window, name: str | None = None) -> Tensor:
+    """The signal of ``stft``'s frames: ``irfft`` of each frame, windowed, overlapped and
+    added. With ``window_fn=inverse_stft_window_fn(frame_step)`` it inverts ``stft`` (where
+    the frames overlap enough).
+
+    >>> import stagecraft as tf
+    >>> tf.signal.inverse_stft(tf.signal.stft(tf.ones([30]), 8, 4), 8, 4).shape
+    TensorShape([28])
+    """
+    s = _complex_input("inverse_stft", stfts)
+    frame_length, frame_step = int(frame_length), int(frame_step)
+    if fft_length is None:
+        fft_length = 1 << max(frame_length - 1, 0).bit_length()
+    frames = irfft(s, [int(fft_length)])
+    frames = fit(frames, [frame_length])
+    if window_fn is not None:
+        frames = _m.multiply(frames, window_fn(frame_length, dtype=frames.dtype))
+    return overlap_and_add(frames, frame_step)
+
+
 __all__ = ["fft", "ifft", "fft2d", "ifft2d", "fft3d", "ifft3d", "rfft", "irfft", "rfft2d",
            "irfft2d", "rfft3d", "irfft3d", "fftshift", "ifftshift", "hann_window",
-           "hamming_window", "frame", "stft"]
+           "hamming_window", "frame", "stft", "overlap_and_add", "inverse_stft",
+           "inverse_stft_window_fn"]
