@@ -13,6 +13,7 @@ from stagecraft.keras import activations, constraints, initializers, regularizer
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
+from stagecraft.ops import nn_ops as _nn
 from stagecraft.ops.tensor_array import TensorArray
 from stagecraft.staging.while_loop import while_loop
 
@@ -29,8 +30,14 @@ class _Cell(Layer):
                  kernel_regularizer: Any = None, recurrent_regularizer: Any = None,
                  bias_regularizer: Any = None, kernel_constraint: Any = None,
                  recurrent_constraint: Any = None, bias_constraint: Any = None,
+                 dropout: float = 0.0, recurrent_dropout: float = 0.0, seed: int | None = None,
                  **kwargs: Any):
         super().__init__(**kwargs)
+        for what, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+            if not 0 <= float(rate) < 1:
+                raise ValueError(f"{type(self).__name__}: {what} must be in [0, 1); got {rate}.")
+        self.dropout, self.recurrent_dropout = float(dropout), float(recurrent_dropout)
+        self.seed = seed
         self._options = {
             "kernel_regularizer": kernel_regularizer, "recurrent_regularizer":
                 recurrent_regularizer, "bias_regularizer": bias_regularizer,
@@ -73,6 +80,30 @@ class _Cell(Layer):
     def _bias_shape(self) -> list[int]:
         return [self._gates * self.units]
 
+    def _dropped(self, inputs: Tensor, h_prev: Tensor, training: Any) -> tuple[Tensor, Tensor]:
+        """The step's input and previous output with Keras's dropout masks applied: the
+        masks ``RNN`` drew for the whole sequence, or (a cell called alone while training)
+        fresh ones. Recurrent dropout reaches only the recurrent product."""
+        masks = vars(self).get("_sequence_masks")
+        if masks is None and training:
+            masks = self.dropout_masks(inputs, h_prev)
+        if masks is None:
+            return inputs, h_prev
+        dp, rec = masks
+        return (inputs if dp is None else _m.multiply(inputs, dp),
+                h_prev if rec is None else _m.multiply(h_prev, rec))
+
+    def dropout_masks(self, inputs: Tensor, h_prev: Tensor) -> tuple[Any, Any]:
+        """Keras's masks for one sequence: ones dropped at ``dropout`` (inputs) and
+        ``recurrent_dropout`` (previous output), scaled by 1 / (1 - rate); None where the
+        rate is 0."""
+        def mask(like: Tensor, rate: float) -> Any:
+            if not rate:
+                return None
+            ones = _m.add(_m.multiply(like, 0.0), 1.0)
+            return _nn.dropout(ones, rate, seed=self.seed)
+        return mask(inputs, self.dropout), mask(h_prev, self.recurrent_dropout)
+
     def _weight_options(self, weight: str) -> dict:
         return {"regularizer": self._options[f"{weight}_regularizer"],
                 "constraint": self._options[f"{weight}_constraint"]}
@@ -90,6 +121,8 @@ class _Cell(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
+                "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
+                "seed": self.seed,
                 **{k: (regularizers if k.endswith("regularizer") else constraints)
                    .serialize_or_none(v) for k, v in self._options.items()}}
 
@@ -98,8 +131,9 @@ class _Cell(Layer):
 class SimpleRNNCell(_Cell):
     """``h = activation(x @ kernel + h_prev @ recurrent_kernel + bias)``."""
 
-    def call(self, inputs: Tensor, states: Any) -> tuple[Tensor, list[Tensor]]:
-        z = _m.add(_m.matmul(inputs, self.kernel), _m.matmul(states[0], self.recurrent_kernel))
+    def call(self, inputs: Tensor, states: Any, training: Any = None) -> tuple[Tensor, list]:
+        x, h_prev = self._dropped(inputs, states[0], training)
+        z = _m.add(_m.matmul(x, self.kernel), _m.matmul(h_prev, self.recurrent_kernel))
         if self.use_bias:
             z = _m.add(z, self.bias)
         h = self.activation(z)
@@ -146,9 +180,10 @@ class LSTMCell(_Cell):
         return _ForgetBiasOnes(self.bias_initializer, self.units) if self.unit_forget_bias \
             else self.bias_initializer
 
-    def call(self, inputs: Tensor, states: Any) -> tuple[Tensor, list[Tensor]]:
+    def call(self, inputs: Tensor, states: Any, training: Any = None) -> tuple[Tensor, list]:
         h_prev, c_prev = states
-        z = _m.add(_m.matmul(inputs, self.kernel), _m.matmul(h_prev, self.recurrent_kernel))
+        x, h_dropped = self._dropped(inputs, h_prev, training)
+        z = _m.add(_m.matmul(x, self.kernel), _m.matmul(h_dropped, self.recurrent_kernel))
         if self.use_bias:
             z = _m.add(z, self.bias)
         gate = self.recurrent_activation
@@ -188,10 +223,11 @@ class GRUCell(_Cell):
     def _bias_shape(self) -> list[int]:
         return [2, 3 * self.units]
 
-    def call(self, inputs: Tensor, states: Any) -> tuple[Tensor, list[Tensor]]:
+    def call(self, inputs: Tensor, states: Any, training: Any = None) -> tuple[Tensor, list]:
         h_prev = states[0]
-        x = _m.matmul(inputs, self.kernel)
-        inner = _m.matmul(h_prev, self.recurrent_kernel)
+        dropped_x, h_dropped = self._dropped(inputs, h_prev, training)
+        x = _m.matmul(dropped_x, self.kernel)
+        inner = _m.matmul(h_dropped, self.recurrent_kernel)
         if self.use_bias:
             x, inner = _m.add(x, self.bias[0]), _m.add(inner, self.bias[1])
         gate = self.recurrent_activation
@@ -278,7 +314,14 @@ class RNN(Layer):
             return (_m.add(t, 1), ys.write(t, y), y, *new)
 
         t0 = _a.zeros([], dtype=time.dtype)
-        out = while_loop(lambda t, *_: _m.less(t, time), body, (t0, ys, first, *states))
+        dropping = training and isinstance(self.cell, _Cell) and \
+            (self.cell.dropout or self.cell.recurrent_dropout)
+        if dropping:  # Keras: one mask per sequence, the same at every step
+            vars(self.cell)["_sequence_masks"] = self.cell.dropout_masks(steps[0], states[0])
+        try:
+            out = while_loop(lambda t, *_: _m.less(t, time), body, (t0, ys, first, *states))
+        finally:
+            vars(self.cell).pop("_sequence_masks", None)
         _, ys, last, *final = out
         result = _a.transpose(ys.stack(), [1, 0, 2]) if self.return_sequences else last
         return [result, *final] if self.return_state else result

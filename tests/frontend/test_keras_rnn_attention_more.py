@@ -186,3 +186,32 @@ def test_conv_lstm2d_matches_numpy(padding):
     assert len(grads) == 3 and all(np.isfinite(g.numpy()).all() for g in grads)
     again = layers.ConvLSTM2D.from_config(layer.get_config())
     assert again.get_config() == layer.get_config()
+
+
+def test_rnn_dropout_masks_are_fixed_per_sequence_and_training_only():
+    layer = layers.SimpleRNN(6, activation="linear", use_bias=False, dropout=0.5,
+                             recurrent_dropout=0.5, return_sequences=True, seed=3)
+    x = np.ones((4, 3, 6), np.float32)
+    layer(x)
+    layer.set_weights([np.eye(6), np.eye(6)])  # h_t = x_t * m + h_(t-1) * r
+    np.testing.assert_allclose(layer(x).numpy()[:, -1], np.full((4, 6), 3.0))  # inference
+    h = layer(x, training=True).numpy()
+    m = h[:, 0]  # h1 = x * m
+    assert set(np.unique(m)) <= {0.0, 2.0} and 0 < m.mean() < 2
+    kept = m > 0
+    r = np.where(kept, (h[:, 1] - m) / np.where(kept, m, 1), 0)  # h2 = m + r * h1
+    assert set(np.unique(r[kept])) <= {0.0, 2.0}
+    np.testing.assert_allclose(h[:, 2], m + r * h[:, 1], rtol=1e-6)  # the same r at step 3
+    lstm = layers.LSTM(4, dropout=0.2, recurrent_dropout=0.3)
+    config = lstm.get_config()
+    assert config["dropout"] == 0.2 and config["recurrent_dropout"] == 0.3
+    assert layers.LSTM.from_config(config).cell.recurrent_dropout == 0.3
+    model = tf.keras.Sequential([layers.GRU(4, dropout=0.3, recurrent_dropout=0.3,
+                                            input_shape=(5, 2)), layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    data = RNG.normal(size=(8, 5, 2)).astype(np.float32)
+    loss = model.fit(data, np.ones((8, 1), np.float32), epochs=2, verbose=0).history["loss"]
+    assert np.isfinite(loss).all()
+    with pytest.raises(ValueError) as e:
+        layers.LSTMCell(3, dropout=1.0)
+    assert str(e.value) == "LSTMCell: dropout must be in [0, 1); got 1.0."
