@@ -13,6 +13,7 @@ from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import constraints, initializers, regularizers, serialization
+from stagecraft.keras.core_layers import BETA_GAMMA, set_weight_options, weight_options_config
 from stagecraft.keras.base_layer import Layer
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
@@ -125,8 +126,13 @@ class LayerNormalization(Layer):
 
     def __init__(self, axis: Any = -1, epsilon: float = 1e-3, center: bool = True,
                  scale: bool = True, beta_initializer: Any = "zeros",
-                 gamma_initializer: Any = "ones", **kwargs: Any):
+                 gamma_initializer: Any = "ones", beta_regularizer: Any = None,
+                 gamma_regularizer: Any = None, beta_constraint: Any = None,
+                 gamma_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
+        set_weight_options(self, beta_regularizer=beta_regularizer,
+                           gamma_regularizer=gamma_regularizer, beta_constraint=beta_constraint,
+                           gamma_constraint=gamma_constraint)
         self.axis, self.epsilon = axis, float(epsilon)
         self.center, self.scale = bool(center), bool(scale)
         self.beta_initializer = initializers.get(beta_initializer)
@@ -139,10 +145,12 @@ class LayerNormalization(Layer):
         if None in dims:
             raise ValueError(f"{self.name}: the normalized axes {axes} need known sizes; got "
                              f"{shape}.")
-        self.gamma = self.add_weight("gamma", dims, initializer=self.gamma_initializer) \
-            if self.scale else None
-        self.beta = self.add_weight("beta", dims, initializer=self.beta_initializer) \
-            if self.center else None
+        self.gamma = self.add_weight("gamma", dims, initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight("beta", dims, initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
         self.built = True
 
     def call(self, inputs: Tensor) -> Tensor:
@@ -165,7 +173,8 @@ class LayerNormalization(Layer):
                 "axis": self.axis if isinstance(self.axis, int) else list(self.axis),
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
                 "beta_initializer": initializers.serialize(self.beta_initializer),
-                "gamma_initializer": initializers.serialize(self.gamma_initializer)}
+                "gamma_initializer": initializers.serialize(self.gamma_initializer),
+                **weight_options_config(self, *BETA_GAMMA)}
 
 
 @serialization.register

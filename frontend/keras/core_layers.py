@@ -13,22 +13,39 @@ from stagecraft.keras.base_layer import Layer
 from stagecraft.eager.tensor import Tensor
 
 
+def set_weight_options(layer: Layer, **options: Any) -> None:
+    """Sets a layer's ``<weight>_regularizer``/``<weight>_constraint`` attributes from Keras's
+    arguments (names, config dicts, objects or None)."""
+    for key, value in options.items():
+        setattr(layer, key, (regularizers if key.endswith("regularizer") else
+                             constraints).get(value))
+
+
+def weight_options_config(layer: Layer, *keys: str) -> dict:
+    """The attributes ``set_weight_options`` set, serialized for a config (None stays)."""
+    return {key: (regularizers if key.endswith("regularizer") else
+                  constraints).serialize_or_none(getattr(layer, key)) for key in keys}
+
+
+_KERNEL_BIAS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint",
+                "bias_constraint")
+
+
 def set_kernel_bias_options(layer: Layer, kernel_regularizer: Any, bias_regularizer: Any,
                             kernel_constraint: Any, bias_constraint: Any) -> None:
-    """Sets a layer's ``kernel_regularizer``, ``bias_regularizer``, ``kernel_constraint`` and
-    ``bias_constraint`` attributes from Keras's arguments (names, dicts or objects)."""
-    layer.kernel_regularizer = regularizers.get(kernel_regularizer)
-    layer.bias_regularizer = regularizers.get(bias_regularizer)
-    layer.kernel_constraint = constraints.get(kernel_constraint)
-    layer.bias_constraint = constraints.get(bias_constraint)
+    """``set_weight_options`` for a kernel and a bias (Dense, EinsumDense)."""
+    set_weight_options(layer, kernel_regularizer=kernel_regularizer,
+                       bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                       bias_constraint=bias_constraint)
 
 
 def kernel_bias_options_config(layer: Layer) -> dict:
-    """The four attributes ``set_kernel_bias_options`` set, serialized for a config."""
-    return {"kernel_regularizer": regularizers.serialize_or_none(layer.kernel_regularizer),
-            "bias_regularizer": regularizers.serialize_or_none(layer.bias_regularizer),
-            "kernel_constraint": constraints.serialize_or_none(layer.kernel_constraint),
-            "bias_constraint": constraints.serialize_or_none(layer.bias_constraint)}
+    """``weight_options_config`` for a kernel and a bias."""
+    return weight_options_config(layer, *_KERNEL_BIAS)
+
+
+#: The options of a normalization's ``beta`` and ``gamma``.
+BETA_GAMMA = ("beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
 
 
 @serialization.register

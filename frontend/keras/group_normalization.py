@@ -8,8 +8,9 @@ from typing import Any
 
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import constraints, initializers, regularizers, serialization
+from stagecraft.keras import initializers, serialization
 from stagecraft.keras.base_layer import Layer
+from stagecraft.keras.core_layers import BETA_GAMMA, set_weight_options, weight_options_config
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops import nn_ops as _nn
@@ -44,10 +45,9 @@ class GroupNormalization(Layer):
                  gamma_regularizer: Any = None, beta_constraint: Any = None,
                  gamma_constraint: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint = constraints.get(beta_constraint)
-        self.gamma_constraint = constraints.get(gamma_constraint)
+        set_weight_options(self, beta_regularizer=beta_regularizer,
+                           gamma_regularizer=gamma_regularizer, beta_constraint=beta_constraint,
+                           gamma_constraint=gamma_constraint)
         if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
             raise ValueError(f"GroupNormalization: groups must be a positive integer; got "
                              f"{groups!r}.")
@@ -97,10 +97,7 @@ class GroupNormalization(Layer):
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
                 "beta_initializer": initializers.serialize(self.beta_initializer),
                 "gamma_initializer": initializers.serialize(self.gamma_initializer),
-                "beta_regularizer": regularizers.serialize_or_none(self.beta_regularizer),
-                "gamma_regularizer": regularizers.serialize_or_none(self.gamma_regularizer),
-                "beta_constraint": constraints.serialize_or_none(self.beta_constraint),
-                "gamma_constraint": constraints.serialize_or_none(self.gamma_constraint)}
+                **weight_options_config(self, *BETA_GAMMA)}
 
 
 @serialization.register

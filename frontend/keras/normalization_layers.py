@@ -8,8 +8,9 @@ from typing import Any
 from stagecraft.eager.context import STATE
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.shapes import TensorShape
-from stagecraft.keras import constraints, initializers, regularizers, serialization
+from stagecraft.keras import initializers, serialization
 from stagecraft.keras.base_layer import Layer
+from stagecraft.keras.core_layers import BETA_GAMMA, set_weight_options, weight_options_config
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops import normalization_ops as _norm
@@ -69,10 +70,9 @@ class BatchNormalization(Layer):
             raise ValueError(f"BatchNormalization: fused must be None, True or False. "
                              f"Received: fused={fused!r}.")
         self.fused = fused
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint = constraints.get(beta_constraint)
-        self.gamma_constraint = constraints.get(gamma_constraint)
+        set_weight_options(self, beta_regularizer=beta_regularizer,
+                           gamma_regularizer=gamma_regularizer, beta_constraint=beta_constraint,
+                           gamma_constraint=gamma_constraint)
         if isinstance(axis, (list, tuple)):
             self.axis: Any = [int(a) for a in axis]
         elif isinstance(axis, int) and not isinstance(axis, bool):
@@ -183,7 +183,4 @@ class BatchNormalization(Layer):
                 "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),
                 "moving_variance_initializer":
                     initializers.serialize(self.moving_variance_initializer),
-                "beta_regularizer": regularizers.serialize_or_none(self.beta_regularizer),
-                "gamma_regularizer": regularizers.serialize_or_none(self.gamma_regularizer),
-                "beta_constraint": constraints.serialize_or_none(self.beta_constraint),
-                "gamma_constraint": constraints.serialize_or_none(self.gamma_constraint)}
+                **weight_options_config(self, *BETA_GAMMA)}
