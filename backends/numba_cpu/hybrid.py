@@ -12,9 +12,9 @@ with more equations than ``stagecraft.config.get_hybrid_threshold()`` therefore 
   and every dimension other than 1 left to run time, so steps of the same structure (ResNet's
   bottleneck blocks) share one compiled function in the process (:data:`_KERNELS`) and, through
   the disk cache (:mod:`stagecraft.backends.numba_cache`), across processes;
-* variables, constants, views (``reshape``, ``stop_gradient``...), rank-0 arithmetic, host
-  calls and asserts run as the interpreter runs them; ``cond``/``while``/``call`` run their
-  regions through plans of their own.
+* variables, constants, views (``reshape``...), ops whose NumPy kernels are faster
+  (:data:`NUMPY_OPS`), rank-0 arithmetic, host calls and asserts run as the interpreter runs
+  them; ``cond``/``while``/``call`` run their regions through plans of their own.
 
 A step whose compiled code is not loaded yet (``"background"`` mode: the compile worker builds
 the kernels while the program runs) runs its equations on the interpreter, so a step is never
@@ -45,16 +45,22 @@ __all__ = ["HybridExecutable", "equation_count"]
 
 _log = logging.getLogger("stagecraft")
 
-# Ops the driver runs with the interpreter's kernels: a view or a copy costs NumPy less than a
-# compiled call costs to enter.
-VIEW_OPS = frozenset(("reshape", "stop_gradient", "identity", "squeeze", "expand_dims"))
+# Ops the driver runs with the interpreter's NumPy kernels: views and copies (NumPy makes them
+# faster than a compiled call is entered), and ops whose NumPy kernels were faster than the
+# Numba library's on ResNet-50's training step at 224x224, batch 1: its 213 ``sum_like`` took
+# 64 ms in NumPy and 1,900 ms compiled with run-time dims, its 107 ``broadcast_like`` 8 ms (a
+# view) and 1,020 ms, its 53 ``conv_backprop_filter`` 230 ms (im2col + BLAS) and 370 ms.
+NUMPY_OPS = frozenset(("reshape", "stop_gradient", "identity", "squeeze", "expand_dims",
+                       "reshape_like", "broadcast_like", "sum_like", "conv_backprop_filter"))
 
 
 def numpy_step(e: Eqn) -> bool:
-    """Whether the driver runs ``e`` with the interpreter's NumPy kernel because it is faster
-    than the Numba library's: a convolution of an input with few channels (im2col + BLAS:
-    ResNet-50's 7x7 stem at 224x224 takes 8.3 ms, the Numba kernel 13.8 ms; with 16 or more
-    channels the Numba kernel is as fast or faster, and much faster on small images)."""
+    """Whether the driver runs ``e`` with the interpreter's NumPy kernel (:data:`NUMPY_OPS`;
+    and a convolution of an input with few channels: ResNet-50's 7x7 stem at 224x224 takes
+    8.3 ms in NumPy, 13.8 ms in the Numba kernel; with 16 or more channels the Numba kernel
+    was as fast or faster, and much faster on small images)."""
+    if e.op in NUMPY_OPS:
+        return True
     return e.op == "conv" and e.inputs[0].type.shape[-1] is not None and \
         e.inputs[0].type.shape[-1] <= 4
 
@@ -261,14 +267,14 @@ class Plan:
     def _cut(eqns: Sequence[Eqn], i: int) -> int:
         """How many equations from ``i`` form one step."""
         e = eqns[i]
-        if e.op in STRUCTURAL_OPS or e.op in VIEW_OPS or numpy_step(e) or e.regions:
+        if e.op in STRUCTURAL_OPS or numpy_step(e) or e.regions:
             return 1
         return max(fusion_group(eqns, i), 1)
 
     def _step(self, eqns: tuple, end: int, uses: dict) -> Step:
         e = eqns[0]
-        if len(eqns) == 1 and (e.op in STRUCTURAL_OPS or e.op in VIEW_OPS or numpy_step(e)
-                               or e.regions or (fusible(e) and e.outputs[0].type.rank == 0)):
+        if len(eqns) == 1 and (e.op in STRUCTURAL_OPS or numpy_step(e) or e.regions
+                               or (fusible(e) and e.outputs[0].type.rank == 0)):
             return Step(eqns, tuple(self._key(x) for x in e.inputs),
                         tuple(o.uid for o in e.outputs),
                         regions=tuple(Plan(r) for r in e.regions))

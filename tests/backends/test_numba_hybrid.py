@@ -42,8 +42,8 @@ def executable(f, *args):
 
 # A sample of the op table (every op compiles kernels of its own: the full table runs through
 # the whole-graph backend in test_numba_ops.py, and these steps reuse that code generator):
-# kernel calls of each family, fused elementwise groups, the ops the driver runs with NumPy.
-SAMPLE = ["add", "conv", "conv_backprop_filter", "cumsum", "gather", "max_pool",
+# kernel calls of each family, fused elementwise groups, ops the driver runs with NumPy.
+SAMPLE = ["add", "conv", "conv_backprop_input", "cumsum", "gather", "max_pool",
           "reduce_max", "reduce_mean", "reshape", "scatter_nd", "select", "strided_slice",
           "tanh", "transpose"]
 
