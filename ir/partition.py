@@ -11,8 +11,9 @@ parameters left unknown being the output gradients).
 Both parts keep the program order of their stateful equations. A split is refused
 (:class:`SplitError`, with the reason) where running all known equations first could change
 what a stateful equation does: an unknown equation touching a variable that a known one writes
-(it would see the value the known part left at its end, or the value of a later run), or an
-unknown host effect (``print``, ``py_function``, ``assert``) that precedes a known one.
+(it would see the value the known part left at its end, or the value of a later run), unless
+the caller accepts that for the variable (``late_reads``), or an unknown host effect
+(``print``, ``py_function``, ``assert``) that precedes a known one.
 """
 from __future__ import annotations
 
@@ -44,9 +45,12 @@ class Split:
     num_residuals: int
 
 
-def split_graph(graph: Graph, unknown: Sequence[int], known_results: Sequence[int]) -> Split:
+def split_graph(graph: Graph, unknown: Sequence[int], known_results: Sequence[int],
+                late_reads: Sequence[int] = ()) -> Split:
     """Splits ``graph`` into the equations independent of its parameters at ``unknown`` and
-    the rest; the results at ``known_results`` must be independent of them.
+    the rest; the results at ``known_results`` must be independent of them. The unknown part
+    may use the variable references at ``late_reads`` (parameter indices) as the known part
+    leaves them.
 
     >>> from stagecraft.ir import parse
     >>> g = parse('''graph @f(%x: f32[], %s: f32[]) -> (f32[], f32[]) {
@@ -83,7 +87,7 @@ def split_graph(graph: Graph, unknown: Sequence[int], known_results: Sequence[in
         if isinstance(r, Value) and r.uid in late:
             raise SplitError(f"result {i} of @{graph.name} depends on the parameters left "
                              f"unknown, so the known part cannot compute it.")
-    _check_effects(graph, known_eqns, unknown_eqns)
+    _check_effects(graph, known_eqns, unknown_eqns, {graph.params[i].uid for i in late_reads})
 
     # Constants the unknown part uses are copied into it rather than passed as residuals.
     consts = {o.uid: e for e in known_eqns if e.op == "const" for o in e.outputs}
@@ -140,13 +144,13 @@ def _renamed(graph: Graph) -> Graph:
     return Graph(graph.name, params, tuple(eqns), tuple(get(r) for r in graph.results))
 
 
-def _check_effects(graph: Graph, known: list[Eqn], unknown: list[Eqn]) -> None:
+def _check_effects(graph: Graph, known: list[Eqn], unknown: list[Eqn], late: set[int]) -> None:
     """Raises ``SplitError`` where running every known equation before every unknown one
     could change a stateful equation's effect (see the module docstring)."""
     stateful_unknown = [e for e in unknown if is_stateful(e)]
     if not stateful_unknown:
         return
-    written = set().union(*(_written_refs(e) for e in known))
+    written = set().union(*(_written_refs(e) for e in known)) - late
     order = {id(e): i for i, e in enumerate(graph.eqns)}
     last_known_host = max((order[id(e)] for e in known if _host_effect(e)), default=-1)
     for e in stateful_unknown:

@@ -140,8 +140,13 @@ class _Split:
                                      f"{concrete.name}_joint")
         jfg, jgraph = traced.func_graph, traced.graph
         n_in = len(tensors) + len(variables)
+        # A variable the backward uses is read when it runs, as the rematerializing backward
+        # reads it, except a random site's replay copy: the forward part sets it for this
+        # call's backward, and another call could set it again before that runs.
+        late = [i for i, p in enumerate(jgraph.params)
+                if p.ref and not random_state.is_replay_copy(jfg.ref_objects.get(p.uid))]
         parts = split_graph(jgraph, unknown=range(n_in, n_in + len(seeds)),
-                            known_results=range(self.num_outputs))
+                            known_results=range(self.num_outputs), late_reads=late)
         self.connected = list(mask)
         self.forward = _concrete(concrete, parts.known, jfg.inputs[:n_in], jfg.captures,
                                  jfg.variables, "forward")
