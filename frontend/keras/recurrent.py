@@ -432,14 +432,14 @@ class Bidirectional(Layer):
 
     _MODES = ("concat", "sum", "mul", "ave", None)
 
-    def __init__(self, layer: RNN, merge_mode: str | None = "concat",
-                 backward_layer: RNN | None = None, **kwargs: Any):
+    def __init__(self, layer: Layer, merge_mode: str | None = "concat",
+                 backward_layer: Layer | None = None, **kwargs: Any):
         if merge_mode not in self._MODES:
             raise ValueError(f"Bidirectional: merge_mode must be one of {self._MODES}; got "
                              f"{merge_mode!r}.")
-        if not isinstance(layer, RNN):
+        if not isinstance(layer, Layer) or not hasattr(layer, "go_backwards"):
             raise ValueError(f"Bidirectional: `layer` must be a recurrent layer (RNN, LSTM, "
-                             f"GRU, SimpleRNN); got {type(layer).__name__}.")
+                             f"GRU, SimpleRNN, ConvLSTM2D, ...); got {type(layer).__name__}.")
         kwargs.setdefault("dtype", layer.dtype)  # no cast of the inputs before the layers
         super().__init__(**kwargs)
         self.forward_layer = layer

@@ -215,3 +215,13 @@ def test_rnn_dropout_masks_are_fixed_per_sequence_and_training_only():
     with pytest.raises(ValueError) as e:
         layers.LSTMCell(3, dropout=1.0)
     assert str(e.value) == "LSTMCell: dropout must be in [0, 1); got 1.0."
+
+
+def test_bidirectional_conv_lstm():
+    x = RNG.normal(size=(2, 4, 5, 5, 2)).astype(np.float32)
+    layer = layers.Bidirectional(layers.ConvLSTM2D(3, 3, return_sequences=True), merge_mode="sum")
+    out = layer(x).numpy()
+    forward = layer.forward_layer(x).numpy()
+    backward = layer.backward_layer(x).numpy()[:, ::-1]
+    np.testing.assert_allclose(out, forward + backward, rtol=1e-5, atol=1e-6)
+    assert layer.backward_layer.go_backwards and out.shape == (2, 4, 3, 3, 3)
