@@ -1,7 +1,7 @@
 """``ConcreteFunction``: one traced graph plus what it captured, callable three ways: eagerly
 through a backend (``_call_flat``, and ``_eager_caller``, the hot path's closure), from another
-trace (``_emit_call``: a ``call`` equation) and under a tape (one record whose backward is a
-staged function: ``function_grad``).
+trace (``_emit_call``: a ``call`` equation) and under a tape (its forward-with-residuals graph,
+one record whose backward is a staged function taking the residuals: ``function_grad``).
 """
 from __future__ import annotations
 
