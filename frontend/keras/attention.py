@@ -13,9 +13,11 @@ from stagecraft.ir import dtypes as _dt
 from stagecraft.ir.shapes import TensorShape
 from stagecraft.keras import initializers, serialization
 from stagecraft.keras.base_layer import Layer
+from stagecraft.keras.einsum_dense import EinsumDense
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops import nn_ops as _nn
+from stagecraft.ops.einsum_ops import einsum
 
 __all__ = ["MultiHeadAttention"]
 
@@ -44,13 +46,28 @@ class _Projection(Layer):
         return _m.add(out, self.bias) if self.use_bias else out
 
 
+def _attention_mask(query: Tensor, value: Tensor, attention_mask: Any,
+                    use_causal_mask: bool) -> Tensor | None:
+    """The boolean ``(B, T, S)`` (or broadcastable) mask of who may attend where: the given
+    ``attention_mask`` and, with ``use_causal_mask``, Keras's lower-triangular causal mask
+    (query position ``i`` sees key positions ``j <= i``)."""
+    mask = None if attention_mask is None else _m.cast(attention_mask, _dt.bool_)
+    if use_causal_mask:
+        rows = _a.reshape(_a.range(0, _a.shape(query)[1]), [1, -1, 1])
+        cols = _a.reshape(_a.range(0, _a.shape(value)[1]), [1, 1, -1])
+        causal = _m.greater_equal(rows, cols)
+        mask = causal if mask is None else _m.logical_and(mask, causal)
+    return mask
+
+
 @serialization.register
 class MultiHeadAttention(Layer):
     """Multi-head attention: ``query`` ``(B, T, dim)`` attends to ``value`` ``(B, S, dim_v)``
     (and ``key``, default ``value``) with ``num_heads`` heads of size ``key_dim``:
     ``softmax(q k^T / sqrt(key_dim))`` weights the values, per head; the heads are
     projected back to the query's last dimension (or ``output_shape``). ``attention_mask``
-    ``(B, T, S)`` (True = attend) masks positions out.
+    ``(B, T, S)`` (True = attend) masks positions out; ``use_causal_mask=True`` lets each
+    query position see only the key positions up to its own.
 
     >>> import stagecraft as tf
     >>> mha = tf.keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)
@@ -100,7 +117,7 @@ class MultiHeadAttention(Layer):
 
     def call(self, query: Tensor, value: Tensor, key: Tensor | None = None,
              attention_mask: Any = None, return_attention_scores: bool = False,
-             training: Any = None) -> Any:
+             training: Any = None, use_causal_mask: bool = False) -> Any:
         value = self._convert_input(value)
         key = value if key is None else self._convert_input(key)
         if "query" not in vars(self):
@@ -109,8 +126,9 @@ class MultiHeadAttention(Layer):
         k, v = self.key(key), self.value(value)                              # (B, S, H, K|V)
         scores = _m.matmul(_a.transpose(q, [0, 2, 1, 3]),
                            _a.transpose(k, [0, 2, 3, 1]))                   # (B, H, T, S)
-        if attention_mask is not None:
-            mask = _a.expand_dims(_m.cast(attention_mask, _dt.bool_), 1)   # (B, 1, T, S)
+        mask = _attention_mask(query, value, attention_mask, use_causal_mask)
+        if mask is not None:
+            mask = _a.expand_dims(mask, 1)                                  # (B, 1, T, S)
             scores = _m.where(mask, scores, _m.add(_a.zeros_like(scores), -1e9))
         weights = _nn.softmax(scores, axis=-1)
         attended = _nn.dropout(weights, self.dropout) if training and self.dropout else weights
@@ -257,4 +275,113 @@ class AdditiveAttention(_BaseDenseAttention):
         return {**super().get_config(), "use_scale": self.use_scale}
 
 
-__all__ += ["AdditiveAttention", "Attention"]
+@serialization.register
+class GroupedQueryAttention(Layer):
+    """Grouped-query attention (Ainslie et al., 2023; Keras 3's layer): ``num_query_heads``
+    query heads share ``num_key_value_heads`` key/value heads (each repeated for its group),
+    scaled dot-product attention per head, then an output projection back to the query's
+    last dimension. The projections are ``EinsumDense`` layers ``query``, ``key``, ``value``
+    and ``attention_output``; masks are Keras's (``attention_mask`` ``(B, T, S)``,
+    ``use_causal_mask``), masked weights are 0.
+
+    >>> import stagecraft as tf
+    >>> gqa = tf.keras.layers.GroupedQueryAttention(head_dim=4, num_query_heads=4,
+    ...                                             num_key_value_heads=2)
+    >>> out, scores = gqa(tf.ones([2, 5, 8]), tf.ones([2, 3, 8]), return_attention_scores=True)
+    >>> out.shape, scores.shape
+    (TensorShape([2, 5, 8]), TensorShape([2, 4, 5, 3]))
+    """
+
+    def __init__(self, head_dim: int, num_query_heads: int, num_key_value_heads: int,
+                 dropout: float = 0.0, use_bias: bool = True, flash_attention: Any = None,
+                 kernel_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
+                 seed: int | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        for what, n in (("head_dim", head_dim), ("num_query_heads", num_query_heads),
+                        ("num_key_value_heads", num_key_value_heads)):
+            if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+                raise ValueError(f"GroupedQueryAttention: {what} must be a positive integer; "
+                                 f"got {n!r}.")
+        if num_query_heads % num_key_value_heads:
+            raise ValueError(f"GroupedQueryAttention: num_query_heads ({num_query_heads}) must "
+                             f"be a multiple of num_key_value_heads ({num_key_value_heads}).")
+        if flash_attention:
+            raise ValueError("GroupedQueryAttention: flash_attention=True is not supported; "
+                             "leave it None.")
+        if not 0 <= float(dropout) < 1:
+            raise ValueError(f"GroupedQueryAttention: dropout must be in [0, 1); got {dropout}.")
+        self.head_dim, self.num_query_heads = head_dim, num_query_heads
+        self.num_key_value_heads = num_key_value_heads
+        self.num_repeats = num_query_heads // num_key_value_heads
+        self.dropout, self.use_bias, self.seed = float(dropout), bool(use_bias), seed
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+
+    def _dense(self, equation: str, output_shape: tuple, bias_axes: str, name: str) -> Layer:
+        return EinsumDense(equation, output_shape=output_shape,
+                           bias_axes=bias_axes if self.use_bias else None,
+                           kernel_initializer=self.kernel_initializer,
+                           bias_initializer=self.bias_initializer, name=name, dtype=self.dtype)
+
+    def build(self, input_shape: Any) -> None:
+        """Built on the first call, from the query's last dimension."""
+        self.built = True
+
+    def _build_from(self, query: Tensor) -> None:
+        q, kv, h = self.num_query_heads, self.num_key_value_heads, self.head_dim
+        self.feature_dim = int(query.shape[-1])
+        self.query = self._dense("bqm,muh->bquh", (None, q, h), "uh", "query")
+        self.key = self._dense("bkm,mvh->bkvh", (None, kv, h), "vh", "key")
+        self.value = self._dense("bkm,mvh->bkvh", (None, kv, h), "vh", "value")
+        self.attention_output = self._dense("bquh,uhm->bqm", (None, self.feature_dim), "m",
+                                            "attention_output")
+
+    def __call__(self, query: Any, value: Any = None, key: Any = None, **kwargs: Any) -> Any:
+        if value is None:
+            raise TypeError("GroupedQueryAttention needs `value` (call it as gqa(query, "
+                            "value)).")
+        return super().__call__(query, value=value, key=key, **kwargs)
+
+    def _repeat(self, x: Tensor) -> Tensor:
+        """Each key/value head repeated for its query group (``np.repeat`` on axis 2)."""
+        if self.num_repeats == 1:
+            return x
+        tiled = _a.tile(_a.expand_dims(x, 3), [1, 1, 1, self.num_repeats, 1])
+        shape = _a.shape(x)
+        return _a.reshape(tiled, _a.stack([shape[0], shape[1], self.num_query_heads,
+                                           self.head_dim]))
+
+    def call(self, query: Tensor, value: Tensor, key: Tensor | None = None,
+             attention_mask: Any = None, return_attention_scores: bool = False,
+             training: Any = None, use_causal_mask: bool = False) -> Any:
+        value = self._convert_input(value)
+        key = value if key is None else self._convert_input(key)
+        if "query" not in vars(self):
+            self._build_from(query)
+        mask = _attention_mask(query, value, attention_mask, use_causal_mask)
+        q = _m.multiply(self.query(query), 1.0 / math.sqrt(self.head_dim))   # (B, T, H, D)
+        k, v = self._repeat(self.key(key)), self._repeat(self.value(value))  # (B, S, H, D)
+        scores = einsum("bquh,bkuh->buqk", q, k)
+        if mask is not None:  # Keras 3's Softmax with a mask: masked weights are 0
+            keep = _m.cast(_a.expand_dims(mask, 1), scores.dtype)
+            scores = _m.add(scores, _m.multiply(_m.subtract(1.0, keep), -1e9))
+        weights = _nn.softmax(scores, axis=-1)
+        if mask is not None:
+            weights = _m.multiply(weights, keep)
+        attended = _nn.dropout(weights, self.dropout, seed=self.seed) \
+            if training and self.dropout else weights
+        out = self.attention_output(einsum("buqk,bkuh->bquh", attended, v))
+        return (out, weights) if return_attention_scores else out
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "head_dim": self.head_dim,
+                "num_query_heads": self.num_query_heads,
+                "num_key_value_heads": self.num_key_value_heads, "dropout": self.dropout,
+                "use_bias": self.use_bias, "seed": self.seed,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer)}
+
+
+GroupQueryAttention = GroupedQueryAttention
+
+__all__ += ["AdditiveAttention", "Attention", "GroupQueryAttention", "GroupedQueryAttention"]

@@ -10,7 +10,8 @@ from stagecraft.keras.adaptive_pooling import (AdaptiveAveragePooling1D, Adaptiv
 from stagecraft.keras.activation_layers import (ELU, LeakyReLU, PReLU, ReLU, Softmax,
                                                 ThresholdedReLU)
 from stagecraft.keras import serialization as _serialization
-from stagecraft.keras.attention import AdditiveAttention, Attention, MultiHeadAttention
+from stagecraft.keras.attention import (AdditiveAttention, Attention, GroupedQueryAttention,
+                                        GroupQueryAttention, MultiHeadAttention)
 from stagecraft.keras.base_layer import Layer
 from stagecraft.keras.basic_layers import Dropout, Embedding, LayerNormalization, Normalization
 from stagecraft.keras.conv_layers import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose,
@@ -125,3 +126,4 @@ __all__ += ["AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAve
             "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D"]
 __all__ += ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]
 __all__ += ["IntegerLookup"]
+__all__ += ["GroupQueryAttention", "GroupedQueryAttention"]

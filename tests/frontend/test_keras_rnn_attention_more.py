@@ -225,3 +225,39 @@ def test_bidirectional_conv_lstm():
     backward = layer.backward_layer(x).numpy()[:, ::-1]
     np.testing.assert_allclose(out, forward + backward, rtol=1e-5, atol=1e-6)
     assert layer.backward_layer.go_backwards and out.shape == (2, 4, 3, 3, 3)
+
+
+def test_grouped_query_attention_matches_numpy_with_causal_mask():
+    q_in = RNG.normal(size=(2, 4, 6)).astype(np.float32)
+    v_in = RNG.normal(size=(2, 4, 5)).astype(np.float32)
+    layer = layers.GroupedQueryAttention(head_dim=3, num_query_heads=4, num_key_value_heads=2,
+                                         bias_initializer="glorot_uniform")
+    pad = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)[:, None, :].repeat(4, 1)
+    out, weights = layer(q_in, v_in, attention_mask=pad, use_causal_mask=True,
+                         return_attention_scores=True)
+
+    def dense(x, d):
+        return np.einsum("bsm,m...->bs...", x, d.kernel.numpy()) + d.bias.numpy()
+    q = dense(q_in, layer.query) / np.sqrt(3)
+    k = np.repeat(dense(v_in, layer.key), 2, axis=2)
+    v = np.repeat(dense(v_in, layer.value), 2, axis=2)
+    scores = np.einsum("bquh,bkuh->buqk", q, k)
+    keep = (pad & np.tril(np.ones((4, 4), bool))[None])[:, None]
+    w = special.softmax(scores - 1e9 * ~keep, -1) * keep
+    heads = np.einsum("buqk,bkuh->bquh", w, v)
+    want = np.einsum("bquh,uhm->bqm", heads, layer.attention_output.kernel.numpy()) + \
+        layer.attention_output.bias.numpy()
+    np.testing.assert_allclose(weights.numpy(), w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+    assert [w.name.split("/")[-2] for w in layer.weights][::2] == [
+        "query", "key", "value", "attention_output"]
+    staged = tf.function(lambda a, b: layer(a, b, use_causal_mask=True))(q_in, v_in)
+    eager = layer(q_in, v_in, use_causal_mask=True)
+    np.testing.assert_allclose(staged.numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)
+    mha = layers.MultiHeadAttention(2, 3)
+    _, mha_scores = mha(q_in, v_in, use_causal_mask=True, return_attention_scores=True)
+    assert np.all(mha_scores.numpy()[:, :, np.triu_indices(4, 1)[0], np.triu_indices(4, 1)[1]]
+                  < 1e-6)
+    with pytest.raises(ValueError) as e:
+        layers.GroupQueryAttention(4, 3, 2)
+    assert "num_query_heads (3) must be a multiple of num_key_value_heads (2)" in str(e.value)
