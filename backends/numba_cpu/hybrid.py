@@ -410,12 +410,11 @@ class HybridExecutable:
     them while steps run on the interpreter; ``wait()`` blocks until all are in use.
 
     >>> import numpy as np
-    >>> from stagecraft.ir import dtypes
+    >>> from stagecraft.ir.dtypes import float32
     >>> from stagecraft.ir.graph import GraphBuilder
     >>> from stagecraft.ir.types import TensorType
     >>> b = GraphBuilder("two_blocks")
-    >>> x = b.param(TensorType(dtypes.float32, (3,)), "x")
-    >>> y = x
+    >>> y = x = b.param(TensorType(float32, (3,)), "x")
     >>> for _ in range(2):     # two identical blocks: one compiled kernel
     ...     (y,) = b.add("exp", [y], [x.type])
     ...     (y,) = b.add("cumsum", [y], [x.type],

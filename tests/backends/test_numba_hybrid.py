@@ -105,24 +105,27 @@ def test_control_flow_runs_its_regions_as_plans(all_hybrid):
     assert "-> kernel_" in tf.compiled_source(collatz, tf.constant(27), x)
 
 
-def test_variables_are_read_and_assigned_in_order(all_hybrid):
+def test_variables_are_read_and_assigned_in_order_also_in_regions(all_hybrid):
     v = tf.Variable([1.0, 2.0])
     n = tf.Variable(0, dtype=tf.int64)
 
     @tf.function(backend="numba")
-    def step(x):
-        before = v.read_value()
-        v.assign_sub(0.5 * x)
-        n.assign_add(1)
-        return before, v.read_value() * 2.0
+    def step(x, k):
+        first = v.read_value()
+        for _ in tf.range(k):       # a while region assigning both variables
+            v.assign_sub(0.5 * x)
+            n.assign_add(1)
+        return first, v.read_value() * 2.0
 
-    before, after = step(tf.constant([2.0, 4.0]))
-    np.testing.assert_array_equal(before.numpy(), [1.0, 2.0])
-    np.testing.assert_array_equal(after.numpy(), [0.0, 0.0])
-    np.testing.assert_array_equal(v.numpy(), [0.0, 0.0])
-    step(tf.constant([2.0, 4.0]))
-    assert int(n.numpy()) == 2 and n.numpy().dtype == np.int64
-    assert isinstance(executable(step, tf.constant([2.0, 4.0])), hybrid.HybridExecutable)
+    x, k = tf.constant([2.0, 4.0]), tf.constant(2)
+    first, last = step(x, k)
+    np.testing.assert_array_equal(first.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(last.numpy(), [-2.0, -4.0])
+    np.testing.assert_array_equal(v.numpy(), [-1.0, -2.0])
+    step(x, tf.constant(1))
+    assert int(n.numpy()) == 3 and n.numpy().dtype == np.int64
+    assert v.numpy().dtype == np.float32
+    assert isinstance(executable(step, x, k), hybrid.HybridExecutable)
 
 
 def test_errors_are_the_interpreters_with_their_location(all_hybrid):
