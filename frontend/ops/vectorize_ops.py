@@ -7,6 +7,7 @@ which gives the results a loop gives) and logs which op caused it, as TensorFlow
 from __future__ import annotations
 
 import logging
+import types
 from typing import Any, Callable
 
 from stagecraft.eager import nest
@@ -54,14 +55,21 @@ def vectorized_map(fn: Callable, elems: Any, fallback_to_while_loop: bool = True
         raise ValueError(f"tf.vectorized_map: every tensor of elems must have the same first "
                          f"dimension, got {sorted(sizes)}.")
     size = sizes.pop() if sizes else _a.shape(flat[0])[0]
-    types = [TensorType(t.dtype, None if t.shape.rank is None else
-                        tuple(t.shape.as_list()[1:])) for t in flat]
+    element_types = [TensorType(t.dtype, None if t.shape.rank is None else
+                                tuple(t.shape.as_list()[1:])) for t in flat]
+
+    # traced with AutoGraph, as TensorFlow's pfor traces fn in a tf.function: Python `if` and
+    # `while` on tensors in fn become cond / while_loop
+    traced = fn
+    if isinstance(fn, types.FunctionType) and not getattr(fn, "__sc_do_not_convert__", False):
+        from stagecraft.converters.api import convert
+        traced = convert(fn)
 
     def element_fn(*xs: Tensor) -> Any:
-        return fn(nest.pack_sequence_as(elems, list(xs)))
+        return traced(nest.pack_sequence_as(elems, list(xs)))
 
     parent = current_graph()
-    region = trace_region(element_fn, types, parent, "vectorized_map")
+    region = trace_region(element_fn, element_types, parent, "vectorized_map")
     fg = region.fg
     graph = fg.build(region.results)
     problem = unbatchable(graph, [True] * len(flat) + [False] * (len(graph.params) - len(flat)))

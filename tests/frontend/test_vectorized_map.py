@@ -147,6 +147,16 @@ def test_an_op_without_a_rule_falls_back_to_a_loop_and_says_which(caplog):
         tf.vectorized_map(fn, V, fallback_to_while_loop=False)
 
 
+def _python_if(v):
+    if tf.reduce_sum(v) > 0:   # AutoGraph: a cond on a predicate that differs per element
+        return v * 2.0
+    return -v
+
+
+def test_python_control_flow_in_fn_is_converted():
+    _vectorizes_like_map_fn(_python_if, V)
+
+
 def test_a_loop_inside_fn_falls_back():
     fn = lambda v: tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * v), (0, v))[1]
     _check(tf.vectorized_map(fn, V), tf.map_fn(fn, V))
