@@ -9,9 +9,10 @@ with a batched input runs its op's rule in ``RULES``, which rewrites it for the 
 dimension: elementwise ops line ranks up and broadcast, reductions and axis attributes shift
 by one, matmul broadcasts its batch dimensions, reshape/transpose/concat/gather/slicing keep
 the batch dimension first, ``cond`` on a batched predicate runs both (side-effect free)
-branches and selects. ``unbatchable(graph, batched)`` finds, before anything runs, the first op
-that has no rule for the way it is used (stateful ops, random draws, loops, data-dependent
-shapes): the caller then falls back to a loop.
+branches and selects, a ``while`` runs while any element's condition holds with finished
+elements keeping their values. ``unbatchable(graph, batched)`` finds, before anything runs, the
+first op that has no rule for the way it is used (side effects, stateful random draws, loop
+variables that change shape, data-dependent shapes): the caller then falls back to a loop.
 """
 from __future__ import annotations
 
@@ -455,13 +456,12 @@ def _conv_backprop_filter(b, xs, flags, attrs):
 
 # --------------------------------------------------------------------- the interpreter
 
-_NEVER = frozenset({"assign", "print", "assert", "py_function", "while"})
+_NEVER = frozenset({"assign", "print", "assert", "py_function"})
 
 
 def _never_why(op: str) -> str | None:
     if op in _NEVER:
-        return ("a loop" if op == "while" else "a side effect, which a loop performs once per "
-                "element")
+        return "a side effect, which a loop performs once per element"
     o = OPS.get(op)
     if o is not None and o.stateful:
         return "a stateful op, which a loop runs once per element"
@@ -502,6 +502,11 @@ def unbatchable(graph: Graph, batched: Sequence[bool]) -> Unbatchable | None:
             if inner is not None:
                 return inner
             out = any(ins)   # (conservative: every result counts as batched)
+        elif eqn.op == "while":
+            problem = _while_problem(eqn, ins)
+            if problem is not None:
+                return problem
+            out = any(ins)
         elif eqn.op == "cond":
             if ins[0] and any(is_stateful(e) for g in eqn.regions for e in g.eqns):
                 return Unbatchable("cond", "a branch with side effects on a condition that "
@@ -520,6 +525,56 @@ def unbatchable(graph: Graph, batched: Sequence[bool]) -> Unbatchable | None:
         for v in eqn.outputs:
             flags[v.uid] = out
     return None
+
+
+def _while_problem(eqn: Any, ins: list) -> Unbatchable | None:
+    """Why a ``while`` with batched inputs cannot run as one loop over the batch (None: it
+    can). Every carried value is then batched; the loop runs while any element's condition
+    holds, and an element whose condition fails keeps its values (so the body must be free
+    of side effects and keep each carried value's static shape)."""
+    if not any(ins):
+        return None
+    n = dict(eqn.attrs)["carry"]
+    if any(is_stateful(e) for g in eqn.regions for e in walk_eqns(g)):
+        return Unbatchable("while", "a loop with side effects whose inputs differ between "
+                                    "elements")
+    for v, o in zip(eqn.inputs[:n], eqn.outputs):
+        shape = o.type.shape
+        if shape is None or None in shape or tuple(shape) != tuple(v.type.shape or ()):
+            return Unbatchable("while", "a loop variable whose shape changes or is unknown")
+    for g in eqn.regions:
+        inner = unbatchable(g, [True] * n + list(ins[n:]))
+        if inner is not None:
+            return inner
+    return None
+
+
+def _while(eqn: Any, pairs: list, b: Batch) -> list[tuple]:
+    from stagecraft.staging.while_loop import while_loop
+
+    n = dict(eqn.attrs)["carry"]
+    cond_g, body_g = eqn.regions
+    carried = [t if f else b.full(t) for t, f in pairs[:n]]
+    rest = pairs[n:]
+
+    def going(vs: Sequence) -> tuple:   # (each element's condition, whether it is batched)
+        return run_batched(cond_g, [(v, True) for v in vs] + rest, b)[0]
+
+    def cond(*vs: Tensor) -> Tensor:
+        p, batched = going(vs)
+        return bind(OPS["reduce_any"], p, axes=(0,), keepdims=False) if batched else p
+
+    def body(*vs: Tensor) -> tuple:
+        p, batched = going(vs)
+        new = run_batched(body_g, [(v, True) for v in vs] + rest, b)
+        out = []
+        for (t, f), old in zip(new, vs):
+            t = t if f else b.full(t)
+            keep = b.lift(p, b.rank(old, "while") - 1, "while") if batched else p
+            out.append(bind(OPS["select"], keep, t, old))   # finished elements keep theirs
+        return tuple(out)
+
+    return [(o, True) for o in while_loop(cond, body, tuple(carried))]
 
 
 def run_batched(graph: Graph, args: Sequence[tuple], b: Batch) -> list[tuple]:
@@ -549,6 +604,8 @@ def run_batched(graph: Graph, args: Sequence[tuple], b: Batch) -> list[tuple]:
             outs = run_batched(eqn.regions[0], pairs, b)
         elif op == "cond":
             outs = _cond(eqn, pairs, b, cond)
+        elif op == "while" and any(flags):
+            outs = _while(eqn, pairs, b)
         elif not any(flags):
             sub = Graph("eqn", tuple(x for x in eqn.inputs if not isinstance(x, Literal)),
                         (eqn,), eqn.outputs)

@@ -1,7 +1,8 @@
 """``tf.vectorized_map``: ``fn`` traced once on one element's spec, and the traced graph run on
 the whole batch at once by per-op batching rules (``ops/batching.py``; TensorFlow's pfor, JAX's
-vmap): no loop is emitted. When an op of ``fn`` has no rule (a random draw, a side effect, a
-loop, a data-dependent shape), the call falls back to a loop over the elements (``map_fn``,
+vmap): no loop over the elements is emitted (a loop inside ``fn`` runs once, over the whole
+batch, until every element's condition fails). When an op of ``fn`` has no rule (a stateful
+random draw, a side effect, a data-dependent shape), the call falls back to a loop over the elements (``map_fn``,
 which gives the results a loop gives) and logs which op caused it, as TensorFlow does;
 ``fallback_to_while_loop=False`` raises instead."""
 from __future__ import annotations

@@ -157,10 +157,34 @@ def test_python_control_flow_in_fn_is_converted():
     _vectorizes_like_map_fn(_python_if, V)
 
 
-def test_a_loop_inside_fn_falls_back():
-    fn = lambda v: tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * v), (0, v))[1]
+def _counted(d):
+    v, n = d
+    i, acc = tf.constant(0), tf.zeros_like(v)
+    while i < n:   # AutoGraph: a while loop whose trip count differs per element
+        acc = acc + v * tf.cast(i, tf.float64)
+        i += 1
+    return acc
+
+
+def test_loops_run_as_one_loop_over_the_batch():
+    fixed = lambda v: tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * v), (0, v))[1]
+    _vectorizes_like_map_fn(fixed, V, count_loops=False)
+    _vectorizes_like_map_fn(_counted, (V, IDX), count_loops=False)
+    x = tf.constant(V)
+    grads = []
+    for mapper in (tf.vectorized_map, tf.map_fn):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(mapper(_counted, (x, IDX)))
+        grads.append(tape.gradient(y, x).numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-12)
+
+
+def test_a_loop_that_grows_its_variables_falls_back():
+    fn = lambda v: tf.while_loop(lambda a: tf.size(a) < 8, lambda a: (tf.concat([a, a], 0),),
+                                 (v,), shape_invariants=[tf.TensorShape([None])])[0]
     _check(tf.vectorized_map(fn, V), tf.map_fn(fn, V))
-    with pytest.raises(ValueError, match="fn uses op 'while'"):
+    with pytest.raises(ValueError, match="fn uses op 'while'.*shape changes"):
         tf.vectorized_map(fn, V, fallback_to_while_loop=False)
 
 
