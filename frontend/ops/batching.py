@@ -468,9 +468,35 @@ def _never_why(op: str) -> str | None:
     return None
 
 
-def unbatchable(graph: Graph, batched: Sequence[bool]) -> Unbatchable | None:
+# Ops that can fail on values (an index out of range, an integer division by zero, a matrix
+# that is not positive definite), by the inputs that decide it. The branches of a cond on a
+# batched predicate, and the body of a loop past an element's last iteration, run on values
+# a loop would never give them: such an op there, on batched values, means a loop instead.
+_MAY_FAIL = {"gather": (1,), "gather_grad": (1,), "scatter_nd": (1,), "segment_reduce": (1,),
+             "strided_slice": "bounds", "strided_slice_grad": "bounds",
+             "floordiv": (1,), "floormod": (1,), "truncatediv": (1,),
+             "cholesky": (0,), "matrix_inverse": (0,), "matrix_solve": (0,),
+             "triangular_solve": (0,), "lu": (0,)}
+
+
+def _may_fail(eqn: Any, ins: list) -> bool:
+    which = _MAY_FAIL.get(eqn.op)
+    if which is None:
+        return False
+    if which == "bounds":
+        first = 1 if eqn.op == "strided_slice" else 2
+        return any(ins[first:])
+    if eqn.op in ("floordiv", "floormod", "truncatediv") and \
+            not eqn.inputs[1].type.dtype.is_integer:
+        return False
+    return any(ins[i] for i in which)
+
+
+def unbatchable(graph: Graph, batched: Sequence[bool],
+                strict: bool = False) -> Unbatchable | None:
     """The first reason ``graph`` cannot run batched with parameters flagged ``batched``
-    (None: every op it runs has a rule), found without running anything.
+    (None: every op it runs has a rule), found without running anything. ``strict``: the
+    graph also runs for elements that would not run it (see ``_MAY_FAIL``).
 
     >>> import stagecraft as tf
     >>> spec = tf.TensorSpec([3], tf.float32)
@@ -497,13 +523,16 @@ def unbatchable(graph: Graph, batched: Sequence[bool]) -> Unbatchable | None:
         why = _never_why(eqn.op)
         if why is not None:
             return Unbatchable(eqn.op, why)
+        if strict and _may_fail(eqn, ins):
+            return Unbatchable(eqn.op, "it may fail on the values of elements for which a "
+                                       "branch or loop iteration would not run")
         if eqn.op == "call":
-            inner = unbatchable(eqn.regions[0], ins)
+            inner = unbatchable(eqn.regions[0], ins, strict)
             if inner is not None:
                 return inner
             out = any(ins)   # (conservative: every result counts as batched)
         elif eqn.op == "while":
-            problem = _while_problem(eqn, ins)
+            problem = _while_problem(eqn, ins, strict)
             if problem is not None:
                 return problem
             out = any(ins)
@@ -512,7 +541,7 @@ def unbatchable(graph: Graph, batched: Sequence[bool]) -> Unbatchable | None:
                 return Unbatchable("cond", "a branch with side effects on a condition that "
                                            "differs between elements")
             for g in eqn.regions:
-                inner = unbatchable(g, ins[1:])
+                inner = unbatchable(g, ins[1:], strict or ins[0])
                 if inner is not None:
                     return inner
             out = any(ins)
@@ -527,7 +556,7 @@ def unbatchable(graph: Graph, batched: Sequence[bool]) -> Unbatchable | None:
     return None
 
 
-def _while_problem(eqn: Any, ins: list) -> Unbatchable | None:
+def _while_problem(eqn: Any, ins: list, strict: bool) -> Unbatchable | None:
     """Why a ``while`` with batched inputs cannot run as one loop over the batch (None: it
     can). Every carried value is then batched; the loop runs while any element's condition
     holds, and an element whose condition fails keeps its values (so the body must be free
@@ -542,8 +571,10 @@ def _while_problem(eqn: Any, ins: list) -> Unbatchable | None:
         shape = o.type.shape
         if shape is None or None in shape or tuple(shape) != tuple(v.type.shape or ()):
             return Unbatchable("while", "a loop variable whose shape changes or is unknown")
-    for g in eqn.regions:
-        inner = unbatchable(g, [True] * n + list(ins[n:]))
+    cond_g, body_g = eqn.regions
+    for g, body in ((cond_g, False), (body_g, True)):
+        # (the body also runs for elements whose loop has ended)
+        inner = unbatchable(g, [True] * n + list(ins[n:]), strict or body)
         if inner is not None:
             return inner
     return None

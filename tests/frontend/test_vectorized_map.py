@@ -180,6 +180,19 @@ def test_loops_run_as_one_loop_over_the_batch():
     np.testing.assert_allclose(*grads, rtol=1e-12)
 
 
+def test_ops_that_could_fail_where_a_loop_would_not_run_them_fall_back():
+    # the untaken branch, or one more iteration past an element's last, would index past the
+    # table: run as a loop instead
+    table = tf.constant([1.0, 2.0, 3.0])
+    guarded = lambda i: tf.cond(i < 3, lambda: tf.gather(table, i), lambda: tf.constant(0.0))
+    summed = lambda n: tf.while_loop(lambda i, a: i < n,
+                                     lambda i, a: (i + 1, a + tf.gather(table, i)), (0, 0.0))[1]
+    for fn, idx in ((guarded, tf.constant([0, 5, 2, 3])), (summed, tf.constant([0, 1, 3, 2]))):
+        _check(tf.vectorized_map(fn, idx, warn=False), tf.map_fn(fn, idx))
+        with pytest.raises(ValueError, match="fn uses op 'gather'.*may fail"):
+            tf.vectorized_map(fn, idx, fallback_to_while_loop=False)
+
+
 def test_a_loop_that_grows_its_variables_falls_back():
     fn = lambda v: tf.while_loop(lambda a: tf.size(a) < 8, lambda a: (tf.concat([a, a], 0),),
                                  (v,), shape_invariants=[tf.TensorShape([None])])[0]
