@@ -23,7 +23,8 @@ def program(a: tf.Tensor, b: tf.Tensor) -> list:
     return [tf.linalg.inv(a), tf.linalg.det(a), tf.linalg.solve(a, b),
             tf.linalg.solve(a, b, adjoint=True), tf.matmul(a, b, adjoint_a=True),
             tf.reduce_sum(e * tf.math.conj(e), axis=-1), tf.abs(z), tf.math.angle(z),
-            tf.cast(z, tf.float32), tf.reduce_prod(z, axis=-1), tf.signal.fft2d(z)]
+            tf.cast(z, tf.float32), tf.reduce_prod(z, axis=-1), tf.reduce_mean(z, axis=1),
+            tf.signal.fft2d(z)]
 
 
 def check_staged(backend: str, dtype: type) -> None:

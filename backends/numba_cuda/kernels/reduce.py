@@ -192,7 +192,7 @@ def mean(x: Any, axes: Sequence[int] | None, keepdims: bool) -> Any:
     >>> to_host(mean(to_device(np.array([-7, 2], np.int32)), None, False))   # -5 / 2
     array(-2, dtype=int32)
     """
-    is_float = x.dtype.kind == "f"
+    is_float = x.dtype.kind in "fc"  # (complex sums stay complex too)
     total = reduce("sum", x, axes, keepdims, x.dtype if is_float else np.int64)
     out = empty(total.shape, x.dtype)
     count = x.size // max(total.size, 1) if x.size else 1
