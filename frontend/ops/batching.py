@@ -469,9 +469,9 @@ def _never_why(op: str) -> str | None:
 
 
 # Ops that can fail on values (an index out of range, an integer division by zero, a matrix
-# that is not positive definite), by the inputs that decide it. The branches of a cond on a
-# batched predicate, and the body of a loop past an element's last iteration, run on values
-# a loop would never give them: such an op there, on batched values, means a loop instead.
+# that is not positive definite), by the inputs that decide it. The body of a loop run past an
+# element's last iteration sees values a loop would never give it: such an op there, on
+# batched values, means a loop instead.
 _MAY_FAIL = {"gather": (1,), "gather_grad": (1,), "scatter_nd": (1,), "segment_reduce": (1,),
              "strided_slice": "bounds", "strided_slice_grad": "bounds",
              "floordiv": (1,), "floormod": (1,), "truncatediv": (1,),
@@ -524,8 +524,8 @@ def unbatchable(graph: Graph, batched: Sequence[bool],
         if why is not None:
             return Unbatchable(eqn.op, why)
         if strict and _may_fail(eqn, ins):
-            return Unbatchable(eqn.op, "it may fail on the values of elements for which a "
-                                       "branch or loop iteration would not run")
+            return Unbatchable(eqn.op, "it may fail on the values of elements whose loop "
+                                       "has ended")
         if eqn.op == "call":
             inner = unbatchable(eqn.regions[0], ins, strict)
             if inner is not None:
@@ -537,11 +537,15 @@ def unbatchable(graph: Graph, batched: Sequence[bool],
                 return problem
             out = any(ins)
         elif eqn.op == "cond":
-            if ins[0] and any(is_stateful(e) for g in eqn.regions for e in g.eqns):
+            if ins[0] and any(is_stateful(e) for g in eqn.regions for e in walk_eqns(g)):
                 return Unbatchable("cond", "a branch with side effects on a condition that "
                                            "differs between elements")
+            if ins[0] and any(v.type.shape is None or None in v.type.shape
+                              for v in eqn.outputs):
+                return Unbatchable("cond", "a result whose shape is unknown when traced, on a "
+                                           "condition that differs between elements")
             for g in eqn.regions:
-                inner = unbatchable(g, ins[1:], strict or ins[0])
+                inner = unbatchable(g, ins[1:], strict)
                 if inner is not None:
                     return inner
             out = any(ins)
@@ -665,13 +669,29 @@ def _cond(eqn: Any, pairs: list, b: Batch, cond: Callable) -> list[tuple]:
         outs = cond(pred, branch(then_g), branch(else_g))
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         return [(o, True) for o in outs]
-    # both branches for every element, each result chosen by that element's predicate
-    yes, no = run_batched(then_g, rest, b), run_batched(else_g, rest, b)
-    out = []
-    for (t, tf_), (e, ef) in zip(yes, no):
-        rank = max(b.rank(t, "cond") - tf_, b.rank(e, "cond") - ef)
-        p = b.lift(pred, rank, "cond")
-        t = b.lift(t, rank, "cond") if tf_ else t
-        e = b.lift(e, rank, "cond") if ef else e
-        out.append((bind(OPS["select"], p, t, e), True))
-    return out
+    # a predicate per element: each branch runs on the elements that take it (gathered, as
+    # TF's pfor partitions them), its results scattered back into place; a branch no element
+    # takes does not run. So no element runs the branch it would not take (values a loop
+    # would never compute, NaN gradients through the untaken side).
+    results = [_a.zeros(b.with_lead(list(v.type.shape)), v.type.dtype) for v in eqn.outputs]
+    for g, mask in ((then_g, pred), (else_g, _m.logical_not(pred))):
+        rows = _a.reshape(bind(OPS["where_indices"], mask), [-1, 1])
+        results = _scatter_branch(g, rows, rest, results, cond)
+    return [(r, True) for r in results]
+
+
+def _scatter_branch(g: Graph, rows: Tensor, rest: list, results: list,
+                    cond: Callable) -> list:
+    def run() -> list:
+        sub = Batch(_a.shape(rows)[0])
+        picked = [(bind(OPS["gather"], t, rows[:, 0], axis=0, batch_dims=0), True) if f
+                  else (t, False) for t, f in rest]
+        outs = run_batched(g, picked, sub)
+        return [bind(OPS["scatter_nd"], r, rows, o if f else sub.full(o), mode="update")
+                for r, (o, f) in zip(results, outs)]
+
+    if not results:
+        return results
+    taken = _m.greater(bind(OPS["shape"], rows, out_type=rows.dtype)[0], 0)
+    outs = cond(taken, run, lambda: list(results))
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]

@@ -180,17 +180,35 @@ def test_loops_run_as_one_loop_over_the_batch():
     np.testing.assert_allclose(*grads, rtol=1e-12)
 
 
-def test_ops_that_could_fail_where_a_loop_would_not_run_them_fall_back():
-    # the untaken branch, or one more iteration past an element's last, would index past the
-    # table: run as a loop instead
+def test_each_element_runs_only_the_branch_it_takes():
+    # an untaken branch would index past the table, or give NaN gradients through sqrt
     table = tf.constant([1.0, 2.0, 3.0])
     guarded = lambda i: tf.cond(i < 3, lambda: tf.gather(table, i), lambda: tf.constant(0.0))
+    _vectorizes_like_map_fn(guarded, tf.constant([0, 5, 2, 3]), count_loops=False)
+
+    def root(v):
+        return tf.cond(v > 0, lambda: tf.sqrt(v), lambda: v * 0.5)
+
+    x = tf.constant([4.0, -1.0, 0.25, -3.0], tf.float64)
+    grads = []
+    for mapper in (tf.vectorized_map, tf.map_fn):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(mapper(root, x))
+        grads.append(tape.gradient(y, x).numpy())
+    np.testing.assert_allclose(grads[0], grads[1])
+    assert np.isfinite(grads[0]).all()
+    _vectorizes_like_map_fn(root, tf.constant([-1.0, -2.0], tf.float64), count_loops=False)
+
+
+def test_a_loop_body_that_could_fail_past_an_elements_end_falls_back():
+    table = tf.constant([1.0, 2.0, 3.0])
     summed = lambda n: tf.while_loop(lambda i, a: i < n,
                                      lambda i, a: (i + 1, a + tf.gather(table, i)), (0, 0.0))[1]
-    for fn, idx in ((guarded, tf.constant([0, 5, 2, 3])), (summed, tf.constant([0, 1, 3, 2]))):
-        _check(tf.vectorized_map(fn, idx, warn=False), tf.map_fn(fn, idx))
-        with pytest.raises(ValueError, match="fn uses op 'gather'.*may fail"):
-            tf.vectorized_map(fn, idx, fallback_to_while_loop=False)
+    idx = tf.constant([0, 1, 3, 2])   # one more iteration for n < 3 would read table[3]
+    _check(tf.vectorized_map(summed, idx, warn=False), tf.map_fn(summed, idx))
+    with pytest.raises(ValueError, match="fn uses op 'gather'.*loop has ended"):
+        tf.vectorized_map(summed, idx, fallback_to_while_loop=False)
 
 
 def test_a_loop_that_grows_its_variables_falls_back():
