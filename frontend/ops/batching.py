@@ -8,9 +8,9 @@ capture, a constant, a shape). An equation whose inputs are all unbatched runs a
 with a batched input runs its op's rule in ``RULES``, which rewrites it for the leading
 dimension: elementwise ops line ranks up and broadcast, reductions and axis attributes shift
 by one, matmul broadcasts its batch dimensions, reshape/transpose/concat/gather/slicing keep
-the batch dimension first, ``cond`` on a batched predicate runs both (side-effect free)
-branches and selects, a ``while`` runs while any element's condition holds with finished
-elements keeping their values. ``unbatchable(graph, batched)`` finds, before anything runs, the
+the batch dimension first, ``cond`` on a batched predicate runs each (side-effect free)
+branch on the elements that take it and scatters the results back, a ``while`` runs while any
+element's condition holds with finished elements keeping their values. ``unbatchable(graph, batched)`` finds, before anything runs, the
 first op that has no rule for the way it is used (side effects, stateful random draws, loop
 variables that change shape, data-dependent shapes): the caller then falls back to a loop.
 """

@@ -16,7 +16,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir.types import TensorType
 from stagecraft.ops import array_ops as _a
-from stagecraft.ops.batching import Batch, run_batched, unbatchable
+from stagecraft.ops.batching import Batch, Unbatchable, run_batched, unbatchable
 from stagecraft.ops.functional_ops import map_fn
 
 __all__ = ["vectorized_map"]
@@ -74,22 +74,27 @@ def vectorized_map(fn: Callable, elems: Any, fallback_to_while_loop: bool = True
     fg = region.fg
     graph = fg.build(region.results)
     problem = unbatchable(graph, [True] * len(flat) + [False] * (len(graph.params) - len(flat)))
-    if problem is not None:
-        if not fallback_to_while_loop:
-            raise ValueError(f"tf.vectorized_map: fn uses op '{problem.op}', which cannot be "
-                             f"vectorized ({problem.why}), and fallback_to_while_loop=False. "
-                             f"Pass fallback_to_while_loop=True to run a loop instead, or keep "
-                             f"that op out of fn.")
-        (logger.warning if warn else logger.info)(
-            "tf.vectorized_map: using a loop (map_fn) over the elements: fn uses op '%s', "
-            "which cannot be vectorized (%s).", problem.op, problem.why)
-        return map_fn(fn, elems)
-    args = ([(t, True) for t in flat] +
-            [(_outside(outer, parent), False) for outer, _ in fg.captures] +
-            [(var, False) for var, _ in fg.variables])
-    b = Batch(size)
-    outs = [t if batched else b.full(t) for t, batched in run_batched(graph, args, b)]
-    return nest.map_structure(lambda i: None if i is None else outs[i], region.structure)
+    if problem is None:
+        args = ([(t, True) for t in flat] +
+                [(_outside(outer, parent), False) for outer, _ in fg.captures] +
+                [(var, False) for var, _ in fg.variables])
+        b = Batch(size)
+        try:
+            outs = [t if batched else b.full(t) for t, batched in run_batched(graph, args, b)]
+        except Unbatchable as e:   # a rule that meets a case it cannot batch (pure ops so far)
+            problem = e
+        else:
+            return nest.map_structure(lambda i: None if i is None else outs[i],
+                                      region.structure)
+    if not fallback_to_while_loop:
+        raise ValueError(f"tf.vectorized_map: fn uses op '{problem.op}', which cannot be "
+                         f"vectorized ({problem.why}), and fallback_to_while_loop=False. Pass "
+                         f"fallback_to_while_loop=True to run a loop instead, or keep that op "
+                         f"out of fn.")
+    (logger.warning if warn else logger.info)(
+        "tf.vectorized_map: using a loop (map_fn) over the elements: fn uses op '%s', which "
+        "cannot be vectorized (%s).", problem.op, problem.why)
+    return map_fn(fn, elems)
 
 
 def _outside(outer: Any, parent: Any) -> Any:

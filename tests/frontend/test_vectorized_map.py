@@ -219,6 +219,15 @@ def test_a_loop_that_grows_its_variables_falls_back():
         tf.vectorized_map(fn, V, fallback_to_while_loop=False)
 
 
+def test_a_rule_refusing_its_case_when_run_falls_back():
+    # reshape has a rule, but not for a target shape computed from each element's values
+    fn = lambda v: tf.reshape(v, tf.stack([tf.cast(tf.reduce_sum(tf.ones_like(v)) / 2,
+                                                   tf.int32), 2]))
+    _check(tf.vectorized_map(fn, V, warn=False), tf.map_fn(fn, V))
+    with pytest.raises(ValueError, match="fn uses op 'reshape'.*target shape differs"):
+        tf.vectorized_map(fn, V, fallback_to_while_loop=False)
+
+
 def test_random_draws_fall_back_with_a_message(caplog):
     with caplog.at_level(logging.WARNING, logger="stagecraft"):
         x = tf.vectorized_map(lambda v: v + tf.random.normal([4], dtype=tf.float64), V)
