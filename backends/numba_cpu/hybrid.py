@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -175,34 +176,87 @@ def _relaxed(t: TensorType) -> TensorType:
     return TensorType(t.dtype, tuple(d if d == 1 else None for d in t.shape))
 
 
-def _step_graph(eqns: Sequence[Eqn], inputs: Sequence[Value], outputs: Sequence[Value],
-                relax: bool) -> Graph:
-    """The canonical graph of a step: fresh nameless values, no locations."""
-    kind = _relaxed if relax else (lambda t: t)
-    new: dict[int, Value] = {}
-    params = []
+def _literal_key(x: Literal) -> tuple:
+    return (repr(x.value), x.type.dtype.name)
+
+
+def _operand_key(x: Value | Literal) -> int | tuple:
+    return x.uid if isinstance(x, Value) else _literal_key(x)
+
+
+def collapsed(eqns: Sequence[Eqn], inputs: Sequence[Value | Literal]) -> tuple | None:
+    """For a fused elementwise group of one static shape: ``(input shapes, loop shape)`` once
+    the dims of 1 are dropped and neighbouring dims that every input broadcasts alike are
+    merged (a C-contiguous array reshaped so is a view), None when that changes nothing or the
+    shapes are not static. Batch normalization's ``(1, 56, 56, 64)`` loop with ``(1, 1, 1,
+    64)`` operands becomes ``(3136, 64)`` with ``(1, 64)`` ones: groups of other sizes and
+    batch sizes then share one kernel, and the loop nest is shallower.
+
+    >>> from stagecraft.ir.dtypes import float32
+    >>> from stagecraft.ir.graph import GraphBuilder
+    >>> from stagecraft.ir.types import TensorType
+    >>> b = GraphBuilder("bn")
+    >>> x = b.param(TensorType(float32, (1, 5, 6, 4)), "x")
+    >>> m = b.param(TensorType(float32, (1, 1, 1, 4)), "m")
+    >>> (y,) = b.add("subtract", [x, m], [x.type])
+    >>> collapsed(b.build([y]).eqns, [x, m])
+    ([(30, 4), (1, 4)], (30, 4))
+    """
+    if not all(fusible(e) for e in eqns):
+        return None   # a folded reduction's axes refer to the loop's own rank
+    shape = eqns[0].outputs[0].type.shape
+    r = len(shape)
+    padded = []
     for x in inputs:
-        p = new[x.uid] = Value(kind(x.type))
+        if x.type.shape is None or None in x.type.shape:
+            return None
+        padded.append(None if x.type.rank == 0 else (1,) * (r - x.type.rank) + x.type.shape)
+    groups: list[list[int]] = []
+    for k in (k for k in range(r) if shape[k] != 1):
+        if groups and all(p is None or (p[k] == 1) == (p[groups[-1][-1]] == 1) for p in padded):
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    loop = tuple(math.prod(shape[k] for k in g) for g in groups)
+    ins = [x.type.shape if p is None else tuple(1 if p[g[0]] == 1 else n
+                                                 for g, n in zip(groups, loop))
+           for x, p in zip(inputs, padded)]
+    if loop == shape and all(i == x.type.shape for i, x in zip(ins, inputs)):
+        return None
+    return ins, loop
+
+
+def _step_graph(eqns: Sequence[Eqn], inputs: Sequence[Value | Literal], outputs: Sequence[Value],
+                relax: bool, shapes: tuple | None = None) -> Graph:
+    """The canonical graph of a step: fresh nameless values, no locations (``shapes``: the
+    collapsed shapes of the inputs and the loop, see :func:`collapsed`)."""
+    kind = _relaxed if relax else (lambda t: t)
+    new: dict = {}   # uid, or a literal's key -> its value in the step's graph
+    params = []
+    for i, x in enumerate(inputs):
+        t = x.type if shapes is None else TensorType(x.type.dtype, shapes[0][i])
+        p = new[_operand_key(x)] = Value(kind(t))
         params.append(p)
     body = []
     for e in eqns:
-        ins = tuple(new[x.uid] if isinstance(x, Value) else x for x in e.inputs)
-        outs = tuple(Value(kind(o.type)) for o in e.outputs)
+        ins = tuple(new.get(_operand_key(x), x) for x in e.inputs)
+        outs = tuple(Value(kind(o.type if shapes is None else
+                                TensorType(o.type.dtype, shapes[1]))) for o in e.outputs)
         for o, n in zip(e.outputs, outs):
             new[o.uid] = n
         body.append(Eqn(e.op, ins, outs, e.attrs))
     return Graph("step", tuple(params), tuple(body), tuple(new[v.uid] for v in outputs))
 
 
-def kernel_for(eqns: Sequence[Eqn], inputs: Sequence[Value], outputs: Sequence[Value],
-               fused: bool) -> Kernel:
+def kernel_for(eqns: Sequence[Eqn], inputs: Sequence[Value | Literal], outputs: Sequence[Value],
+               fused: bool, shapes: tuple | None = None) -> Kernel:
     """The shared kernel of a step (generated once per canonical text). Dims are left to run
     time where the generator can do without them, else the static shapes are kept (e.g. a
-    batched matmul whose batch dims broadcast)."""
+    batched matmul whose batch dims broadcast). ``shapes``: see :func:`collapsed`."""
     static = fused and all(None not in v.type.shape for e in eqns
                            for v in (*e.outputs, *(x for x in e.inputs if isinstance(x, Value))))
     for relax in (True, False):
-        graph = _step_graph(eqns, inputs, outputs, relax)
+        graph = _step_graph(eqns, inputs, outputs, relax, shapes)
         key = graph.to_text() + (f"\nfused, static: {static}" if fused else "")
         with _KERNELS_LOCK:
             k = _KERNELS.get(key)
@@ -233,6 +287,7 @@ class Step:
     dead: tuple = ()
     kernel: Kernel | None = None
     regions: tuple = ()   # plans of a control-flow equation's regions
+    shapes: tuple | None = None   # a collapsed step: its kernel's input shapes, its outputs'
 
 
 class Plan:
@@ -257,7 +312,7 @@ class Plan:
     def _key(self, x: Value | Literal) -> int:
         if isinstance(x, Value):
             return x.uid
-        k = (repr(x.value), x.type.dtype.name)
+        k = _literal_key(x)
         if k not in self._lits:
             self._lits[k] = -1 - len(self._lits)
             self.literals[self._lits[k]] = np.asarray(x.value, x.type.dtype.np)[()]
@@ -279,19 +334,31 @@ class Plan:
                         tuple(o.uid for o in e.outputs),
                         regions=tuple(Plan(r) for r in e.regions))
         produced = {o.uid for q in eqns for o in q.outputs}
-        inputs: list[Value] = []
+        inputs: list = []
+        seen: set = set()
         for q in eqns:
             for x in q.inputs:
-                if isinstance(x, Value) and x.uid not in produced and x not in inputs:
+                # A fused loop takes its scalar constants as arguments too: they often
+                # depend on sizes (a mean's 1/n), which would make kernels differ.
+                if isinstance(x, Literal) and fusible(e):
+                    key = _literal_key(x)
+                elif isinstance(x, Value) and x.uid not in produced:
+                    key = x.uid
+                else:
+                    continue
+                if key not in seen:
+                    seen.add(key)
                     inputs.append(x)
         # Values used after the step (or results): the rest stay inside its loop nest.
         outputs = [o for q in eqns for o in q.outputs if uses.get(o.uid, -1) >= end]
         if not outputs:   # nothing needs it: keep the last value so the step still runs
             outputs = [eqns[-1].outputs[0]]
-        kernel = kernel_for(eqns, inputs, outputs, fused=fusible(e))
+        shapes = collapsed(eqns, inputs) if fusible(e) else None
+        kernel = kernel_for(eqns, inputs, outputs, fused=fusible(e), shapes=shapes)
         kernel.steps += 1
-        return Step(eqns, tuple(x.uid for x in inputs), tuple(o.uid for o in outputs),
-                    kernel=kernel)
+        return Step(eqns, tuple(self._key(x) for x in inputs), tuple(o.uid for o in outputs),
+                    kernel=kernel, shapes=None if shapes is None else
+                    (tuple(shapes[0]), tuple(o.type.shape for o in outputs)))
 
     def _release(self, graph: Graph) -> None:
         """Each step drops the values it uses last (as ``reference.release_plan``)."""
@@ -376,7 +443,11 @@ def _run_kernel(s: Step, k: Kernel, ins: list, plans: dict) -> list:
     if exe is None:
         return _interpret(s, ins, plans)
     try:
-        return exe(ins)
+        shapes = s.shapes
+        if shapes is None:
+            return exe(ins)
+        outs = exe([np.reshape(a, n) for a, n in zip(ins, shapes[0])])
+        return [np.reshape(o, n) for o, n in zip(outs, shapes[1])]
     except InvalidArgumentError:
         # The interpreter raises the same error with its equation's source location.
         _interpret(s, ins, plans)
