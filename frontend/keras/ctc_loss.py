@@ -11,7 +11,7 @@ from typing import Any
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
-from stagecraft.keras.losses import LossFunctionWrapper, Reduction
+from stagecraft.keras.basic_losses import LossFunctionWrapper, Reduction
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops import nn_ops as _nn

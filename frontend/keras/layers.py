@@ -47,6 +47,7 @@ from stagecraft.keras.preprocessing_layers import (AutoContrast, CategoryEncodin
                                                    RandomTranslation, RandomWidth, RandomZoom,
                                                    Rescaling, Resizing)
 from stagecraft.keras.rnn_wrappers import StackedRNNCells, TimeDistributed, Wrapper
+from stagecraft.keras.wrapper_layers import ReversibleEmbedding, SpectralNormalization, TFSMLayer
 from stagecraft.keras.regularization_layers import (ActivityRegularization, AlphaDropout,
                                                     GaussianDropout, GaussianNoise,
                                                     SpatialDropout1D, SpatialDropout2D,
@@ -127,3 +128,4 @@ __all__ += ["AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAve
 __all__ += ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]
 __all__ += ["IntegerLookup"]
 __all__ += ["GroupQueryAttention", "GroupedQueryAttention"]
+__all__ += ["ReversibleEmbedding", "SpectralNormalization", "TFSMLayer"]

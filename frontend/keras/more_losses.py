@@ -8,7 +8,7 @@ from typing import Any
 
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
-from stagecraft.keras.losses import (EPSILON, LossFunctionWrapper, Reduction, _binary_terms,
+from stagecraft.keras.basic_losses import (EPSILON, LossFunctionWrapper, Reduction, _binary_terms,
                                      _clipped_probabilities, _prepare, _smooth_categorical)
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m

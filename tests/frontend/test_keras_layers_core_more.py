@@ -184,3 +184,62 @@ def test_adaptive_pooling_matches_numpy(cls, reduce, out):
     grad = tape.gradient(total, xt).numpy()
     assert grad.shape == x.shape and np.isfinite(grad).all() and grad.sum() > 0
     assert cls.from_config(layer.get_config()).get_config() == layer.get_config()
+
+
+def test_reversible_embedding_tied_untied_and_soft_cap():
+    layer = layers.ReversibleEmbedding(7, 3, logit_soft_cap=2.0)
+    ids = np.array([[1, 5]])
+    hidden = layer(ids)
+    np.testing.assert_allclose(hidden.numpy(), layer.embeddings.numpy()[ids], rtol=1e-6)
+    h = RNG.normal(size=(2, 3)).astype(np.float32)
+    logits = layer(h, reverse=True).numpy()
+    np.testing.assert_allclose(logits, np.tanh(h @ layer.embeddings.numpy().T / 2) * 2,
+                               rtol=1e-5, atol=1e-6)
+    untied = layers.ReversibleEmbedding(7, 3, tie_weights=False)
+    untied(ids)
+    assert untied.reverse_embeddings.shape == [3, 7]
+    np.testing.assert_allclose(untied(h, reverse=True).numpy(),
+                               h @ untied.reverse_embeddings.numpy(), rtol=1e-5, atol=1e-6)
+    assert layers.ReversibleEmbedding.from_config(layer.get_config()).logit_soft_cap == 2.0
+
+
+def test_spectral_normalization_drives_the_kernel_norm_to_one():
+    layer = layers.SpectralNormalization(layers.Dense(4), power_iterations=3)
+    x = RNG.normal(size=(2, 5)).astype(np.float32)
+    before = layer(x).numpy()  # inference: the kernel as initialized
+    np.testing.assert_allclose(before, x @ layer.layer.kernel.numpy(), rtol=1e-5, atol=1e-6)
+    step = tf.function(lambda v: layer(v, training=True))
+    for _ in range(5):
+        step(x)
+    sigma = np.linalg.svd(layer.layer.kernel.numpy(), compute_uv=False)[0]
+    np.testing.assert_allclose(sigma, 1.0, rtol=1e-3)
+    assert not layer.vector_u.trainable and layer.vector_u.shape == [1, 4]
+    assert type(layers.deserialize(layers.serialize(layer)).layer) is layers.Dense
+
+
+def test_tfsm_layer_calls_an_endpoint_and_trains_its_variables(tmp_path):
+    class Affine(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable([[2.0], [1.0]])
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+        def serve(self, x):
+            return tf.matmul(x, self.w)
+
+    module = Affine()
+    path = str(tmp_path / "affine")
+    tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
+    layer = layers.TFSMLayer(path)
+    x = np.array([[1.0, 3.0]], np.float32)
+    assert layer(x).numpy().tolist() == [[5.0]]
+    signature = layers.TFSMLayer(path, call_endpoint="serving_default")
+    assert list(signature(x).values())[0].numpy().tolist() == [[5.0]]
+    assert len(layer.trainable_weights) == 1
+    with tf.GradientTape() as tape:
+        out = tf.reduce_sum(layer(x))
+    np.testing.assert_allclose(tape.gradient(out, layer.trainable_weights[0]).numpy(),
+                               [[1.0], [3.0]])
+    with pytest.raises(ValueError) as e:
+        layers.TFSMLayer(path, call_endpoint="predict")
+    assert str(e.value).startswith("The endpoint 'predict' is neither an attribute")

@@ -13,6 +13,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
 from stagecraft.keras.optimizers.optimizer import Optimizer, _filter_grads
+from stagecraft.keras.optimizers.registry import deserialize, serialize
 from stagecraft.ops import math_ops as _m
 from stagecraft.staging.cond import cond
 from stagecraft.state.variables import Variable
@@ -40,7 +41,6 @@ class LossScaleOptimizer(Optimizer):
     def __init__(self, inner_optimizer: Any, initial_scale: float = 2.0 ** 15,
                  dynamic_growth_steps: int = 2000, name: str | None = None, **kwargs: Any):
         if isinstance(inner_optimizer, dict):  # from a config
-            from stagecraft.keras.optimizers import deserialize
             inner_optimizer = deserialize(inner_optimizer)
         if not isinstance(inner_optimizer, Optimizer):
             raise TypeError(f"LossScaleOptimizer: inner_optimizer must be a Keras optimizer; "
@@ -117,7 +117,6 @@ class LossScaleOptimizer(Optimizer):
         return self.iterations
 
     def get_config(self) -> dict:
-        from stagecraft.keras.optimizers import serialize
         return {"name": self.name, "inner_optimizer": serialize(self.inner_optimizer),
                 "initial_scale": self.initial_scale,
                 "dynamic_growth_steps": self.dynamic_growth_steps}
