@@ -231,3 +231,22 @@ def test_fit_with_each_new_optimizer_lowers_the_loss(name):
     model.compile(optimizer=opts.get({"class_name": name, "config": config}), loss="mse")
     history = model.fit(x, y, batch_size=16, epochs=5, verbose=0).history["loss"]
     assert history[-1] < 0.7 * history[0], history
+
+
+def test_cosine_decay_with_warmup_matches_numpy_and_drives_an_optimizer():
+    s = opts.schedules.CosineDecay(0.1, 20, alpha=0.2, warmup_target=0.5, warmup_steps=5)
+    for step in [0, 1, 4, 5, 12, 25, 40]:
+        if step < 5:
+            want = 0.1 + (0.5 - 0.1) * step / 5
+        else:
+            t = min(step - 5, 20) / 20
+            want = 0.5 * (0.8 * 0.5 * (1 + np.cos(np.pi * t)) + 0.2)
+        np.testing.assert_allclose(float(s(step)), want, rtol=1e-5)
+    again = opts.schedules.deserialize(opts.schedules.serialize(s))
+    assert again.get_config() == s.get_config()
+    var = tf.Variable(0.0)
+    sgd = opts.SGD(learning_rate=s)
+    step = tf.function(lambda: sgd.apply_gradients([(tf.constant(-1.0), var)]))
+    for _ in range(3):
+        step()
+    np.testing.assert_allclose(float(var), 0.1 + 0.18 + 0.26, rtol=1e-5)  # lr at steps 0, 1, 2

@@ -151,29 +151,48 @@ class InverseTimeDecay(_Decay):
 class CosineDecay(LearningRateSchedule):
     """Cosine decay from ``initial_learning_rate`` to ``alpha * initial_learning_rate`` over
     ``decay_steps``: ``lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) /
-    decay_steps)) + alpha)``.
+    decay_steps)) + alpha)``. With ``warmup_target``, the rate first rises linearly from
+    ``initial_learning_rate`` to ``warmup_target`` over ``warmup_steps``, then decays from
+    ``warmup_target`` (Keras's warmup).
 
     >>> import stagecraft as tf
     >>> s = tf.keras.optimizers.schedules.CosineDecay(1.0, 10)
     >>> [round(float(s(n)), 4) for n in (0, 5, 10)]
     [1.0, 0.5, 0.0]
+    >>> w = tf.keras.optimizers.schedules.CosineDecay(0.0, 10, warmup_target=1.0, warmup_steps=4)
+    >>> [round(float(w(n)), 4) for n in (0, 2, 4, 9, 14)]
+    [0.0, 0.5, 1.0, 0.5, 0.0]
     """
 
     def __init__(self, initial_learning_rate: float, decay_steps: float, alpha: float = 0.0,
-                 name: str | None = None):
+                 name: str | None = None, warmup_target: float | None = None,
+                 warmup_steps: float = 0):
         self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
         self.alpha, self.name = alpha, name
+        self.warmup_target, self.warmup_steps = warmup_target, warmup_steps
 
-    def __call__(self, step: Any) -> Tensor:
-        fraction = _m.truediv(_m.minimum(_step(step), float(self.decay_steps)),
-                              float(self.decay_steps))
+    def _decay(self, step: Tensor, start: float) -> Tensor:
+        fraction = _m.truediv(step, float(self.decay_steps))
         cosine = _m.multiply(0.5, _m.add(1.0, _m.cos(_m.multiply(math.pi, fraction))))
         decayed = _m.add(_m.multiply(1.0 - self.alpha, cosine), float(self.alpha))
-        return _m.multiply(float(self.initial_learning_rate), decayed)
+        return _m.multiply(float(start), decayed)
+
+    def __call__(self, step: Any) -> Tensor:
+        if self.warmup_target is None:
+            return self._decay(_m.minimum(_step(step), float(self.decay_steps)),
+                               self.initial_learning_rate)
+        warmup = float(self.warmup_steps)
+        step = _m.minimum(_step(step), float(self.decay_steps) + warmup)
+        rising = _m.add(_m.multiply(float(self.warmup_target) - self.initial_learning_rate,
+                                    _m.truediv(step, max(warmup, 1.0))),
+                        float(self.initial_learning_rate))
+        falling = self._decay(_m.subtract(step, warmup), self.warmup_target)
+        return _m.where(_m.less(step, warmup), rising, falling)
 
     def get_config(self) -> dict:
         return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "alpha": self.alpha, "name": self.name}
+                "decay_steps": self.decay_steps, "alpha": self.alpha, "name": self.name,
+                "warmup_target": self.warmup_target, "warmup_steps": self.warmup_steps}
 
 
 class CosineDecayRestarts(LearningRateSchedule):
