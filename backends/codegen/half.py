@@ -65,6 +65,12 @@ def round_bf16(x):
 # The formats by dtype name (the quantum of each one's uniform draws: ir/ops/philox.py)
 FORMATS = {"float16": F16, "bfloat16": BF16}
 QUANTUM = HALF_QUANTUM
+# Ops whose results are input elements moved (or zeros): the only non-elementwise ops whose
+# half results compiled code need not round (sum_like, gather_grad and scatter_nd add up).
+MOVES = frozenset(("reshape", "reshape_like", "reshape_dynamic", "broadcast_to",
+                   "broadcast_to_dynamic", "broadcast_like", "tile", "tile_dynamic", "transpose",
+                   "concat", "gather", "row_update", "one_hot", "squeeze", "expand_dims",
+                   "strided_slice", "strided_slice_grad", "strided_slice_update"))
 
 
 def is_half(d) -> bool:

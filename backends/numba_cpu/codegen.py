@@ -306,7 +306,7 @@ class _Codegen(SourceEmitter):
         movement and fused elementwise code (which rounds each element) need none, and a
         uniform draw rounds down so it stays below 1 (``ir/ops/philox.py``)."""
         op = OPS.get(e.op)
-        if op is None or op.kind in (Kind.SHAPE, Kind.ELEMENTWISE):
+        if op is None or op.kind is Kind.ELEMENTWISE or e.op in half.MOVES:
             return
         for v in e.outputs:
             d = v.type.dtype

@@ -262,3 +262,45 @@ def test_half_dtypes_in_the_op_table():
         assert dt.float16 in OPS[name].dtypes and dt.bfloat16 in OPS[name].dtypes, name
     for name in ("matrix_inverse", "cholesky", "svd", "logical_and", "bitwise_and"):
         assert dt.float16 not in OPS[name].dtypes, name
+
+
+@pytest.mark.parametrize("d", HALF, ids=lambda d: d.name)
+def test_a_staged_training_step_equals_eager_bit_for_bit(d, backend="numba"):
+    """Gradients add up broadcast and gathered rows (sum_like, gather_grad) and variables are
+    updated in place: every intermediate is rounded in compiled code as eagerly."""
+    rng = np.random.default_rng(5)
+    w0, b0, t0 = rng.normal(size=(4, 3)), rng.normal(size=(3,)), rng.normal(size=(3, 4))
+    x = tf.constant(rng.normal(size=(4, 4)), d)
+
+    def run(staged: bool) -> list:
+        w, b, t = (tf.Variable(tf.constant(v, d)) for v in (w0, b0, t0))
+
+        def step(x):
+            with tf.GradientTape() as tape:
+                h = tf.tanh(tf.matmul(x + tf.gather(t, [0, 2, 2, 1]), w) + b)
+                loss = tf.reduce_mean(tf.square(h))
+            for v, g in zip((w, b, t), tape.gradient(loss, [w, b, t])):
+                v.assign_sub(tf.convert_to_tensor(g) * 0.3)
+            return loss
+        fn = tf.function(step, backend=backend) if staged else step
+        losses = [fn(x) for _ in range(2)]
+        return [_bits(v).tolist() for v in (*losses, w, b, t)]
+    assert run(True) == run(False)
+
+
+def test_compiled_kernels_round_their_results_before_the_next_op():
+    """Each op's half result is rounded before another op uses it (scaling by 0.3 shows an
+    unrounded sum), for the ops that add up (sum_like, gather_grad, scatter_nd too)."""
+    from support.op_examples import apply_all, examples, inputs
+    # (float16 only: bfloat16 takes the same code with other constants; one function, as
+    # compiling is what costs)
+    cases = [(n, tf.float16, ex) for n in ("sum_like", "gather_grad", "scatter_nd")
+             for ex in examples(n, tf.float16, key=("half-next", n))]
+    apply = apply_all(cases)
+
+    def scaled(*flat):
+        return [o * 0.3 if o.dtype in HALF else o for o in apply(*flat)]
+    flat = [x for _, _, ex in cases for x in inputs(ex)]
+    eager = scaled(*flat)
+    staged = tf.function(scaled, backend="numba")(*flat)
+    assert [_bits(s).tolist() for s in staged] == [_bits(e).tolist() for e in eager]

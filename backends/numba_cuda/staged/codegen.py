@@ -201,7 +201,7 @@ class _Codegen(SourceEmitter):
         self.comment(e)
         LOWER.emit(self, e)
         op = OPS.get(e.op)
-        if op is None or op.kind in (Kind.SHAPE, Kind.ELEMENTWISE):
+        if op is None or op.kind is Kind.ELEMENTWISE or e.op in half.MOVES:
             return
         # float16/bfloat16 results of the eager library (run on float32 buffers) rounded
         # once, as every backend rounds each op's result (ir/ops/half.py)

@@ -108,3 +108,21 @@ def test_uniform_draws_on_the_gpu(d):
     v = gpu.numpy().astype(np.float64)
     assert v.min() >= 0 and v.max() < 1
 
+
+
+def test_staged_gpu_rounds_summing_results_before_the_next_op():
+    """sum_like adds rows up: its float32 result is rounded before the next op uses it (the
+    scaling by 0.3 would show an unrounded sum)."""
+    from stagecraft.eager.bind import bind
+    from stagecraft.ir import OPS
+    rng = np.random.default_rng(3)
+    x = tf.constant(rng.uniform(-2, 2, (6, 4)), tf.float16)
+    like = tf.zeros([4], tf.float16)
+
+    def f(x, like):
+        return bind(OPS["sum_like"], x, like) * 0.3
+    staged = tf.function(f)
+    with tf.device("/gpu:0"):
+        got = staged(tf.identity(x), tf.identity(like))
+    assert "rt.round_half(" in tf.compiled_source(staged)
+    assert _bits(got) == _bits(f(x, like))
