@@ -17,6 +17,8 @@ class DType:
     >>> import stagecraft as tf
     >>> tf.float32.name, tf.float32.is_floating, tf.int32.max
     ('float32', True, 2147483647)
+    >>> tf.bfloat16.is_floating, tf.bfloat16.size, float(tf.float16.max), tf.as_dtype("half")
+    (True, 2, 65504.0, stagecraft.float16)
     """
 
     __slots__ = ("name", "short", "np", "is_floating", "is_integer", "is_bool", "is_complex",
