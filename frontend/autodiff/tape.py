@@ -25,6 +25,10 @@ from stagecraft.state.variables import Variable
 
 logger = logging.getLogger("stagecraft")
 
+# ``tf.vectorized_map``, which the Jacobians use; stagecraft.ops.vectorize_ops puts it here when
+# imported (it imports this module through the loops it falls back to: no import cycle).
+VECTORIZE: list[Callable] = []
+
 
 class UnconnectedGradients(enum.Enum):
     """What ``gradient`` returns for a source the target does not depend on."""
@@ -353,10 +357,9 @@ class GradientTape:
         eye = np.eye(n, dtype=target.dtype.np)
         seeds = (np.broadcast_to(eye[:, None], (n, shape[0], n)) if batch else eye)
         seeds = seeds.reshape((n, *shape))
-        if n and pfor:
-            from stagecraft.ops.vectorize_ops import vectorized_map
-            return list(vectorized_map(lambda seed: self._backward([target], [seed], sources),
-                                       wrap(np.ascontiguousarray(seeds)), warn=False))
+        if n and pfor and VECTORIZE:
+            return list(VECTORIZE[0](lambda seed: self._backward([target], [seed], sources),
+                                     wrap(np.ascontiguousarray(seeds)), warn=False))
         rows = [self._backward([target], [wrap(seed)], sources) for seed in seeds]
         return [None if not rows or all(r[j] is None for r in rows) else
                 stack([zeros(s.shape.as_list(), s.dtype) if r[j] is None else r[j]

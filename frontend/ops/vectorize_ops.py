@@ -11,6 +11,7 @@ import logging
 import types
 from typing import Any, Callable
 
+from stagecraft.autodiff.tape import VECTORIZE
 from stagecraft.eager import nest
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
@@ -102,3 +103,6 @@ def _outside(outer: Any, parent: Any) -> Any:
     if isinstance(outer, Tensor):
         return outer
     return parent.tensor_for(outer)
+
+
+VECTORIZE.append(vectorized_map)   # for GradientTape.jacobian / batch_jacobian

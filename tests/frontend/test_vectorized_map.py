@@ -291,11 +291,16 @@ def test_tape_jacobians_are_vectorized():
         assert got.shape == want.shape
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-14)
 
-    def staged(v):
-        with tf.GradientTape() as tape:
+    def staged(v, pfor=True):
+        with tf.GradientTape(persistent=True) as tape:
             tape.watch(v)
             y = tf.sin(v) * 2.0
-        return tape.jacobian(y, v)
+        return tape.jacobian(y, v, experimental_use_pfor=pfor)
+
+    def size(pfor):
+        graph = tf.function(lambda v: staged(v, pfor)).get_concrete_function(x).graph
+        return sum(1 for _ in walk_eqns(graph))
 
     assert _loops(staged, x) == []
+    assert size(True) * 3 < size(False)   # one batched backward pass, not 12 unrolled ones
     np.testing.assert_allclose(tf.function(staged)(x).numpy(), staged(x).numpy())
