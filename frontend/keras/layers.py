@@ -35,6 +35,7 @@ from stagecraft.keras.pooling_layers import (AveragePooling1D, AveragePooling2D,
                                              GlobalMaxPooling1D, GlobalMaxPooling2D,
                                              GlobalMaxPooling3D, MaxPool1D, MaxPool2D, MaxPool3D,
                                              MaxPooling1D, MaxPooling2D, MaxPooling3D)
+from stagecraft.keras.mixing_layers import CutMix, MixUp
 from stagecraft.keras.merging_layers import (Add, Average, Concatenate, Dot, Lambda, Maximum,
                                              Minimum, Multiply, Subtract, add, average,
                                              concatenate, dot, maximum, minimum, multiply,
@@ -129,3 +130,4 @@ __all__ += ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D"]
 __all__ += ["IntegerLookup"]
 __all__ += ["GroupQueryAttention", "GroupedQueryAttention"]
 __all__ += ["ReversibleEmbedding", "SpectralNormalization", "TFSMLayer"]
+__all__ += ["CutMix", "MixUp"]

@@ -271,3 +271,30 @@ def test_integer_lookup_layouts_adapt_invert_and_encodings():
     with pytest.raises(ValueError) as e:
         layers.IntegerLookup(vocabulary=[1, -1])
     assert "the vocabulary holds the mask or OOV token -1" in str(e.value)
+
+
+@pytest.mark.parametrize("cls", [layers.MixUp, layers.CutMix], ids=lambda c: c.__name__)
+def test_batch_mixing_images_and_labels_agree(cls):
+    n = 8
+    images = np.broadcast_to(np.arange(n, dtype=np.float32)[:, None, None, None],
+                             (n, 6, 6, 1)).copy()  # image i is filled with i
+    labels = np.eye(n, dtype=np.float32)
+    out = cls(seed=5)({"images": images, "labels": labels})
+    got_images, got_labels = out["images"].numpy(), out["labels"].numpy()
+    np.testing.assert_allclose(got_labels.sum(1), 1.0, rtol=1e-5)
+    assert (got_labels.max(1) < 1 - 1e-6).any()  # some images were mixed
+    for i in range(n):
+        partners = [j for j in range(n) if j != i and got_labels[i, j] > 1e-6]
+        assert len(partners) <= 1
+        w = got_labels[i, i] if partners else 1.0
+        j = partners[0] if partners else i
+        if cls is layers.MixUp:  # a convex combination with the same weight as the labels
+            np.testing.assert_allclose(got_images[i], w * i + (1 - w) * j, rtol=1e-4,
+                                       atol=1e-4)
+        else:  # pixels come from i or j; the label weight is the share kept from i
+            values = set(np.unique(got_images[i]).tolist())
+            assert values <= {float(i), float(j)}
+            if j != i:
+                np.testing.assert_allclose((got_images[i] == i).mean(), w, atol=1e-6)
+    np.testing.assert_array_equal(cls()(images, training=False).numpy(), images)
+    assert cls.from_config(cls(seed=3).get_config()).seed == 3
