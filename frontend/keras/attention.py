@@ -60,8 +60,36 @@ def _attention_mask(query: Tensor, value: Tensor, attention_mask: Any,
     return mask
 
 
+class _QueryValueAttention(Layer):
+    """What ``MultiHeadAttention`` and ``GroupedQueryAttention`` share: the call
+    ``layer(query, value, key=None, ...)`` and the projections built on the first call by
+    ``_build_from(query, key, value)``."""
+
+    def __call__(self, query: Any, value: Any = None, key: Any = None, **kwargs: Any) -> Any:
+        if value is None:
+            raise TypeError(f"{type(self).__name__} needs `value` (call it as "
+                            f"layer(query, value)).")
+        return super().__call__(query, value=value, key=key, **kwargs)
+
+    def build(self, input_shape: Any) -> None:
+        """Built on the first call, from the query's, key's and value's last dimensions."""
+        self.built = True
+
+    def _build_from(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        raise NotImplementedError
+
+    def _key_value(self, query: Tensor, value: Any, key: Any) -> tuple[Tensor, Tensor]:
+        """The key and value as tensors (the key defaults to the value); builds the
+        projections on the first call."""
+        value = self._convert_input(value)
+        key = value if key is None else self._convert_input(key)
+        if "query" not in vars(self):
+            self._build_from(query, key, value)
+        return key, value
+
+
 @serialization.register
-class MultiHeadAttention(Layer):
+class MultiHeadAttention(_QueryValueAttention):
     """Multi-head attention: ``query`` ``(B, T, dim)`` attends to ``value`` ``(B, S, dim_v)``
     (and ``key``, default ``value``) with ``num_heads`` heads of size ``key_dim``:
     ``softmax(q k^T / sqrt(key_dim))`` weights the values, per head; the heads are
@@ -95,10 +123,6 @@ class MultiHeadAttention(Layer):
         return _Projection(in_dims, out_dims, self.use_bias, self.kernel_initializer,
                            self.bias_initializer, name=name, dtype=self.dtype)
 
-    def build(self, input_shape: Any) -> None:
-        """Built on the first call, from the query's, key's and value's last dimensions."""
-        self.built = True
-
     def _build_from(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         h = self.num_heads
         self.query = self._projection("query", [query.shape[-1]], [h, self.key_dim])
@@ -110,18 +134,10 @@ class MultiHeadAttention(Layer):
         self.attention_output = self._projection("attention_output", [h, self.value_dim],
                                                  out_dims)
 
-    def __call__(self, query: Any, value: Any = None, key: Any = None, **kwargs: Any) -> Any:
-        if value is None:
-            raise TypeError("MultiHeadAttention needs `value` (call it as mha(query, value)).")
-        return super().__call__(query, value=value, key=key, **kwargs)
-
     def call(self, query: Tensor, value: Tensor, key: Tensor | None = None,
              attention_mask: Any = None, return_attention_scores: bool = False,
              training: Any = None, use_causal_mask: bool = False) -> Any:
-        value = self._convert_input(value)
-        key = value if key is None else self._convert_input(key)
-        if "query" not in vars(self):
-            self._build_from(query, key, value)
+        key, value = self._key_value(query, value, key)
         q = _m.multiply(self.query(query), 1.0 / math.sqrt(self.key_dim))  # (B, T, H, K)
         k, v = self.key(key), self.value(value)                              # (B, S, H, K|V)
         scores = _m.matmul(_a.transpose(q, [0, 2, 1, 3]),
@@ -276,7 +292,7 @@ class AdditiveAttention(_BaseDenseAttention):
 
 
 @serialization.register
-class GroupedQueryAttention(Layer):
+class GroupedQueryAttention(_QueryValueAttention):
     """Grouped-query attention (Ainslie et al., 2023; Keras 3's layer): ``num_query_heads``
     query heads share ``num_key_value_heads`` key/value heads (each repeated for its group),
     scaled dot-product attention per head, then an output projection back to the query's
@@ -323,11 +339,7 @@ class GroupedQueryAttention(Layer):
                            kernel_initializer=self.kernel_initializer,
                            bias_initializer=self.bias_initializer, name=name, dtype=self.dtype)
 
-    def build(self, input_shape: Any) -> None:
-        """Built on the first call, from the query's last dimension."""
-        self.built = True
-
-    def _build_from(self, query: Tensor) -> None:
+    def _build_from(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         q, kv, h = self.num_query_heads, self.num_key_value_heads, self.head_dim
         self.feature_dim = int(query.shape[-1])
         self.query = self._dense("bqm,muh->bquh", (None, q, h), "uh", "query")
@@ -335,12 +347,6 @@ class GroupedQueryAttention(Layer):
         self.value = self._dense("bkm,mvh->bkvh", (None, kv, h), "vh", "value")
         self.attention_output = self._dense("bquh,uhm->bqm", (None, self.feature_dim), "m",
                                             "attention_output")
-
-    def __call__(self, query: Any, value: Any = None, key: Any = None, **kwargs: Any) -> Any:
-        if value is None:
-            raise TypeError("GroupedQueryAttention needs `value` (call it as gqa(query, "
-                            "value)).")
-        return super().__call__(query, value=value, key=key, **kwargs)
 
     def _repeat(self, x: Tensor) -> Tensor:
         """Each key/value head repeated for its query group (``np.repeat`` on axis 2)."""
@@ -354,10 +360,7 @@ class GroupedQueryAttention(Layer):
     def call(self, query: Tensor, value: Tensor, key: Tensor | None = None,
              attention_mask: Any = None, return_attention_scores: bool = False,
              training: Any = None, use_causal_mask: bool = False) -> Any:
-        value = self._convert_input(value)
-        key = value if key is None else self._convert_input(key)
-        if "query" not in vars(self):
-            self._build_from(query)
+        key, value = self._key_value(query, value, key)
         mask = _attention_mask(query, value, attention_mask, use_causal_mask)
         q = _m.multiply(self.query(query), 1.0 / math.sqrt(self.head_dim))   # (B, T, H, D)
         k, v = self._repeat(self.key(key)), self._repeat(self.value(value))  # (B, S, H, D)
