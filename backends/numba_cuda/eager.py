@@ -133,7 +133,21 @@ def _reduction(kind: str) -> Impl:
 
 for _kind in ("sum", "prod", "max", "min", "all", "any"):
     TABLE[f"reduce_{_kind}"] = _reduction(_kind)
-TABLE["reduce_mean"] = lambda xs, a, t: reduce.mean(xs[0], a["axes"], a["keepdims"])
+
+
+@implements("reduce_mean")
+def _reduce_mean(xs, a, t):
+    x = xs[0]
+    if np.dtype(x.dtype).kind != "c":
+        return reduce.mean(x, a["axes"], a["keepdims"])
+    # complex: the sum, then one division (the mean kernel's integer branch compares values,
+    # which CUDA cannot type for complex numbers)
+    total = reduce.reduce("sum", x, a["axes"], a["keepdims"])
+    count = x.size // max(total.size, 1) if x.size else 1
+    return elementwise.run("divide", [total, memory.to_device(np.asarray(count, x.dtype))],
+                           t[0].dtype, t[0].shape)
+
+
 TABLE["argmax"] = lambda xs, a, t: reduce.arg_extreme(xs[0], a["axis"], t[0].dtype.np, True)
 TABLE["argmin"] = lambda xs, a, t: reduce.arg_extreme(xs[0], a["axis"], t[0].dtype.np, False)
 TABLE["cumsum"] = lambda xs, a, t: reduce.scan(xs[0], a["axis"], a["exclusive"], a["reverse"],
@@ -193,6 +207,12 @@ TABLE["gather"] = lambda xs, a, t: gather.gather(xs[0], xs[1], a["axis"], a["bat
 @implements("gather_grad")
 def _gather_grad(xs, a, t):
     grad = xs[0]
+    if np.dtype(grad.dtype).kind == "c":
+        # CUDA's atomic add has no complex numbers: the real and imaginary parts one by one
+        part = t[0].dtype.real_dtype
+        parts = [_gather_grad([elementwise.run(p, [grad], part, tuple(grad.shape)), *xs[1:]], a,
+                              [TensorType(part, t[0].shape)]) for p in ("real", "imag")]
+        return elementwise.run("complex", parts, t[0].dtype, t[0].shape)
     # CUDA's atomic add has no 8- or 16-bit integers: sum in 32 bits and wrap back, which
     # gives the same result (addition modulo 2**bits).
     narrow = np.dtype(grad.dtype).kind in "iu" and np.dtype(grad.dtype).itemsize < 4
