@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from stagecraft.eager.context import STATE
@@ -126,7 +127,7 @@ def assert_near(x: Any, y: Any, rtol: Any = None, atol: Any = None, message: str
     y = convert_to_tensor(y, x.dtype)
     if not x.dtype.is_floating:
         raise TypeError(f"assert_near: x must be a floating-point tensor, got {x.dtype.name}.")
-    eps = float(np.finfo(x.dtype.np).eps)
+    eps = float(ml_dtypes.finfo(x.dtype.np).eps)  # (NumPy's finfo has no bfloat16)
     rtol = 10 * eps if rtol is None else rtol
     atol = 10 * eps if atol is None else atol
     tol = _m.add(_m.cast(atol, x.dtype), _m.multiply(_m.cast(rtol, x.dtype), _m.abs(y)))

@@ -278,8 +278,7 @@ def _morphology(x: Tensor, filters: Tensor, strides: Any, padding: str, dilation
         raise ValueError(f"{what}: padding must be 'SAME' or 'VALID', got {padding!r}.")
     bottom = max((oh - 1) * sh + eh - h - top, 0)
     right = max((ow - 1) * sw + ew - w - left, 0)
-    lowest = float(np.finfo(x.dtype.np).min) if x.dtype.is_floating else \
-        int(np.iinfo(x.dtype.np).min)
+    lowest = float(x.dtype.min) if x.dtype.is_floating else int(x.dtype.min)  # (bfloat16 too)
     padded = pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]], constant_values=lowest) \
         if top or bottom or left or right else x
     taps = []
