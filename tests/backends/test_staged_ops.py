@@ -49,7 +49,7 @@ def _value_cases() -> list:
 
 def _has_float_output(name: str, ex) -> bool:
     outs = as_list(bind(OPS[name], *inputs(ex), **ex.attrs))
-    return any(o.dtype.is_floating for o in outs)
+    return any(o.dtype.is_floating or o.dtype.is_complex for o in outs)
 
 
 def _grad_cases(second_order: bool) -> list:
