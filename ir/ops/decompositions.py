@@ -309,19 +309,17 @@ def _triangular_solve_examples(rng, d):
 matrix_inverse_op = OpDef(
     name="matrix_inverse", kind=Kind.LINALG, inputs=("input",), attrs=("adjoint",),
     infer=_square_infer("matrix_inverse", "matrix", dtypes=FLOATS_AND_COMPLEX),
-    kernel=_inverse_kernel,
-    dtypes=FLOATS_AND_COMPLEX,
-    unify=(0,), copying=True,
+    kernel=_inverse_kernel, dtypes=FLOATS_AND_COMPLEX, unify=(0,), copying=True,
     examples=_square_examples(_well_conditioned, [{"adjoint": False}, {"adjoint": True}]),
-    doc="The inverse of each square matrix (of its conjugate transpose with ``adjoint``); a singular "
-        "matrix (an exactly zero pivot of the LU factorization) raises 'Input is not "
+    doc="The inverse of each square matrix (of its conjugate transpose with ``adjoint``); a "
+        "singular matrix (an exactly zero pivot of the LU factorization) raises 'Input is not "
         "invertible.'.")
 
 matrix_determinant_op = OpDef(
     name="matrix_determinant", kind=Kind.LINALG, inputs=("input",), attrs=(),
     infer=_square_infer("matrix_determinant", "scalar", dtypes=FLOATS_AND_COMPLEX),
-    kernel=_determinant_kernel,
-    dtypes=FLOATS_AND_COMPLEX, unify=(0,), copying=True, examples=_square_examples(_well_conditioned),
+    kernel=_determinant_kernel, dtypes=FLOATS_AND_COMPLEX, unify=(0,), copying=True,
+    examples=_square_examples(_well_conditioned),
     doc="The determinant of each square matrix (shape: the batch dimensions).")
 
 log_matrix_determinant_op = OpDef(
@@ -366,7 +364,8 @@ eigh_op = OpDef(
 matrix_solve_op = OpDef(
     name="matrix_solve", kind=Kind.LINALG, inputs=("matrix", "rhs"), attrs=("adjoint",),
     infer=_solve_infer("matrix_solve", broadcast_batch=False, dtypes=FLOATS_AND_COMPLEX),
-    kernel=_solve_kernel, dtypes=FLOATS_AND_COMPLEX, unify=(0, 1), copying=True, examples=_solve_examples,
+    kernel=_solve_kernel, dtypes=FLOATS_AND_COMPLEX, unify=(0, 1), copying=True,
+    examples=_solve_examples,
     doc="x with matrix @ x = rhs (matrix^H @ x = rhs with ``adjoint``) for each square matrix "
         "[N, N] and right-hand sides [N, K] (the same batch dimensions); a singular matrix "
         "raises 'Input matrix is not invertible.'.")
