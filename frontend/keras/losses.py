@@ -21,6 +21,7 @@ from stagecraft.keras.basic_losses import (EPSILON, MAE, MSE, BinaryCrossentropy
                                            categorical_crossentropy, huber, mae,
                                            mean_absolute_error, mean_squared_error, mse,
                                            sparse_categorical_crossentropy)
+from stagecraft.keras.circle_loss import Circle, circle
 from stagecraft.keras.ctc_loss import CTC, ctc
 from stagecraft.keras.more_losses import (  # noqa: F401
     KLD, MAPE, MSLE, BinaryFocalCrossentropy, CategoricalFocalCrossentropy,
@@ -114,11 +115,11 @@ def deserialize(name: str | dict, custom_objects: dict | None = None) -> Any:
 
 
 _BY_NAME.update({name: getattr(_more, name) for name in _more.__all__})
-_BY_NAME.update({"CTC": CTC, "ctc": ctc})
+_BY_NAME.update({"CTC": CTC, "ctc": ctc, "Circle": Circle, "circle": circle})
 
-__all__ = ["BinaryCrossentropy", "CTC", "CategoricalCrossentropy", "EPSILON", "Huber", "Loss",
-           "LossFunctionWrapper", "MAE", "MSE", "MeanAbsoluteError", "MeanSquaredError",
+__all__ = ["BinaryCrossentropy", "CTC", "CategoricalCrossentropy", "Circle", "EPSILON", "Huber",
+           "Loss", "LossFunctionWrapper", "MAE", "MSE", "MeanAbsoluteError", "MeanSquaredError",
            "Reduction", "SparseCategoricalCrossentropy", "binary_crossentropy",
-           "categorical_crossentropy", "ctc", "deserialize", "get", "huber", "mae",
+           "categorical_crossentropy", "circle", "ctc", "deserialize", "get", "huber", "mae",
            "mean_absolute_error", "mean_squared_error", "mse", "serialize",
            "sparse_categorical_crossentropy"] + list(_more.__all__)

@@ -218,3 +218,34 @@ def test_ctc_matches_brute_force_with_gradients_and_staged():
         np.testing.assert_allclose(grad[index], numeric, rtol=1e-5, atol=1e-7)
     staged = tf.function(lambda t, p: L.ctc(t, p))(tf.constant(y_true), x)
     np.testing.assert_allclose(staged.numpy(), got, rtol=1e-12)
+
+
+def circle_ref(labels, emb, gamma=80.0, m=0.4):
+    d = np.maximum(1 - emb @ emb.T, 0)
+    pos = (labels[:, None] == labels[None, :]) & ~np.eye(len(labels), dtype=bool)
+    neg = labels[:, None] != labels[None, :]
+
+    def lse(x, mask):
+        return np.array([special.logsumexp(r[k]) if k.any() else -np.inf
+                         for r, k in zip(x, mask)])
+    p = lse(-gamma * (m + d) * (m - d), pos)
+    n = lse(gamma * (1 + m - d) * (1 - m - d), neg)
+    return np.logaddexp(0, p + n)
+
+
+def test_circle_loss_matches_numpy_and_masks_the_mean():
+    emb = RNG.normal(size=(6, 4))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    labels = np.array([0, 0, 1, 1, 2, 0])
+    want = circle_ref(labels, emb, gamma=8.0)
+    got = L.circle(labels, tf.constant(emb), gamma=8.0).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    loss = L.Circle(gamma=8.0)
+    np.testing.assert_allclose(float(loss(labels, emb)), want[want > 0].mean(), rtol=1e-6)
+    x = tf.constant(emb)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = loss(labels, x)
+    assert np.isfinite(tape.gradient(value, x).numpy()).all()
+    assert L.get("circle") is L.circle and L.deserialize(L.serialize(loss)).get_config() == \
+        loss.get_config()
