@@ -63,7 +63,7 @@ class CheckpointReader:
 
     def get_variable_to_dtype_map(self) -> dict[str, dtypes.DType]:
         """The dtype of every tensor; a tensor whose element type no stagecraft dtype has
-        (the bundle format also holds e.g. complex128) raises DataLossError naming it."""
+        raises DataLossError naming it (the index check refuses such tensors already)."""
         table = {d.name: d for d in dtypes.ALL}
         out = {}
         for key, meta in self._content["tensors"].items():
