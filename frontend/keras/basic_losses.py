@@ -181,6 +181,19 @@ def _reduce(losses: Tensor, reduction: str, weights: Tensor | None = None) -> Te
                     _m.truediv(total, _m.maximum(count, 1.0)))
 
 
+def reduce_masked(losses: Tensor, mask: Tensor, reduction: str, sample_weight: Any) -> Tensor:
+    """Keras's reduction of losses under a mask (True keeps): masked entries add nothing,
+    and the mean is over the kept ones (Keras scales them by total / kept)."""
+    mask = _m.cast(mask, losses.dtype)
+    if reduction in (Reduction.AUTO, Reduction.SUM_OVER_BATCH_SIZE):
+        total = _m.cast(_a.size(mask), losses.dtype)
+        mask = _m.multiply(mask, _m.truediv(total, _m.add(_m.reduce_sum(mask), EPSILON)))
+    weight = mask if sample_weight is None else _m.multiply(
+        mask, _weighted(_m.add(_m.multiply(losses, 0.0), 1.0), sample_weight)[0])
+    losses, weights = _weighted(losses, weight)
+    return _reduce(losses, reduction, weights)
+
+
 class Loss:
     """Base class of loss objects: ``call(y_true, y_pred)`` returns per-example losses,
     ``__call__`` weights them by ``sample_weight`` and reduces them (``reduction``).
@@ -396,15 +409,8 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
         y_true = y_true if isinstance(y_true, Tensor) else convert_to_tensor(y_true)
         losses = self.call(y_true, y_pred)
         labels = _a.reshape(_m.cast(y_true, _dt.int64), _a.shape(losses))
-        mask = _m.cast(_m.not_equal(labels, int(self.ignore_class)), losses.dtype)
-        if self.reduction in (Reduction.AUTO, Reduction.SUM_OVER_BATCH_SIZE):
-            # Keras scales the valid entries by total / valid: the mean over them alone.
-            total = _m.cast(_a.size(mask), losses.dtype)
-            mask = _m.multiply(mask, _m.truediv(total, _m.add(_m.reduce_sum(mask), EPSILON)))
-        weight = mask if sample_weight is None else _m.multiply(
-            mask, _weighted(_m.add(_m.multiply(losses, 0.0), 1.0), sample_weight)[0])
-        losses, weights = _weighted(losses, weight)
-        return _reduce(losses, self.reduction, weights)
+        return reduce_masked(losses, _m.not_equal(labels, int(self.ignore_class)),
+                             self.reduction, sample_weight)
 
 
 MAE = mae = mean_absolute_error

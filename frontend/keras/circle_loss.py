@@ -9,7 +9,7 @@ from typing import Any
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.ir import dtypes as _dt
-from stagecraft.keras.basic_losses import EPSILON, LossFunctionWrapper, Reduction, _reduce
+from stagecraft.keras.basic_losses import LossFunctionWrapper, Reduction, reduce_masked
 from stagecraft.ops import array_ops as _a
 from stagecraft.ops import math_ops as _m
 from stagecraft.ops import stable_math_ops as _stable
@@ -84,13 +84,4 @@ class Circle(LossFunctionWrapper):
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
         losses = self.call(y_true, y_pred)
-        weights = _m.cast(_m.greater(losses, 0.0), losses.dtype)  # Keras's mask
-        if sample_weight is not None:
-            weights = _m.multiply(weights, _m.cast(convert_to_tensor(sample_weight),
-                                                   losses.dtype))
-        if self.reduction in (Reduction.AUTO, Reduction.SUM_OVER_BATCH_SIZE):
-            # The masked mean: valid entries scaled by total / valid, as Keras does.
-            total = _m.cast(_a.size(losses), losses.dtype)
-            valid = _m.reduce_sum(_m.cast(_m.greater(losses, 0.0), losses.dtype))
-            weights = _m.multiply(weights, _m.truediv(total, _m.add(valid, EPSILON)))
-        return _reduce(_m.multiply(losses, weights), self.reduction, weights)
+        return reduce_masked(losses, _m.greater(losses, 0.0), self.reduction, sample_weight)
