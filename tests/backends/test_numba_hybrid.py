@@ -42,13 +42,16 @@ def executable(f, *args):
 
 # A sample of the op table (every op compiles kernels of its own: the full table runs through
 # the whole-graph backend in test_numba_ops.py, and these steps reuse that code generator):
-# kernel calls of each family, fused elementwise groups, ops the driver runs with NumPy.
-SAMPLE = ["add", "conv", "conv_backprop_input", "cumsum", "gather", "max_pool",
-          "reduce_max", "reduce_mean", "reshape", "scatter_nd", "select", "strided_slice",
-          "tanh", "transpose"]
+# kernel calls of each family, fused elementwise groups, ops the driver runs with NumPy. The
+# rest of the sample (each permutation of transpose is a kernel of its own...) runs with
+# --full-matrix.
+SAMPLE = ["add", "conv", "conv_backprop_input", "gather", "max_pool", "reduce_max", "select",
+          "strided_slice"]
+MORE = ["cumsum", "reduce_mean", "reshape", "scatter_nd", "tanh", "transpose"]
 
 
-@pytest.mark.parametrize("name", [n for n in SAMPLE if n in OPS])
+@pytest.mark.parametrize("name", [n for n in SAMPLE if n in OPS] + [
+    pytest.param(n, marks=pytest.mark.full_matrix) for n in MORE if n in OPS])
 def test_hybrid_equals_reference_on_a_sample_of_the_op_table(name, all_hybrid):
     # Four examples of the first dtype: every step of another dtype is a kernel of its own
     # (the dtypes themselves are covered by the whole-graph tests, on the same generator).
