@@ -17,8 +17,8 @@ __all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "enable_checks",
            "experimental_connect_to_cluster",
            "functions_run_eagerly",
            "get_compile_mode", "get_hybrid_threshold", "get_soft_device_placement",
-           "list_logical_devices", "list_physical_devices", "run_functions_eagerly", "set_compile_mode",
-           "set_hybrid_threshold", "set_soft_device_placement"]
+           "list_logical_devices", "list_physical_devices", "run_functions_eagerly",
+           "set_compile_mode", "set_hybrid_threshold", "set_soft_device_placement"]
 
 # `tf.config.experimental`: the subset stagecraft has (device policies; TensorFlow's
 # experimental aliases of the device listings).

@@ -28,7 +28,7 @@ import logging
 import math
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
