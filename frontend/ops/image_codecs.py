@@ -14,44 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from stagecraft.eager.context import STATE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import dtypes as _dt
 from stagecraft.ops import bmp_codec, gif_codec, png_codec
+from stagecraft.ops.image_bytes import JPEG_MAGIC as _JPEG, contents as _contents, out as _out
 from stagecraft.staging.graph_tensor import GraphTensor
 
 __all__ = ["decode_png", "encode_png", "decode_bmp", "decode_gif", "decode_image", "is_jpeg",
            "read_file", "write_file"]
-
-_JPEG = b"\xff\xd8\xff"
-
-
-def _contents(contents: Any, fn: str) -> bytes:
-    """File contents as bytes: bytes-like, or a 1-D uint8 array / eager tensor of them."""
-    if isinstance(contents, (bytes, bytearray, memoryview)):
-        return bytes(contents)
-    if isinstance(contents, Tensor):
-        if isinstance(contents, GraphTensor):
-            raise TypeError(f"{fn}: contents is a symbolic tensor; stagecraft has no string "
-                            f"dtype, so file contents must be Python bytes known while "
-                            f"tracing. Decode outside the function, or pass the bytes as a "
-                            f"Python value.")
-        contents = contents.numpy()
-    if isinstance(contents, np.ndarray) and contents.dtype == np.uint8 and contents.ndim == 1:
-        return contents.tobytes()
-    if isinstance(contents, np.ndarray) and contents.dtype.kind == "S" and contents.ndim == 0:
-        return bytes(contents)
-    raise TypeError(f"{fn}: contents must be bytes (stagecraft has no string dtype), got "
-                    f"{type(contents).__name__}. Read a file with tf.io.read_file(path) or "
-                    f"open(path, 'rb').read().")
-
-
-def _out(image: np.ndarray) -> Tensor:
-    return convert_to_tensor(np.ascontiguousarray(image))
 
 
 def _dtype_name(dtype: Any, allowed: tuple, fn: str) -> str:

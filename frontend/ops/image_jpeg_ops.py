@@ -17,7 +17,7 @@ from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.eager.tensor import Tensor
 from stagecraft.errors import InvalidArgumentError
 from stagecraft.ir import dtypes as _dt
-from stagecraft.ops import image_codecs as _codecs
+from stagecraft.ops import image_bytes as _codecs
 from stagecraft.ops import png_codec
 from stagecraft.ops import random_ops as _r
 from stagecraft.ops.image_dtype import convert_image_dtype
@@ -40,8 +40,8 @@ def _pillow(fn: str) -> Any:
 def _open_jpeg(contents: Any, fn: str) -> Any:
     """Pillow's lazily decoding image of the JPEG bytes (only the header is read)."""
     image_mod = _pillow(fn)
-    data = _codecs._contents(contents, fn)
-    if not data.startswith(_codecs._JPEG):
+    data = _codecs.contents(contents, fn)
+    if not data.startswith(_codecs.JPEG_MAGIC):
         raise InvalidArgumentError(f"{fn}: not a JPEG file (it does not start with FF D8 FF).")
     try:
         return image_mod.open(io.BytesIO(data), formats=["JPEG"])
@@ -82,7 +82,7 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscalin
     except Exception as e:  # Pillow raises OSError/SyntaxError/ValueError on corrupt data
         raise InvalidArgumentError(f"decode_jpeg: the JPEG data is corrupt or truncated "
                                    f"({type(e).__name__}: {e}).") from None
-    return _codecs._out(array.reshape(array.shape[0], array.shape[1], -1))
+    return _codecs.out(array.reshape(array.shape[0], array.shape[1], -1))
 
 
 def encode_jpeg(image: Any, format: str = "", quality: int = 95,  # noqa: A002
