@@ -256,7 +256,8 @@ ERRORS = {
                              "tf.broadcast_to first)."),
     "integers": (lambda: tf.linalg.inv(np.eye(2, dtype=np.int32)),
                  "matrix_inverse: 'input' has dtype int32, which matrix_inverse does not "
-                 "support; supported: float32, float64. Cast it with tf.cast first."),
+                 "support; supported: float32, float64, complex64, complex128. Cast it with "
+                 "tf.cast first."),
 }
 
 

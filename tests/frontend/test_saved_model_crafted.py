@@ -392,9 +392,15 @@ def test_array_sizes_must_match_declared_shapes(tmp_path):
         tf.saved_model.load(path)
     assert str(info.value).splitlines()[0].startswith(
         f"{os.path.join(path, fmt.DOCUMENT)}: corrupted SavedModel document: ")
-    _rewrite_arrays(path, lambda a: a.update({n: np.zeros((2, 3), np.complex64)
+    _rewrite_arrays(path, lambda a: a.update({n: np.zeros((2, 3), np.longdouble)
                                               for n in names}))
     with pytest.raises(CorruptSavedModelError, match="not one of the dtype table's"):
+        tf.saved_model.load(path)
+    # a dtype of the table, but not the constant's (complex data for a float32 constant)
+    _rewrite_arrays(path, lambda a: a.update({n: np.zeros((2, 3), np.complex64)
+                                              for n in names}))
+    with pytest.raises(CorruptSavedModelError, match=r"the value is a complex64\[2, 3\] array "
+                                                     r"but the output type is f32\[2,3\]"):
         tf.saved_model.load(path)
 
 
