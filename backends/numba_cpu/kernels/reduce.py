@@ -391,7 +391,7 @@ def _mean_int(x3):
 
 @overload(_mean_impl)
 def _ol_mean_impl(x3):
-    return _mean_float if isinstance(x3.dtype, types.Float) else _mean_int
+    return _mean_float if isinstance(x3.dtype, (types.Float, types.Complex)) else _mean_int
 
 
 @_jit
