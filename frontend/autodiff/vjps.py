@@ -27,7 +27,6 @@ NOT_DIFFERENTIABLE = frozenset({
     "random_uniform_int", "random_truncated_normal", "random_normal_dynamic",
     "random_uniform_dynamic", "random_uniform_int_dynamic", "random_truncated_normal_dynamic",
     "is_finite", "is_nan", "is_inf", "argsort", "unique_index", "searchsorted",
-    "random_gamma_grad",   # TensorFlow has no gradient of RandomGammaGrad either
     "random_poisson", "random_binomial",
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift",
 })

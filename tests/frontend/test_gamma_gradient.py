@@ -83,3 +83,17 @@ def test_staged_gradient_equals_eager():
     for backend in ("reference", "numba"):
         staged = tf.function(grad, backend=backend)(alpha).numpy()
         np.testing.assert_allclose(staged, eager, rtol=1e-5)
+
+
+def test_second_derivative_in_alpha_raises_instead_of_dropping_a_term():
+    alpha = tf.constant([0.7, 3.0])
+    with tf.GradientTape() as outer:
+        outer.watch(alpha)
+        with tf.GradientTape() as inner:
+            inner.watch(alpha)
+            loss = tf.reduce_sum(tf.random.stateless_gamma([4, 2], seed=[1, 2], alpha=alpha))
+        g = inner.gradient(loss, alpha)
+    with pytest.raises(tf.errors.UnimplementedError) as info:
+        outer.gradient(g, alpha)
+    assert str(info.value).splitlines()[0].startswith(
+        "random_gamma_grad: the second derivative of tf.random.gamma's samples")
