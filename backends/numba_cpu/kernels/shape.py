@@ -18,6 +18,9 @@ nogil=True)`` and is called from inside the generated graph function):
 from __future__ import annotations
 
 import numba
+import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -319,6 +322,66 @@ def _pairwise_sum(a, lo, n):
 
 
 @numba.njit(**_JIT)
+def _pairwise_sum_complex(a, lo, n):
+    """NumPy's pairwise summation of complex values over a[lo:lo+n] (its complex loop in
+    loops_utils.h.src): it walks the 2n real scalars, four complex accumulators unrolled, blocks
+    of 64 values, so its order differs from the real one's."""
+    if n < 4:
+        # NumPy starts from -0.0, and -0.0 + v == v exactly (n >= 1 here)
+        rr, ri = a[lo].real, a[lo].imag
+        for i in range(1, n):
+            rr += a[lo + i].real
+            ri += a[lo + i].imag
+        return rr, ri
+    if n <= 64:
+        r0, r1 = a[lo].real, a[lo].imag
+        r2, r3 = a[lo + 1].real, a[lo + 1].imag
+        r4, r5 = a[lo + 2].real, a[lo + 2].imag
+        r6, r7 = a[lo + 3].real, a[lo + 3].imag
+        i = 4
+        while i < n - n % 4:
+            r0 += a[lo + i].real
+            r1 += a[lo + i].imag
+            r2 += a[lo + i + 1].real
+            r3 += a[lo + i + 1].imag
+            r4 += a[lo + i + 2].real
+            r5 += a[lo + i + 2].imag
+            r6 += a[lo + i + 3].real
+            r7 += a[lo + i + 3].imag
+            i += 4
+        rr = (r0 + r2) + (r4 + r6)
+        ri = (r1 + r3) + (r5 + r7)
+        while i < n:
+            rr += a[lo + i].real
+            ri += a[lo + i].imag
+            i += 1
+        return rr, ri
+    # NumPy halves the 2n scalars and rounds down to a multiple of 8 scalars (4 values)
+    h = (n - n % 8) // 2
+    ar, ai = _pairwise_sum_complex(a, lo, h)
+    br, bi = _pairwise_sum_complex(a, lo + h, n - h)
+    return ar + br, ai + bi
+
+
+def _run_sum(a, lo, n):
+    """The pairwise sum of a[lo:lo+n] in NumPy's order for a's dtype (compiled code picks
+    the real or complex version by type)."""
+    if np.iscomplexobj(a):
+        return complex(*_pairwise_sum_complex(a, lo, n))
+    return _pairwise_sum(a, lo, n)
+
+
+@overload(_run_sum, jit_options=_JIT)
+def _run_sum_typed(a, lo, n):
+    if isinstance(a.dtype, types.Complex):
+        def complex_sum(a, lo, n):
+            rr, ri = _pairwise_sum_complex(a, lo, n)
+            return complex(rr, ri)
+        return complex_sum
+    return lambda a, lo, n: _pairwise_sum(a, lo, n)
+
+
+@numba.njit(**_JIT)
 def sum_like_into(x, out):
     """``out = sum_to_shape(x, out.shape)``: sums x over its leading dims and over the dims
     where out has 1 and x does not (the adjoint of broadcasting), in x's dtype.
@@ -361,7 +424,7 @@ def sum_like_into(x, out):
         if run == 1:
             of[dst] += xf[j]
         else:
-            of[dst] += _pairwise_sum(xf, j * run, run)
+            of[dst] += _run_sum(xf, j * run, run)
 
 
 @numba.njit(**_JIT)
