@@ -140,7 +140,7 @@ def test_resnet50_benchmark_runs_quick(tmp_path) -> None:
     path = tmp_path / "bench.json"
     out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks",
                                                        "resnet50.py"), "--quick", "--batches",
-                          "1", "--json", str(path)], capture_output=True, text=True, check=True)
+                          "1", "--backend", "reference", "--json", str(path)], capture_output=True, text=True, check=True)
     rows = json.loads(path.read_text())
     assert [r["batch"] for r in rows] == [1]
     assert all(rows[0][k] > 0 for k in ("eager", "staged", "numpy"))
