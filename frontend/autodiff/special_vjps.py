@@ -3,7 +3,7 @@ polygamma(1, .) = zeta(2, .), erf' = 2/sqrt(pi) exp(-x^2), erfinv' = sqrt(pi)/2 
 zeta's derivative in q, -x zeta(x + 1, q) (none in x, as in TensorFlow), and random_gamma's in
 alpha: TensorFlow's implicit reparameterization, the sample moved along with alpha at a fixed
 value of its CDF (``random_gamma_grad``), summed over the sample dimensions (its own derivative, a second derivative in alpha, raises:
-TensorFlow has none). ``RULES`` maps
+TensorFlow has none; ``vjps.UNDEFINED``). ``RULES`` maps
 each op to its rule; :mod:`stagecraft.autodiff.vjps` adds them to the table (this module does
 not import it, so the two stay free of import cycles)."""
 from __future__ import annotations
@@ -12,7 +12,6 @@ import math
 
 from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
-from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ops import array_ops as a
 from stagecraft.ops import math_ops as m
 
@@ -56,17 +55,5 @@ def _random_gamma(g, out, seed, alpha, shape):
     return None, bind(OPS["sum_like"], d_alpha, alpha)
 
 
-def _random_gamma_grad(g, out, alpha, x):
-    # A second derivative of a gamma sample in alpha would need this op's own derivatives;
-    # TensorFlow defines none. Raising beats a silent None, which would drop a term of the
-    # Hessian without a word.
-    raise UnimplementedError(
-        "random_gamma_grad: the second derivative of tf.random.gamma's samples with respect to "
-        "alpha is not defined (TensorFlow has none either). Differentiate the samples once, "
-        "or wrap the first-order gradient in tf.stop_gradient where an outer tape watches "
-        "alpha.")
-
-
 RULES = {"lgamma": _lgamma, "digamma": _digamma, "erf": _erf, "erfc": _erfc, "erfinv": _erfinv,
-         "zeta": _zeta, "random_gamma": _random_gamma,
-         "random_gamma_grad": _random_gamma_grad}
+         "zeta": _zeta, "random_gamma": _random_gamma}

@@ -15,7 +15,8 @@ import numpy as np
 
 from stagecraft.eager import nest
 from stagecraft.eager.context import STATE
-from stagecraft.autodiff.vjps import VJPS
+from stagecraft.autodiff.vjps import UNDEFINED, VJPS
+from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.eager.conversion import convert_to_tensor
@@ -54,6 +55,8 @@ class Record:
             return self.backward(gouts)
         rule = VJPS.get(self.op.name)
         if rule is None:
+            if self.op.name in UNDEFINED and any(g is not None for g in gouts):
+                raise UnimplementedError(UNDEFINED[self.op.name])
             return (None,) * len(self.inputs)
         if len(self.outputs) == 1:
             return rule(gouts[0], self.outputs[0], *self.inputs, **self.attrs)

@@ -27,9 +27,19 @@ NOT_DIFFERENTIABLE = frozenset({
     "random_uniform_int", "random_truncated_normal", "random_normal_dynamic",
     "random_uniform_dynamic", "random_uniform_int_dynamic", "random_truncated_normal_dynamic",
     "is_finite", "is_nan", "is_inf", "argsort", "unique_index", "searchsorted",
-    "random_poisson", "random_binomial",
+    "random_gamma_grad", "random_poisson", "random_binomial",
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift",
 })
+
+# Opted-out ops whose float outputs do depend on float inputs, but whose derivative nobody
+# defines (TensorFlow has none either): a gradient reaching one raises this message instead of
+# silently dropping a term (a Hessian of gamma samples, say).
+UNDEFINED: dict[str, str] = {
+    "random_gamma_grad":
+        "random_gamma_grad: the second derivative of tf.random.gamma's samples with respect to "
+        "alpha is not defined (TensorFlow has none either). Differentiate the samples once, or "
+        "wrap the first-order gradient in tf.stop_gradient where an outer tape watches alpha.",
+}
 
 
 def vjp(*names: str) -> Callable:
@@ -538,7 +548,7 @@ def rule(name: str) -> Callable[..., tuple] | None:
     return VJPS.get(name)
 
 
-__all__ = ["VJPS", "NOT_DIFFERENTIABLE", "rule", "unbroadcast"]
+__all__ = ["VJPS", "NOT_DIFFERENTIABLE", "UNDEFINED", "rule", "unbroadcast"]
 
 
 # Rule modules of other op families register into VJPS when this table loads.

@@ -52,13 +52,20 @@ def _has_float_output(name: str, ex) -> bool:
     return any(o.dtype.is_floating or o.dtype.is_complex for o in outs)
 
 
+# Ops whose second derivative is undefined (their gradient goes through an op listed in
+# autodiff.vjps.UNDEFINED, which raises): that error is tested where the op is.
+NO_SECOND_ORDER = {
+    "random_gamma": "random_gamma_grad has no derivative; tests/frontend/test_gamma_gradient.py",
+}
+
+
 def _grad_cases(second_order: bool) -> list:
     """Float64 examples with a float output (casts to int/bool have nothing to differentiate);
     for second order the first such example of each op."""
     cases = []
     for name in sorted(VJPS):
         op = OPS[name]
-        if dt.float64 not in op.dtypes:
+        if dt.float64 not in op.dtypes or (second_order and name in NO_SECOND_ORDER):
             continue
         usable = [i for i, ex in enumerate(examples(name, dt.float64))
                   if _has_float_output(name, ex)]
@@ -168,5 +175,7 @@ def test_staged_second_order_equals_eager(name, i):
 
 
 def test_every_differentiable_op_has_gradient_cases():
-    names = {p.values[0] for p in _grad_cases(second_order=True)}
+    names = {p.values[0] for p in _grad_cases(second_order=False)}
     assert names == {n for n in VJPS if dt.float64 in OPS[n].dtypes}
+    second = {p.values[0] for p in _grad_cases(second_order=True)}
+    assert second == names - set(NO_SECOND_ORDER)
