@@ -591,6 +591,7 @@ def test_range_loop_under_one_tape_records_in_its_forward_run():
     (lambda t: t > 0, lambda t: t - 1, 5), (lambda t: t >= 0, lambda t: t + (-2), 5),
     (lambda t: 5 > t, lambda t: t + 1, 0), (lambda t: 0 <= t, lambda t: t - 3, 7),
     (lambda t: t <= 4, lambda t: t + 1, 9)])
+@pytest.mark.heavy_on_simulator  # the CPU variant covers every comparison; gpu: --full-matrix
 def test_counted_loops_of_every_comparison_record_in_their_forward_run(cond, step, start):
     def loss(x, w):
         with tf.GradientTape() as tape:
