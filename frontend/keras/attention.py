@@ -76,7 +76,9 @@ class _QueryValueAttention(Layer):
         self.built = True
 
     def _build_from(self, query: Tensor, key: Tensor, value: Tensor) -> None:
-        raise NotImplementedError
+        # the one hook each attention subclass defines (its projections' weights)
+        raise NotImplementedError(f"{type(self).__name__} must define _build_from(query, key, "
+                                  f"value), which creates its weights.")
 
     def _key_value(self, query: Tensor, value: Any, key: Any) -> tuple[Tensor, Tensor]:
         """The key and value as tensors (the key defaults to the value); builds the
@@ -177,7 +179,9 @@ class _BaseDenseAttention(Layer):
         self.dropout, self.seed = float(dropout), seed
 
     def _scores(self, query: Tensor, key: Tensor) -> Tensor:
-        raise NotImplementedError
+        # the one hook each scoring subclass defines (dot product, additive)
+        raise NotImplementedError(f"{type(self).__name__} must define _scores(query, key), "
+                                  f"which returns the attention logits.")
 
     def call(self, inputs: Any, mask: Any = None, training: Any = False,
              return_attention_scores: bool = False, use_causal_mask: bool = False) -> Any:

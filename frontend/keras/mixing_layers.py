@@ -52,7 +52,9 @@ class _Mixing(Layer):
         return {**inputs, "images": images, "labels": mixed}
 
     def _mix_images(self, images: Tensor, other: Tensor) -> tuple[Tensor, Tensor]:
-        raise NotImplementedError
+        # the one hook MixUp and CutMix each define
+        raise NotImplementedError(f"{type(self).__name__} must define _mix_images(images, other), "
+                                  f"which returns the mixed images and the label weights.")
 
     def get_config(self) -> dict:
         return {**super().get_config(), "seed": self.seed}

@@ -169,7 +169,9 @@ class _RandomLayer(Layer):
         return _random.uniform(shape, low, high, dtype=_dt.float32, seed=self.seed)
 
     def _augment(self, images: Tensor) -> Tensor:
-        raise NotImplementedError
+        # the one hook each random augmentation layer defines
+        raise NotImplementedError(f"{type(self).__name__} must define _augment(images), which "
+                                  f"returns the augmented batch.")
 
     def _inference(self, images: Tensor) -> Tensor:
         return images

@@ -298,3 +298,21 @@ def test_batch_mixing_images_and_labels_agree(cls):
                 np.testing.assert_allclose((got_images[i] == i).mean(), w, atol=1e-6)
     np.testing.assert_array_equal(cls()(images, training=False).numpy(), images)
     assert cls.from_config(cls(seed=3).get_config()).seed == 3
+
+
+def test_base_class_hooks_name_what_a_subclass_must_define():
+    # The private bases of the new layer families: a subclass that forgets its hook learns
+    # which method to write (called unbound, since the bases are not meant to be built).
+    from stagecraft.keras import attention, mixing_layers, preprocessing_layers
+
+    class Custom:
+        pass
+
+    hooks = [(attention._QueryValueAttention._build_from, 3, "_build_from(query, key, value)"),
+             (attention._BaseDenseAttention._scores, 2, "_scores(query, key)"),
+             (mixing_layers._Mixing._mix_images, 2, "_mix_images(images, other)"),
+             (preprocessing_layers._RandomLayer._augment, 1, "_augment(images)")]
+    for hook, n_args, signature in hooks:
+        with pytest.raises(NotImplementedError) as e:
+            hook(Custom(), *[None] * n_args)
+        assert str(e.value).startswith(f"Custom must define {signature}")
