@@ -40,11 +40,32 @@ def launch(kernel: Any, dims: tuple, *args: Any) -> None:
            [ 6.,  8., 10.]])
     """
     blocks, threads = dims
+    if _RECORDER[0] is not None:
+        _RECORDER[0].launch(kernel, dims, args)
+        return
     fast = None if simulated() else _launcher(kernel)
     if fast is None:  # the simulator's kernels (and test doubles): Numba's launch syntax
         kernel[blocks, threads](*[flat(a) if is_device_array(a) else a for a in args])
     else:
         fast(blocks, threads, args)
+
+
+def library_call(call: Callable[[int], None]) -> None:
+    """Issues work a library enqueues itself (a cuBLAS call): ``call(stream)`` must enqueue
+    it on the CUDA stream whose handle is ``stream`` (0: the legacy default stream, where every
+    kernel of this backend runs). Going through here lets a recording of a staged call
+    (``graphs.py``) capture the work into a CUDA graph like the kernels around it.
+
+    >>> seen = []
+    >>> library_call(seen.append)
+    >>> seen
+    [0]
+    """
+    recorder = _RECORDER[0]
+    if recorder is None:
+        call(0)
+    else:
+        recorder.library_call(call)
 
 
 def launch_over(kernel: Any, n: int, *args: Any) -> None:
@@ -153,6 +174,9 @@ def _launch_config(blocks: Any, threads: Any) -> Any:
     return LaunchConfig(grid=blocks, block=threads, shmem_size=0)
 
 
+# The recording of a staged call in progress (graphs.Recording), or None: launches and
+# library calls are also recorded for replay while it is set.
+_RECORDER: list = [None]
 _THREAD = threading.local()
 _STREAM: list = []
 
