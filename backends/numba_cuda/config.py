@@ -25,3 +25,6 @@ MATMUL_WORK: tuple[int, int] = (4, 4)
 # Idle device memory the caching allocator (pool.py) keeps for reuse, in bytes; 0 turns the
 # allocator off (every array then gets its own cuMemAlloc through Numba).
 POOL_BYTES: int = 1 << 30
+# Staged GPU functions replay their recorded device work as one CUDA graph from their fourth
+# call on (staged/replay.py); False runs every call's host code.
+CUDA_GRAPHS: bool = True

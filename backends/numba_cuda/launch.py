@@ -9,6 +9,11 @@ from typing import Any, Callable
 
 from stagecraft.backends.numba_cuda import config
 
+# The recording of a staged call in progress (``recording.Recording``), or None. Launches,
+# library calls, allocations and host copies check it (here: memory and launcher both read
+# it); it is a one-element list so that setting it needs no ``global``.
+RECORDING: list = [None]
+
 
 @functools.lru_cache(maxsize=None)
 def cuda_module() -> ModuleType:

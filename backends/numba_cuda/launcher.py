@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda.launch import cuda_module, grid, simulated
+from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, grid, simulated
 from stagecraft.backends.numba_cuda.memory import contiguous, flat, is_device_array
 
 def launch(kernel: Any, dims: tuple, *args: Any) -> None:
@@ -39,10 +39,16 @@ def launch(kernel: Any, dims: tuple, *args: Any) -> None:
     array([[ 0.,  2.,  4.],
            [ 6.,  8., 10.]])
     """
-    blocks, threads = dims
-    if _RECORDER[0] is not None:
-        _RECORDER[0].launch(kernel, dims, args)
+    recorder = _RECORDER[0]
+    if recorder is not None and recorder.records_here():
+        recorder.launch(kernel, dims, args)
         return
+    launch_now(kernel, dims, args)
+
+
+def launch_now(kernel: Any, dims: tuple, args: Sequence[Any]) -> None:
+    """:func:`launch` without the recording check (a recording's own launches)."""
+    blocks, threads = dims
     fast = None if simulated() else _launcher(kernel)
     if fast is None:  # the simulator's kernels (and test doubles): Numba's launch syntax
         kernel[blocks, threads](*[flat(a) if is_device_array(a) else a for a in args])
@@ -50,11 +56,31 @@ def launch(kernel: Any, dims: tuple, *args: Any) -> None:
         fast(blocks, threads, args)
 
 
+def prepare(kernel: Any, dims: tuple, args: Sequence[Any]) -> "tuple | None":
+    """``(function, config, params)``: the driver-level launch of ``kernel`` over ``dims``
+    with ``args`` packed (pointers and scalars fixed), which :func:`enqueue` issues on any
+    stream, as often as wanted; None under the simulator (no driver functions there)."""
+    if simulated():
+        return None
+    fast = _launcher(kernel)
+    if fast is None:
+        return None
+    return fast.prepare(dims[0], dims[1], args)
+
+
+def enqueue(prepared: tuple, stream: Any = None) -> None:
+    """Issues a launch made by :func:`prepare` on ``stream`` (a ``cuda.core`` stream; default:
+    the legacy default stream, where this backend's work runs)."""
+    from cuda.core import launch as core_launch
+    function, config, params = prepared
+    core_launch(_default_stream() if stream is None else stream, config, function, *params)
+
+
 def library_call(call: Callable[[int], None]) -> None:
     """Issues work a library enqueues itself (a cuBLAS call): ``call(stream)`` must enqueue
     it on the CUDA stream whose handle is ``stream`` (0: the legacy default stream, where every
     kernel of this backend runs). Going through here lets a recording of a staged call
-    (``graphs.py``) capture the work into a CUDA graph like the kernels around it.
+    (``recording.py``) capture the work into a CUDA graph like the kernels around it.
 
     >>> seen = []
     >>> library_call(seen.append)
@@ -62,10 +88,10 @@ def library_call(call: Callable[[int], None]) -> None:
     [0]
     """
     recorder = _RECORDER[0]
-    if recorder is None:
-        call(0)
-    else:
+    if recorder is not None and recorder.records_here():
         recorder.library_call(call)
+    else:
+        call(0)
 
 
 def launch_over(kernel: Any, n: int, *args: Any) -> None:
@@ -114,6 +140,10 @@ class _Launcher:
 
     def __call__(self, blocks: Any, threads: Any, args: Sequence[Any]) -> None:
         from cuda.core import launch as core_launch
+        function, config, params = self.prepare(blocks, threads, args)
+        core_launch(_default_stream(), config, function, *params)
+
+    def prepare(self, blocks: Any, threads: Any, args: Sequence[Any]) -> tuple:
         if not getattr(_THREAD, "has_context", False):
             cuda_module().current_context()  # Numba's context, made current on this thread
             _THREAD.has_context = True
@@ -128,7 +158,7 @@ class _Launcher:
         config = self.configs.get((blocks, threads))
         if config is None:
             config = self.configs[(blocks, threads)] = _launch_config(blocks, threads)
-        core_launch(_default_stream(), config, function, *params)
+        return function, config, params
 
     def _compile(self, args: Sequence[Any]) -> tuple[Any, list[Callable]]:
         views = [flat(a) if is_device_array(a) else a for a in args]
@@ -174,9 +204,9 @@ def _launch_config(blocks: Any, threads: Any) -> Any:
     return LaunchConfig(grid=blocks, block=threads, shmem_size=0)
 
 
-# The recording of a staged call in progress (graphs.Recording), or None: launches and
-# library calls are also recorded for replay while it is set.
-_RECORDER: list = [None]
+# The recording of a staged call in progress (recording.Recording), or None: while it is
+# set, launches and library calls on its thread go through it (recorded, then issued).
+_RECORDER = RECORDING
 _THREAD = threading.local()
 _STREAM: list = []
 

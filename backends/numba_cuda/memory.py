@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config
-from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, simulated
 from stagecraft.backends.numba_cuda.pool import device_pool
 
 
@@ -31,7 +31,30 @@ def to_device(array: Any) -> Any:
     host = np.asarray(array)
     if not host.flags.c_contiguous:   # (np.ascontiguousarray would turn rank 0 into rank 1)
         host = host.copy(order="C")
-    return cuda_module().to_device(host)
+    device = cuda_module().to_device(host)
+    if RECORDING[0] is not None:
+        _recorder().upload(host, device)
+    return device
+
+
+def _recorder() -> Any:
+    """The recording of a staged call if one runs on this thread, else a no-op stand-in."""
+    recorder = RECORDING[0]
+    return recorder if recorder is not None and recorder.records_here() else _NOT_RECORDING
+
+
+class _NotRecording:
+    def upload(self, host: Any, device: Any) -> None:
+        pass
+
+    def allocated(self, array: Any) -> None:
+        pass
+
+    def host_read(self, what: str) -> None:
+        pass
+
+
+_NOT_RECORDING = _NotRecording()
 
 
 def to_host(array: Any) -> np.ndarray:
@@ -44,6 +67,8 @@ def to_host(array: Any) -> np.ndarray:
     array([ True, False])
     """
     if is_device_array(array):
+        if RECORDING[0] is not None:
+            _recorder().host_read("a device array is copied to the host")
         return np.asarray(array.copy_to_host())
     return np.asarray(array)
 
@@ -76,9 +101,13 @@ def empty(shape: Sequence[int], dtype: Any) -> Any:
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes == 0 or simulated() or not config.POOL_BYTES:
-        return cuda_module().device_array(shape, dtype)
-    strides = tuple(math.prod(shape[i + 1:]) * dtype.itemsize for i in range(len(shape)))
-    return _device_ndarray()(shape, strides, dtype, gpu_data=device_pool().take(nbytes))
+        array = cuda_module().device_array(shape, dtype)
+    else:
+        strides = tuple(math.prod(shape[i + 1:]) * dtype.itemsize for i in range(len(shape)))
+        array = _device_ndarray()(shape, strides, dtype, gpu_data=device_pool().take(nbytes))
+    if RECORDING[0] is not None:
+        _recorder().allocated(array)
+    return array
 
 
 @functools.lru_cache(maxsize=None)
@@ -129,4 +158,33 @@ def scalar(array: Any) -> Any:
     >>> scalar(to_device(np.int64(7)))
     np.int64(7)
     """
+    if RECORDING[0] is not None:
+        _recorder().host_read("a device value is read on the host")
     return np.asarray(array.copy_to_host()).reshape(())[()]
+
+
+def copy_into(dst: Any, src: Any) -> None:
+    """Copies the values of ``src`` (a device array, or a host array) into the device array
+    ``dst`` of the same shape and dtype (both C-contiguous), ordered on the default stream
+    with all other work: a driver copy on a GPU, no host synchronization.
+
+    >>> d = empty((2,), np.int32)
+    >>> copy_into(d, to_device(np.int32([4, 5]))); to_host(d)
+    array([4, 5], dtype=int32)
+    """
+    if tuple(dst.shape) != tuple(src.shape) or np.dtype(dst.dtype) != np.dtype(src.dtype):
+        raise ValueError(f"copy_into: a {src.dtype} array of shape {tuple(src.shape)} cannot "
+                         f"fill a {dst.dtype} array of shape {tuple(dst.shape)}")
+    if RECORDING[0] is not None:   # (not a recordable step: replays would skip it)
+        _recorder().host_read("a buffer is copied outside a kernel")
+    if src.size == 0:
+        return
+    if simulated() or not is_device_array(src):
+        dst.copy_to_device(src if is_device_array(src) else np.ascontiguousarray(src))
+        return
+    from cuda.bindings import driver
+    error, = driver.cuMemcpyDtoDAsync(dst.__cuda_array_interface__["data"][0],
+                                      src.__cuda_array_interface__["data"][0], dst.nbytes, 0)
+    if error != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"copy_into: the CUDA driver failed to copy {dst.nbytes} bytes "
+                           f"({driver.cuGetErrorName(error)[1]})")

@@ -13,6 +13,7 @@ from stagecraft.backends.numba_cuda.kernels import half
 from stagecraft.backends.numba_cuda.launch import simulated
 from stagecraft.backends.numba_cuda.staged import runtime
 from stagecraft.backends.numba_cuda.staged.codegen import ENTRY, generate
+from stagecraft.backends.numba_cuda.staged.replay import Replayer
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.graph import Graph
 
@@ -37,7 +38,7 @@ class Executable:
     arrays (host arrays are copied up), reference parameters take variable objects (their
     buffer in ``_value``; assigned ones get the new buffer after the call, see
     ``runtime.write_back``). ``source`` is the generated module (kernels and host function),
-    ``path`` its cached file."""
+    ``path`` its cached file; ``replayer.status`` says whether calls replay a CUDA graph."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -51,7 +52,8 @@ class Executable:
         module = numba_cache.load_module(gen.source, extra=f"cuda-{mode}-{library_hash()}")
         self.path = pathlib.Path(module.__file__)
         consts = [memory.to_device(c) for c in gen.consts]
-        self._fn = getattr(module, ENTRY)(consts, gen.sites)
+        self.replayer = Replayer(getattr(module, ENTRY)(consts, gen.sites),
+                                 f"@{graph.name}" if getattr(graph, "name", None) else "staged call")
         self._params = [(i, graph.params[i].ref) for i in gen.param_indices]
         self._assigned = gen.assigned
         self._n = gen.num_results
@@ -68,7 +70,7 @@ class Executable:
         if any(self._half_in):
             values = [v if d is None else half.widen(v) for v, d in zip(values, self._half_in)]
         with runtime.calling(args):
-            out = self._fn(*values)
+            out = self.replayer(values)
         if any(self._half_out):   # (rounded already: narrowing is exact)
             out = [v if d is None else half.narrow(v, d) for v, d in zip(out, self._half_out)]
         for j, i in enumerate(self._assigned):

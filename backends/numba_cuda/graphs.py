@@ -1,0 +1,129 @@
+"""Replays of recorded device work (``recording.py``): on a GPU one CUDA graph, launched with a
+single driver call; under Numba's CUDA simulator the recorded launches issued again in order.
+
+A CUDA graph is made by capturing the recorded work on a private non-blocking stream
+(``cuStreamBeginCapture`` ... ``cuStreamEndCapture``): kernel launches are issued again with
+their packed parameters, library calls (cuBLAS) are told the capture stream, and uploads become
+device-to-device copies from a device copy of their host bytes made once. Nothing runs during a
+capture; ``launch()`` then runs the whole graph on the legacy default stream, where all other
+work of this backend runs, so it is ordered with everything before and after it. A replay
+writes into the very buffers the recording used: the caller owns keeping them (the recording
+holds them) and copying inputs in and results out.
+
+>>> import numpy as np
+>>> from stagecraft.backends.numba_cuda import memory, recording
+>>> from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+>>> x = memory.to_device(np.float32([1, 2]))
+>>> with recording.recording() as rec:
+...     y = copy_view(x, lambda v: v)
+>>> graph = build(rec)
+>>> memory.copy_into(x, memory.to_device(np.float32([5, 6])))
+>>> graph.launch()
+>>> memory.to_host(y)
+array([5., 6.], dtype=float32)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from stagecraft.backends.numba_cuda import launcher, memory
+from stagecraft.backends.numba_cuda.launch import simulated
+from stagecraft.backends.numba_cuda.recording import LibraryCall, Launch, Recording, Upload
+
+
+class NotReplayable(Exception):
+    """The recorded work cannot become a graph (the message says why)."""
+
+
+def build(rec: Recording) -> "SimulatedGraph | DriverGraph":
+    """The replay of ``rec`` (which must not be spoiled): a CUDA graph on a GPU, the launches
+    issued again under the simulator. Raises NotReplayable when a launch has no driver form."""
+    if rec.spoiled is not None:
+        raise NotReplayable(rec.spoiled)
+    return SimulatedGraph(rec) if simulated() else DriverGraph(rec)
+
+
+class SimulatedGraph:
+    """The recorded work issued again, in order, through the simulator."""
+
+    def __init__(self, rec: Recording):
+        self.items = list(rec.items)
+        self.size = len(self.items)
+
+    def launch(self) -> None:
+        for item in self.items:
+            if isinstance(item, Launch):
+                launcher.launch_now(item.kernel, item.dims, item.args)
+            elif isinstance(item, LibraryCall):
+                item.call(0)
+            else:
+                item.device.copy_to_device(item.host)
+
+
+class DriverGraph:
+    """One instantiated CUDA graph of the recorded work (``cuGraphLaunch`` per replay)."""
+
+    def __init__(self, rec: Recording):
+        from cuda.bindings import driver
+        from cuda.core import Stream
+        self.size = len(rec.items)
+        self._sources = []   # device copies of the uploads' host bytes, read by the graph
+        self._exec = self._graph = self._stream = None
+        stream = _check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+        self._stream = stream
+        core_stream = Stream.from_handle(int(stream))
+        _check(driver.cuStreamBeginCapture(
+            stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED))
+        try:
+            for item in rec.items:
+                self._capture(item, core_stream, int(stream))
+        finally:
+            graph = _check(driver.cuStreamEndCapture(stream))
+        self._graph = graph
+        self._exec = _check(driver.cuGraphInstantiate(graph, 0))
+
+    def _capture(self, item: Any, core_stream: Any, handle: int) -> None:
+        from cuda.bindings import driver
+        if isinstance(item, Launch):
+            if item.prepared is None:
+                raise NotReplayable(f"kernel {getattr(item.kernel, '__name__', item.kernel)} "
+                                    f"has no driver-level launch")
+            launcher.enqueue(item.prepared, core_stream)
+        elif isinstance(item, LibraryCall):
+            item.call(handle)
+        elif isinstance(item, Upload) and item.host.nbytes:
+            source = memory.to_device(item.host)
+            self._sources.append(source)
+            _check(driver.cuMemcpyDtoDAsync(_pointer(item.device), _pointer(source),
+                                            item.host.nbytes, handle))
+
+    def launch(self) -> None:
+        from cuda.bindings import driver
+        _check(driver.cuGraphLaunch(self._exec, 0))
+
+    def __del__(self) -> None:
+        try:
+            from cuda.bindings import driver
+            if self._exec is not None:
+                driver.cuGraphExecDestroy(self._exec)
+            if self._graph is not None:
+                driver.cuGraphDestroy(self._graph)
+            if self._stream is not None:
+                driver.cuStreamDestroy(self._stream)
+        except Exception:   # interpreter shutdown: the driver may already be gone
+            pass
+
+
+def _pointer(array: Any) -> int:
+    return int(array.__cuda_array_interface__["data"][0])
+
+
+def _check(result: tuple) -> Any:
+    """The value of a ``cuda.bindings`` call (``(error, value...)``), raising on an error."""
+    from cuda.bindings import driver
+    error, *values = result if isinstance(result, tuple) else (result,)
+    if error != driver.CUresult.CUDA_SUCCESS:
+        name = driver.cuGetErrorName(error)[1]
+        raise NotReplayable(f"the CUDA driver failed to build or launch the graph: "
+                            f"{name.decode() if isinstance(name, bytes) else name}")
+    return values[0] if len(values) == 1 else (tuple(values) or None)

@@ -1,0 +1,216 @@
+"""Recordings of a staged GPU call: every kernel launch, library call (cuBLAS) and host-to-device
+upload it issues, in order, with the buffers it allocates, so that the same device work can be
+replayed without running the host code again (``graphs.py``).
+
+A recording is only replayable when the host code did nothing a replay would skip: it read no
+device value on the host (a ``cond``/``while`` predicate, an error check, ``print``), and it would
+issue exactly the same work next time. The second part is checked, not assumed: two recordings of
+consecutive calls on the same input buffers must agree launch by launch (:func:`difference`):
+same kernels, grids and scalars, and every buffer either the same fixed buffer (an input, a
+constant) or the allocation made at the same step of the call. A seed or a size computed on the
+host from anything but the signature would make them differ.
+
+>>> import numpy as np
+>>> from stagecraft.backends.numba_cuda import memory
+>>> with recording() as rec:
+...     out = memory.empty((3,), np.float32)
+...     _ = memory.to_device(np.float32([1, 2, 3]))
+>>> len(rec.allocations), [type(i).__name__ for i in rec.items], rec.spoiled
+(2, ['Upload'], None)
+>>> with recording() as rec:
+...     _ = memory.scalar(memory.to_device(np.int32(3)))
+>>> rec.spoiled
+'a device value is read on the host'
+"""
+from __future__ import annotations
+
+import bisect
+import contextlib
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from stagecraft.backends.numba_cuda import launcher
+from stagecraft.backends.numba_cuda.launch import RECORDING, simulated
+from stagecraft.backends.numba_cuda.memory import is_device_array
+
+
+@dataclass
+class Launch:
+    """A kernel launch: the dispatcher, ``(blocks, threads)``, its arguments, and on a GPU the
+    packed driver launch (``launcher.prepare``)."""
+    kernel: Any
+    dims: tuple
+    args: tuple
+    prepared: "tuple | None"
+
+
+@dataclass
+class LibraryCall:
+    """Work a library enqueues itself: ``call(stream)`` (``launcher.library_call``)."""
+    call: Callable[[int], None]
+
+
+@dataclass
+class Upload:
+    """A host-to-device copy of ``host`` (a private copy of the bytes) into ``device``."""
+    host: np.ndarray
+    device: Any
+
+
+class Recording:
+    """What one staged call issued on the device (``items``) and allocated (``allocations``);
+    ``spoiled`` says why it cannot be replayed (None: it can)."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self.allocations: list = []
+        self.spoiled: str | None = None
+        self._thread = threading.get_ident()
+
+    def records_here(self) -> bool:
+        """Whether work issued now belongs to this recording: on its thread and while it can
+        still be replayed (once spoiled, the call goes on at full speed)."""
+        return self.spoiled is None and threading.get_ident() == self._thread
+
+    def launch(self, kernel: Any, dims: tuple, args: Sequence[Any]) -> None:
+        prepared = launcher.prepare(kernel, dims, args)
+        self.items.append(Launch(kernel, tuple(dims), tuple(args), prepared))
+        if prepared is None:
+            launcher.launch_now(kernel, dims, args)
+        else:
+            launcher.enqueue(prepared)
+
+    def library_call(self, call: Callable[[int], None]) -> None:
+        self.items.append(LibraryCall(call))
+        call(0)
+
+    def upload(self, host: np.ndarray, device: Any) -> None:
+        self.items.append(Upload(np.array(host, copy=True), device))
+        self.allocations.append(device)   # (a new buffer: made by the upload)
+
+    def allocated(self, array: Any) -> None:
+        self.allocations.append(array)
+
+    def host_read(self, what: str) -> None:
+        self.spoiled = what
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recording]:
+    """Records the device work issued on this thread inside the block. A recording started
+    while another one runs (a staged call inside a staged call) records nothing and comes
+    back spoiled."""
+    rec = Recording()
+    if RECORDING[0] is not None:
+        rec.spoiled = "it runs inside another recorded call"
+        yield rec
+        return
+    RECORDING[0] = rec
+    try:
+        yield rec
+    finally:
+        RECORDING[0] = None
+
+
+def address(array: Any) -> int:
+    """The device address of a device array's first element (a host address under the
+    simulator, whose device arrays wrap NumPy arrays); 0 for an empty array."""
+    if array.size == 0:
+        return 0
+    if simulated():
+        return int(array._ary.__array_interface__["data"][0])
+    return int(array.__cuda_array_interface__["data"][0])
+
+
+class _Allocations:
+    """Finds which allocation of a recording (by step) an address falls in."""
+
+    def __init__(self, arrays: Sequence[Any]):
+        spans = sorted((address(a), a.nbytes, i) for i, a in enumerate(arrays) if a.size)
+        self._starts = [s[0] for s in spans]
+        self._spans = spans
+
+    def locate(self, array: Any) -> tuple:
+        """``("alloc", step, byte offset, shape, dtype)`` inside an allocation of the call,
+        else ``("fixed", address, shape, dtype)``."""
+        where = address(array)
+        k = bisect.bisect_right(self._starts, where) - 1
+        if k >= 0 and where > 0:
+            start, nbytes, step = self._spans[k]
+            if where < start + nbytes:
+                return ("alloc", step, where - start, tuple(array.shape), str(array.dtype))
+        return ("fixed", where, tuple(array.shape), str(array.dtype))
+
+
+def difference(a: Recording, b: Recording) -> str | None:
+    """The first way recordings ``a`` and ``b`` of two calls differ (None: the same work, so
+    a replay of ``b`` does what running the call again would do).
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda import memory
+    >>> def call(seed):
+    ...     with recording() as rec:
+    ...         memory.empty((2,), np.float32)
+    ...         memory.to_device(np.int64(seed))
+    ...     return rec
+    >>> difference(call(1), call(1)) is None
+    True
+    >>> difference(call(1), call(2))
+    'step 1 (upload) uploads different host values'
+    """
+    if len(a.items) != len(b.items) or len(a.allocations) != len(b.allocations):
+        return (f"the calls issued {len(a.items)} and {len(b.items)} launches or copies, "
+                f"{len(a.allocations)} and {len(b.allocations)} allocations")
+    where_a, where_b = _Allocations(a.allocations), _Allocations(b.allocations)
+    for step, (x, y) in enumerate(zip(a.items, b.items), 1):
+        if type(x) is not type(y):
+            return f"step {step} is a {type(x).__name__} in one call, a {type(y).__name__} in the other"
+        if isinstance(x, Launch):
+            if x.kernel is not y.kernel or x.dims != y.dims:
+                return f"step {step} (launch) runs another kernel or grid"
+            if not _same(x.args, y.args, where_a, where_b):
+                return f"step {step} (launch) passes different arguments"
+        elif isinstance(x, LibraryCall):
+            if not _same_call(x.call, y.call, where_a, where_b):
+                return f"step {step} (library call) makes a different call"
+        else:
+            if not _same(x.host, y.host, where_a, where_b):
+                return f"step {step} (upload) uploads different host values"
+            if not _same(x.device, y.device, where_a, where_b):
+                return f"step {step} (upload) writes a different buffer"
+    return None
+
+
+def _same_call(f: Callable, g: Callable, where_a: _Allocations, where_b: _Allocations) -> bool:
+    code_f, code_g = getattr(f, "__code__", None), getattr(g, "__code__", None)
+    if code_f is None or code_f is not code_g:
+        return f is g
+    cells_f = tuple(c.cell_contents for c in f.__closure__ or ())
+    cells_g = tuple(c.cell_contents for c in g.__closure__ or ())
+    return _same(cells_f, cells_g, where_a, where_b) and _same(
+        getattr(f, "__defaults__", None), getattr(g, "__defaults__", None), where_a, where_b)
+
+
+def _same(x: Any, y: Any, where_a: _Allocations, where_b: _Allocations) -> bool:
+    if is_device_array(x) or is_device_array(y):
+        return (is_device_array(x) and is_device_array(y)
+                and where_a.locate(x) == where_b.locate(y))
+    if isinstance(x, (tuple, list)):
+        return (type(x) is type(y) and len(x) == len(y)
+                and all(_same(p, q, where_a, where_b) for p, q in zip(x, y)))
+    if isinstance(x, np.ndarray):
+        return (isinstance(y, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape
+                and x.tobytes() == y.tobytes())
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, (float, complex, np.inexact)) and x != x:   # NaN (or a complex NaN)
+        return bool(y != y)
+    if x is y:
+        return True
+    try:
+        return bool(x == y)
+    except Exception:   # (an object without a meaningful ==: only itself is the same)
+        return False

@@ -1,0 +1,142 @@
+"""CUDA graphs for staged GPU functions: a concrete function's device work is recorded, checked
+and then replayed with one graph launch per call, skipping its Python host code.
+
+The calls of one executable go through four stages:
+
+1. the first call runs plainly (it compiles the kernels and fills one-time caches);
+2. the second is recorded (``recording.py``) on *staging* buffers: the arguments are copied into
+   buffers the executable owns, so that later calls can reuse the recorded addresses;
+3. the third is recorded the same way, and the two recordings must agree launch by launch;
+   the third one becomes the graph (``graphs.build``), its buffers kept for it;
+4. every later call copies the arguments that changed into the staging buffers, launches the
+   graph and copies the results out into new arrays (the graph rewrites its own buffers on
+   every launch, and results must stay valid after the next call).
+
+A call that reads a device value on the host (a ``cond``/``while`` predicate, an error check,
+``print``, ``py_function``), or two calls that issued different work, make the executable run
+plainly from then on; ``status`` says why. Device arrays of this backend are never written in
+place once made, so an argument that is the very array copied last time needs no copy.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Sequence
+
+from stagecraft.backends.numba_cuda import config, memory
+from stagecraft.backends.numba_cuda.graphs import NotReplayable, build
+from stagecraft.backends.numba_cuda.recording import Recording, difference, recording
+
+logger = logging.getLogger("stagecraft")
+
+
+class Replayer:
+    """``replayer(values) -> results``: calls ``fn(*values)`` (a generated host function on
+    device arrays) through the stages above. ``name`` names the function in ``status``.
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda import memory
+    >>> from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+    >>> r = Replayer(lambda x: (copy_view(x, lambda v: v),), "@copy")
+    >>> outs = [memory.to_host(r([memory.to_device(np.float32([i]))])[0]) for i in range(5)]
+    >>> [float(o[0]) for o in outs], r.status
+    ([0.0, 1.0, 2.0, 3.0, 4.0], '@copy replays a CUDA graph of 1 launches and copies')
+    """
+
+    def __init__(self, fn: Callable[..., Sequence[Any]], name: str):
+        self._fn = fn
+        self._name = name
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._reason: str | None = None
+        self._staging: list | None = None
+        self._last: list = []          # the argument arrays last copied into staging
+        self._first: Recording | None = None
+        self._kept: Recording | None = None   # the graph's recording: it holds every buffer
+        self._results: Sequence[Any] = ()
+        self._graph: Any = None
+
+    @property
+    def status(self) -> str:
+        """Whether calls replay a CUDA graph, and if not, why."""
+        if self._reason is not None:
+            return f"{self._name} runs without a CUDA graph: {self._reason}"
+        if self._graph is not None:
+            return f"{self._name} replays a CUDA graph of {self._graph.size} launches and copies"
+        return f"{self._name} is recorded over its next calls ({self._calls} so far)"
+
+    def __call__(self, values: Sequence[Any]) -> Sequence[Any]:
+        if self._reason is not None or not config.CUDA_GRAPHS:
+            return self._fn(*values)
+        if not self._lock.acquire(blocking=False):   # another thread is in: run plainly
+            return self._fn(*values)
+        try:
+            return self._call(values)
+        finally:
+            self._lock.release()
+
+    def _call(self, values: Sequence[Any]) -> Sequence[Any]:
+        self._calls += 1
+        if self._calls == 1:
+            return self._fn(*values)
+        staged = self._stage(values)
+        if staged is None:
+            return self._fn(*values)
+        if self._graph is not None:
+            try:
+                self._graph.launch()
+            except NotReplayable as e:
+                self._give_up(str(e))
+                return self._fn(*values)
+            return self._copy_out(self._results)
+        with recording() as rec:
+            out = self._fn(*staged)
+        # (copied out: a result may be a staging buffer, an input returned as it is)
+        if rec.spoiled is not None:
+            self._give_up(rec.spoiled)
+        elif self._first is None:
+            self._first = rec
+        else:
+            first, self._first = self._first, None
+            reason = difference(first, rec)
+            try:
+                if reason is not None:
+                    raise NotReplayable(f"two calls issued different device work ({reason})")
+                self._graph = build(rec)
+                self._kept, self._results = rec, tuple(out)
+            except NotReplayable as e:
+                self._give_up(str(e))
+        return self._copy_out(out)
+
+    def _stage(self, values: Sequence[Any]) -> list | None:
+        """The staging buffers holding ``values`` (copying those that changed); None when a
+        value does not fit them (a variable assigned another shape), which ends replaying."""
+        if self._staging is None:
+            if not all(memory.contiguous(v) for v in values):
+                self._give_up("an argument is not a C-contiguous device array")
+                return None
+            self._staging = [memory.empty(v.shape, v.dtype) for v in values]
+            self._last = [None] * len(values)
+        for i, (v, s) in enumerate(zip(values, self._staging)):
+            if v is self._last[i]:
+                continue
+            if tuple(v.shape) != tuple(s.shape) or v.dtype != s.dtype or not memory.contiguous(v):
+                self._give_up(f"argument {i} changed shape or layout between calls")
+                return None
+            memory.copy_into(s, v)
+            self._last[i] = v
+        return self._staging
+
+    def _copy_out(self, results: Sequence[Any]) -> tuple:
+        out = []
+        for r in results:
+            fresh = memory.empty(r.shape, r.dtype)
+            memory.copy_into(fresh, r)
+            out.append(fresh)
+        return tuple(out)
+
+    def _give_up(self, reason: str) -> None:
+        self._reason = reason
+        self._graph = self._kept = self._first = self._staging = None
+        self._results, self._last = (), []
+        logger.info("%s", self.status)

@@ -1,0 +1,180 @@
+"""CUDA graphs of staged GPU functions (``staged/replay.py``, ``recording.py``, ``graphs.py``):
+from the fourth call on, a concrete function replays its recorded device work, and every call
+must still give what running the host code gives: new inputs, variables assigned in the call
+and eagerly between calls, results held across calls, random draws. Functions whose host code
+reads device values, or issues different work from call to call, must keep running plainly and
+say why. Under the simulator a replay issues the recorded launches again (``graphs.
+SimulatedGraph``); on a GPU it is one CUDA graph, through the same recording and staging.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.backends.numba_cuda import config, memory
+from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+from stagecraft.backends.numba_cuda.recording import difference, recording
+from stagecraft.backends.numba_cuda.staged.replay import Replayer
+
+pytestmark = pytest.mark.cuda
+
+CALLS = 6   # warm-up, two recordings, three replays
+
+
+def replayer(staged, *args):
+    """The replayer of the concrete function ``staged`` runs for ``args`` on the GPU."""
+    with tf.device("/gpu:0"):
+        return staged.get_concrete_function(*args).executable.replayer
+
+
+def test_replays_give_each_calls_own_results_and_keep_earlier_ones():
+    @tf.function
+    def f(x, y):
+        z = tf.matmul(x, y)
+        return tf.tanh(z * 0.5 + 1.0), tf.reduce_sum(z, axis=0)
+
+    rng = np.random.default_rng(0)
+    inputs = [(rng.standard_normal((3, 4)).astype(np.float32),
+               rng.standard_normal((4, 2)).astype(np.float32)) for _ in range(CALLS)]
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant(a), tf.constant(b)) for a, b in inputs]
+    status = replayer(f, tf.constant(inputs[0][0]).gpu(), tf.constant(inputs[0][1]).gpu()).status
+    assert status.startswith("@f replays a CUDA graph"), status
+    for (a, b), (t, s) in zip(inputs, outs):   # earlier results survive later replays
+        np.testing.assert_allclose(t.numpy(), np.tanh(a @ b * 0.5 + 1.0), rtol=1e-5)
+        np.testing.assert_allclose(s.numpy(), (a @ b).sum(0), rtol=1e-5)
+        assert "GPU" in t.device
+
+
+def test_the_same_input_tensor_again_is_not_copied_but_still_read():
+    @tf.function
+    def f(x):
+        return x * 2.0, x
+
+    with tf.device("/gpu:0"):
+        x = tf.constant([1.0, 2.0])
+        y = tf.constant([5.0, 7.0])
+        outs = [f(x if k % 2 == 0 else y) for k in range(CALLS)] + [f(x), f(x)]
+    assert "replays" in replayer(f, x).status
+    for k, (doubled, same) in enumerate(outs):
+        source = [1.0, 2.0] if k % 2 == 0 or k >= CALLS else [5.0, 7.0]
+        np.testing.assert_array_equal(same.numpy(), source)   # an input returned: a copy
+        np.testing.assert_array_equal(doubled.numpy(), np.float32(source) * 2)
+
+
+def test_variables_assigned_in_replays_and_eagerly_between_them():
+    with tf.device("/gpu:0"):
+        w = tf.Variable(np.ones((2, 2), np.float32))
+        b = tf.Variable(np.zeros(2, np.float32))
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum((tf.matmul(x, w) + b) ** 2)
+        gw, gb = tape.gradient(loss, [w, b])
+        w.assign_sub(0.01 * gw)
+        b.assign_sub(0.01 * gb)
+        return loss
+
+    x_host = np.float32([[1.0, 2.0], [0.5, -1.0]])
+    w_ref, b_ref = np.ones((2, 2), np.float32), np.zeros(2, np.float32)
+    with tf.device("/gpu:0"):
+        x = tf.constant(x_host)
+        for k in range(2 * CALLS):
+            if k == CALLS:   # an eager assignment between replays is seen by the next one
+                w.assign(w * 0.5)
+                w_ref = w_ref * np.float32(0.5)
+            loss = step(x)
+            y = x_host @ w_ref + b_ref
+            np.testing.assert_allclose(loss.numpy(), (y ** 2).sum(), rtol=1e-5)
+            w_ref = w_ref - np.float32(0.01) * (x_host.T @ (2 * y))
+            b_ref = b_ref - np.float32(0.01) * (2 * y).sum(0)
+            np.testing.assert_allclose(w.numpy(), w_ref, rtol=1e-5)
+            np.testing.assert_allclose(b.numpy(), b_ref, rtol=1e-5, atol=1e-7)
+    assert "replays" in replayer(step, x).status
+
+
+def test_a_tensor_read_from_a_variable_keeps_its_value_after_replays():
+    with tf.device("/gpu:0"):
+        v = tf.Variable([1.0, 2.0])
+
+    @tf.function
+    def bump():
+        v.assign_add([1.0, 1.0])
+        return v.read_value()
+
+    with tf.device("/gpu:0"):
+        seen = [bump() for _ in range(CALLS)]
+    for k, s in enumerate(seen, 1):
+        np.testing.assert_array_equal(s.numpy(), [1.0 + k, 2.0 + k])
+    np.testing.assert_array_equal(v.numpy(), [1.0 + CALLS, 2.0 + CALLS])
+
+
+def test_random_draws_differ_between_replays():
+    tf.random.set_seed(3)
+
+    @tf.function
+    def draw(x):
+        return x + tf.random.uniform((4,))
+
+    with tf.device("/gpu:0"):
+        x = tf.zeros((4,))
+        draws = [draw(x).numpy() for _ in range(CALLS)]
+    assert len({d.tobytes() for d in draws}) == CALLS, draws
+
+
+def test_a_host_read_keeps_the_function_plain_and_says_why():
+    @tf.function
+    def f(x):
+        if tf.reduce_sum(x) > 0:
+            x = x * 2.0
+        return x
+
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([float(k - 2)])).numpy() for k in range(CALLS)]
+        status = replayer(f, tf.constant([1.0]).gpu()).status
+    assert outs == [np.float32([2 * (k - 2)]) if k > 2 else np.float32([k - 2])
+                    for k in range(CALLS)]
+    assert status == "@f runs without a CUDA graph: a device value is read on the host", status
+
+
+def test_graphs_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(config, "CUDA_GRAPHS", False)
+
+    @tf.function
+    def f(x):
+        return x + 1.0
+
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([float(k)])).numpy()[0] for k in range(CALLS)]
+        status = replayer(f, tf.constant([1.0]).gpu()).status
+    assert outs == [k + 1.0 for k in range(CALLS)]
+    assert status == "@f is recorded over its next calls (0 so far)"
+
+
+def test_work_that_changes_between_calls_is_not_replayed():
+    counter = iter(range(100))
+
+    def host_varying(x):   # a host-side value baked into the uploaded work
+        return (copy_view(x, lambda v: v), memory.to_device(np.int64(next(counter))))
+
+    r = Replayer(host_varying, "@varying")
+    x = memory.to_device(np.float32([1.0]))
+    seen = [int(memory.to_host(r([x])[1])) for _ in range(CALLS)]
+    assert seen == list(range(CALLS))
+    assert r.status == ("@varying runs without a CUDA graph: two calls issued different device "
+                        "work (step 2 (upload) uploads different host values)")
+
+
+def test_recordings_compare_buffers_by_allocation_step_not_address():
+    x = memory.to_device(np.float32([1.0, 2.0]))
+
+    def call(source):
+        with recording() as rec:
+            copy_view(source, lambda v: v)
+        return rec
+
+    assert difference(call(x), call(x)) is None
+    other = memory.to_device(np.float32([1.0, 2.0]))
+    assert difference(call(x), call(other)) == "step 1 (launch) passes different arguments"
