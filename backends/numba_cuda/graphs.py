@@ -19,6 +19,7 @@ holds them) and copying inputs in and results out.
 >>> graph = build(rec)
 >>> memory.copy_into(x, memory.to_device(np.float32([5, 6])))
 >>> graph.launch()
+True
 >>> memory.to_host(y)
 array([5., 6.], dtype=float32)
 """
@@ -26,9 +27,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from stagecraft.backends.numba_cuda import launcher, memory
 from stagecraft.backends.numba_cuda.launch import simulated
-from stagecraft.backends.numba_cuda.recording import LibraryCall, Launch, Recording, Upload
+from stagecraft.backends.numba_cuda.recording import Guard, LibraryCall, Launch, Recording, Upload
 
 
 class NotReplayable(Exception):
@@ -47,10 +50,13 @@ class SimulatedGraph:
     """The recorded work issued again, in order, through the simulator."""
 
     def __init__(self, rec: Recording):
-        self.items = list(rec.items)
+        self.items = [i for i in rec.items if not isinstance(i, Guard)]
+        self.guards = [i for i in rec.items if isinstance(i, Guard)]
         self.size = len(self.items)
 
-    def launch(self) -> None:
+    def launch(self) -> bool:
+        """Replays the work; False when a guard reads another value than when recorded (the
+        host code would have done something else: the results are not valid)."""
         for item in self.items:
             if isinstance(item, Launch):
                 launcher.launch_now(item.kernel, item.dims, item.args)
@@ -58,6 +64,8 @@ class SimulatedGraph:
                 item.call(0)
             else:
                 item.device.copy_to_device(item.host)
+        return all(np.asarray(g.array.copy_to_host()).reshape(()).tobytes() == g.value.tobytes()
+                   for g in self.guards)
 
 
 class DriverGraph:
@@ -66,8 +74,14 @@ class DriverGraph:
     def __init__(self, rec: Recording):
         from cuda.bindings import driver
         from cuda.core import Stream
-        self.size = len(rec.items)
+        guards = [i for i in rec.items if isinstance(i, Guard)]
+        self.size = len(rec.items) - len(guards)
         self._sources = []   # device copies of the uploads' host bytes, read by the graph
+        # Every guard's bytes are copied into one buffer at the end of the graph, so that one
+        # device-to-host copy after a launch checks them all.
+        self._expected = b"".join(g.value.tobytes() for g in guards)
+        self._summary = memory.empty((len(self._expected),), np.uint8) if guards else None
+        self._host = np.empty(len(self._expected), np.uint8)
         self._exec = self._graph = self._stream = None
         stream = _check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
         self._stream = stream
@@ -77,6 +91,11 @@ class DriverGraph:
         try:
             for item in rec.items:
                 self._capture(item, core_stream, int(stream))
+            at = 0
+            for g in guards:
+                _check(driver.cuMemcpyDtoDAsync(_pointer(self._summary) + at, _pointer(g.array),
+                                                g.value.nbytes, int(stream)))
+                at += g.value.nbytes
         finally:
             graph = _check(driver.cuStreamEndCapture(stream))
         self._graph = graph
@@ -84,6 +103,8 @@ class DriverGraph:
 
     def _capture(self, item: Any, core_stream: Any, handle: int) -> None:
         from cuda.bindings import driver
+        if isinstance(item, Guard):
+            return
         if isinstance(item, Launch):
             if item.prepared is None:
                 raise NotReplayable(f"kernel {getattr(item.kernel, '__name__', item.kernel)} "
@@ -97,9 +118,16 @@ class DriverGraph:
             _check(driver.cuMemcpyDtoDAsync(_pointer(item.device), _pointer(source),
                                             item.host.nbytes, handle))
 
-    def launch(self) -> None:
+    def launch(self) -> bool:
+        """Launches the graph; with guards, waits for it and says whether they all read what
+        they read when recorded (False: the results are not valid)."""
         from cuda.bindings import driver
         _check(driver.cuGraphLaunch(self._exec, 0))
+        if self._summary is None:
+            return True
+        _check(driver.cuMemcpyDtoH(self._host.ctypes.data, _pointer(self._summary),
+                                   self._host.nbytes))
+        return self._host.tobytes() == self._expected
 
     def __del__(self) -> None:
         try:

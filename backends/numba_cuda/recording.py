@@ -2,13 +2,20 @@
 upload it issues, in order, with the buffers it allocates, so that the same device work can be
 replayed without running the host code again (``graphs.py``).
 
-A recording is only replayable when the host code did nothing a replay would skip: it read no
-device value on the host (a ``cond``/``while`` predicate, an error check, ``print``), and it would
-issue exactly the same work next time. The second part is checked, not assumed: two recordings of
-consecutive calls on the same input buffers must agree launch by launch (:func:`difference`):
-same kernels, grids and scalars, and every buffer either the same fixed buffer (an input, a
-constant) or the allocation made at the same step of the call. A seed or a size computed on the
-host from anything but the signature would make them differ.
+A recording is only replayable when the host code did nothing a replay would skip, and when it
+would issue exactly the same work next time:
+
+- a whole array copied to the host (``print``, ``py_function``, an assert, a host round trip)
+  *spoils* the recording: that host work cannot be replayed;
+- a single value read on the host (a ``cond``/``while`` predicate, an error flag, a
+  data-dependent size) becomes a :class:`Guard`: the host code took its path because of that
+  value, so a replay stands for running the host code only if every guard would read the same
+  value again, which the replay checks after the fact (``graphs.py``);
+- everything else the host code decides must depend only on the input signature. That is
+  checked, not assumed: two recordings of consecutive calls on the same input buffers must agree
+  step by step (:func:`difference`): same kernels, grids and scalars, and every buffer either
+  the same fixed buffer (an input, a constant) or the allocation made at the same step of the
+  call. A seed or a size computed on the host from anything else would make them differ.
 
 >>> import numpy as np
 >>> from stagecraft.backends.numba_cuda import memory
@@ -19,8 +26,9 @@ host from anything but the signature would make them differ.
 (2, ['Upload'], None)
 >>> with recording() as rec:
 ...     _ = memory.scalar(memory.to_device(np.int32(3)))
->>> rec.spoiled
-'a device value is read on the host'
+...     _ = memory.to_host(memory.to_device(np.int32([4, 5])))
+>>> rec.items[-2], rec.spoiled   # doctest: +ELLIPSIS
+(Guard(array=..., value=array(3, dtype=int32)), 'a device array is copied to the host')
 """
 from __future__ import annotations
 
@@ -51,6 +59,14 @@ class Launch:
 class LibraryCall:
     """Work a library enqueues itself: ``call(stream)`` (``launcher.library_call``)."""
     call: Callable[[int], None]
+
+
+@dataclass
+class Guard:
+    """A one-element device array the host code read, and the value it read: the recorded
+    work is what the host code issues as long as every guard reads the same again."""
+    array: Any
+    value: np.ndarray
 
 
 @dataclass
@@ -96,6 +112,9 @@ class Recording:
 
     def host_read(self, what: str) -> None:
         self.spoiled = what
+
+    def guard(self, array: Any, value: Any) -> None:
+        self.items.append(Guard(array, np.array(value)))
 
 
 @contextlib.contextmanager
@@ -173,6 +192,9 @@ def difference(a: Recording, b: Recording) -> str | None:
                 return f"step {step} (launch) runs another kernel or grid"
             if not _same(x.args, y.args, where_a, where_b):
                 return f"step {step} (launch) passes different arguments"
+        elif isinstance(x, Guard):
+            if not _same(x.array, y.array, where_a, where_b):
+                return f"step {step} (host read) reads a different buffer"
         elif isinstance(x, LibraryCall):
             if not _same_call(x.call, y.call, where_a, where_b):
                 return f"step {step} (library call) makes a different call"

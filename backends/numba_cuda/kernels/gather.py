@@ -68,14 +68,19 @@ def _normalize(params_rank: int, indices_rank: int, axis: int, batch_dims: int) 
 
 
 def source_index(o, indices, npre, n, npost, ni):
-    """The params offset that output element ``o`` of a gather reads."""
+    """The params offset that output element ``o`` of a gather reads; -1 for an index outside
+    ``[0, n)``. The host checks indices before launching, but a replayed CUDA graph runs the
+    kernel before its checks are read (``staged/replay.py``): it must not read out of bounds."""
     q = o % npost
     t = o // npost
     i = t % ni
     t //= ni
     p = t % npre
     b = t // npre
-    return ((b * npre + p) * n + indices[b * ni + i]) * npost + q
+    j = indices[b * ni + i]
+    if j < 0 or j >= n:
+        return -1
+    return ((b * npre + p) * n + j) * npost + q
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,7 +91,11 @@ def _gather_kernel() -> Callable:
     @cuda.jit
     def gather(out, params, indices, npre, n, npost, ni):
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            out[o] = params[source(o, indices, npre, n, npost, ni)]
+            k = source(o, indices, npre, n, npost, ni)
+            if k >= 0:
+                out[o] = params[k]
+            else:
+                out[o] = 0
     return gather
 
 
@@ -98,7 +107,9 @@ def _scatter_add_kernel() -> Callable:
     @cuda.jit
     def scatter_add(out, grad, indices, npre, n, npost, ni):
         for o in range(cuda.grid(1), grad.size, cuda.gridsize(1)):
-            cuda.atomic.add(out, source(o, indices, npre, n, npost, ni), grad[o])
+            k = source(o, indices, npre, n, npost, ni)
+            if k >= 0:
+                cuda.atomic.add(out, k, grad[o])
     return scatter_add
 
 

@@ -12,9 +12,12 @@ The calls of one executable go through four stages:
    graph and copies the results out into new arrays (the graph rewrites its own buffers on
    every launch, and results must stay valid after the next call).
 
-A call that reads a device value on the host (a ``cond``/``while`` predicate, an error check,
-``print``, ``py_function``), or two calls that issued different work, make the executable run
-plainly from then on; ``status`` says why. Device arrays of this backend are never written in
+Values the host code reads one at a time (``cond``/``while`` predicates, error flags) are the
+recording's guards: a replay whose guards read other values (another trip count, a failing
+check) is discarded and the call runs plainly, which also raises a failing check's own error;
+two such calls in a row end replaying. A call that copies whole arrays to the host (``print``,
+``py_function``, asserts), or two recorded calls that issued different work, make the
+executable run plainly from then on; ``status`` says why. Device arrays of this backend are never written in
 place once made, so an argument that is the very array copied last time needs no copy.
 """
 from __future__ import annotations
@@ -28,6 +31,9 @@ from stagecraft.backends.numba_cuda.graphs import NotReplayable, build
 from stagecraft.backends.numba_cuda.recording import Recording, difference, recording
 
 logger = logging.getLogger("stagecraft")
+# Consecutive replays whose guards fail (each one also runs the call plainly) before an
+# executable stops replaying.
+_MISSES = 2
 
 
 class Replayer:
@@ -55,6 +61,7 @@ class Replayer:
         self._kept: Recording | None = None   # the graph's recording: it holds every buffer
         self._results: Sequence[Any] = ()
         self._graph: Any = None
+        self._misses = 0
 
     @property
     def status(self) -> str:
@@ -84,11 +91,21 @@ class Replayer:
             return self._fn(*values)
         if self._graph is not None:
             try:
-                self._graph.launch()
+                valid = self._graph.launch()
             except NotReplayable as e:
                 self._give_up(str(e))
                 return self._fn(*values)
-            return self._copy_out(self._results)
+            if valid:
+                self._misses = 0
+                return self._copy_out(self._results)
+            # A guard read another value: this call's host code takes another path (a loop
+            # runs a different number of times, an error check fails). Run it plainly: nothing
+            # was written back yet, and a failing check raises its own error from there.
+            self._misses += 1
+            if self._misses >= _MISSES:
+                self._give_up(f"its host reads differed from the recorded ones in {_MISSES} "
+                              f"calls in a row (control flow that depends on the data)")
+            return self._fn(*values)
         with recording() as rec:
             out = self._fn(*staged)
         # (copied out: a result may be a staging buffer, an input returned as it is)

@@ -124,19 +124,79 @@ def test_random_draws_differ_between_replays():
     assert len({d.tobytes() for d in draws}) == CALLS, draws
 
 
-def test_a_host_read_keeps_the_function_plain_and_says_why():
+def test_a_predicate_is_a_guard_a_replay_taking_another_branch_runs_plainly():
     @tf.function
     def f(x):
         if tf.reduce_sum(x) > 0:
             x = x * 2.0
         return x
 
+    signs = [1, 1, 1, 1, -1, 1, -1, -1, 1]   # replays from the fourth call; one miss, then two
     with tf.device("/gpu:0"):
-        outs = [f(tf.constant([float(k - 2)])).numpy() for k in range(CALLS)]
+        outs, statuses = [], []
+        for k, sign in enumerate(signs):
+            outs.append(f(tf.constant([sign * (k + 1.0)])).numpy()[0])
+            statuses.append(replayer(f, tf.constant([1.0]).gpu()).status)
+    assert outs == [2 * (k + 1.0) if s > 0 else -(k + 1.0) for k, s in enumerate(signs)]
+    assert "replays" in statuses[5], statuses   # one miss keeps replaying
+    assert statuses[-1] == ("@f runs without a CUDA graph: its host reads differed from the "
+                            "recorded ones in 2 calls in a row (control flow that depends on "
+                            "the data)"), statuses
+
+
+def test_a_while_loop_replays_while_its_trip_count_stays():
+    @tf.function
+    def f(x, n):
+        i = tf.constant(0)
+        while i < n:
+            x = tf.tanh(x) + 1.0
+            i += 1
+        return x
+
+    trips = [3, 3, 3, 3, 3, 5, 3]
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([0.5 * k]), tf.constant(n)).numpy()[0] for k, n in enumerate(trips)]
+        status = replayer(f, tf.constant([1.0]).gpu(), tf.constant(1).gpu()).status
+    for k, (out, n) in enumerate(zip(outs, trips)):
+        x = np.float32(0.5 * k)
+        for _ in range(n):
+            x = np.tanh(x) + np.float32(1.0)
+        np.testing.assert_allclose(out, x, rtol=1e-6)
+    assert "replays" in status, status
+
+
+def test_a_failing_check_in_a_replay_raises_the_plain_error_and_commits_nothing():
+    with tf.device("/gpu:0"):
+        v = tf.Variable([0.0, 0.0, 0.0])
+
+    @tf.function
+    def f(indices):
+        v.assign_add([1.0, 1.0, 1.0])
+        return tf.gather(tf.constant([10.0, 20.0, 30.0]), indices)
+
+    with tf.device("/gpu:0"):
+        good = tf.constant([2, 0])
+        for _ in range(CALLS):
+            np.testing.assert_array_equal(f(good).numpy(), [30.0, 10.0])
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = 7 is not in"):
+            f(tf.constant([1, 7]))
+        np.testing.assert_array_equal(v.numpy(), [CALLS] * 3)   # the failed call assigned nothing
+        np.testing.assert_array_equal(f(good).numpy(), [30.0, 10.0])
+        assert "replays" in replayer(f, good).status
+
+
+def test_a_print_keeps_the_function_plain_and_says_why(capsys):
+    @tf.function
+    def f(x):
+        tf.print(x)
+        return x + 1.0
+
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([float(k)])).numpy()[0] for k in range(CALLS)]
         status = replayer(f, tf.constant([1.0]).gpu()).status
-    assert outs == [np.float32([2 * (k - 2)]) if k > 2 else np.float32([k - 2])
-                    for k in range(CALLS)]
-    assert status == "@f runs without a CUDA graph: a device value is read on the host", status
+    assert outs == [k + 1.0 for k in range(CALLS)]
+    assert capsys.readouterr().err.split() == [f"[{k}]" for k in range(CALLS)]   # (stderr, as TF)
+    assert status == "@f runs without a CUDA graph: a device array is copied to the host", status
 
 
 def test_graphs_can_be_turned_off(monkeypatch):
