@@ -330,7 +330,9 @@ def _coordinates_kernel() -> Callable:
             row = starts[t]
             rank = len(shape)
             for i in range(t * chunk, min((t + 1) * chunk, x.size)):
-                if x[i] != 0:
+                # (past the rows counted: a replayed CUDA graph runs this with the recorded
+                # count before the count's guard is read; it must not write out of bounds)
+                if x[i] != 0 and (row + 1) * rank <= out.size:
                     j = i
                     for d in range(rank - 1, -1, -1):
                         out[row * rank + d] = j % shape[d]

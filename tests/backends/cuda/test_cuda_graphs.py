@@ -238,3 +238,17 @@ def test_recordings_compare_buffers_by_allocation_step_not_address():
     assert difference(call(x), call(x)) is None
     other = memory.to_device(np.float32([1.0, 2.0]))
     assert difference(call(x), call(other)) == "step 1 (launch) passes different arguments"
+
+
+def test_a_data_dependent_size_is_a_guard_and_its_kernel_stays_in_bounds():
+    @tf.function
+    def positives(x):
+        return tf.where(x > 0.0)
+
+    rows = [[1.0, -1.0, 2.0, -3.0]] * 5 + [[1.0, 1.0, 1.0, 1.0], [-1.0, 2.0, 3.0, -1.0]]
+    with tf.device("/gpu:0"):
+        outs = [positives(tf.constant(r)).numpy() for r in rows]
+        status = replayer(positives, tf.constant(rows[0]).gpu()).status
+    for r, out in zip(rows, outs):
+        np.testing.assert_array_equal(out, np.argwhere(np.float32(r) > 0))
+    assert "replays" in status, status
