@@ -28,3 +28,7 @@ POOL_BYTES: int = 1 << 30
 # Staged GPU functions replay their recorded device work as one CUDA graph from their fourth
 # call on (staged/replay.py); False runs every call's host code.
 CUDA_GRAPHS: bool = True
+# A recording (staged/replay.py) that grows past these limits is given up: a long loop in a
+# staged function would otherwise keep every iteration's buffers alive in its graph.
+GRAPH_MAX_STEPS: int = 20_000
+GRAPH_MAX_BYTES: int = 4 << 30

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda import launcher
+from stagecraft.backends.numba_cuda import config, launcher
 from stagecraft.backends.numba_cuda.launch import RECORDING, simulated
 from stagecraft.backends.numba_cuda.memory import is_device_array
 
@@ -85,6 +85,16 @@ class Recording:
         self.allocations: list = []
         self.spoiled: str | None = None
         self._thread = threading.get_ident()
+        self._bytes = 0
+
+    def _grew(self) -> None:
+        if len(self.items) > config.GRAPH_MAX_STEPS:
+            self.spoiled = (f"it issued more than {config.GRAPH_MAX_STEPS} launches and copies "
+                            f"(a long loop?); raise numba_cuda.config.GRAPH_MAX_STEPS to "
+                            f"record it")
+        elif self._bytes > config.GRAPH_MAX_BYTES:
+            self.spoiled = (f"its buffers exceed {config.GRAPH_MAX_BYTES} bytes; raise "
+                            f"numba_cuda.config.GRAPH_MAX_BYTES to record it")
 
     def records_here(self) -> bool:
         """Whether work issued now belongs to this recording: on its thread and while it can
@@ -94,6 +104,7 @@ class Recording:
     def launch(self, kernel: Any, dims: tuple, args: Sequence[Any]) -> None:
         prepared = launcher.prepare(kernel, dims, args)
         self.items.append(Launch(kernel, tuple(dims), tuple(args), prepared))
+        self._grew()
         if prepared is None:
             launcher.launch_now(kernel, dims, args)
         else:
@@ -101,14 +112,17 @@ class Recording:
 
     def library_call(self, call: Callable[[int], None]) -> None:
         self.items.append(LibraryCall(call))
+        self._grew()
         call(0)
 
     def upload(self, host: np.ndarray, device: Any) -> None:
         self.items.append(Upload(np.array(host, copy=True), device))
-        self.allocations.append(device)   # (a new buffer: made by the upload)
+        self.allocated(device)   # (a new buffer: made by the upload)
 
     def allocated(self, array: Any) -> None:
         self.allocations.append(array)
+        self._bytes += array.nbytes
+        self._grew()
 
     def host_read(self, what: str) -> None:
         self.spoiled = what

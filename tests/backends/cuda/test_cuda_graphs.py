@@ -252,3 +252,20 @@ def test_a_data_dependent_size_is_a_guard_and_its_kernel_stays_in_bounds():
     for r, out in zip(rows, outs):
         np.testing.assert_array_equal(out, np.argwhere(np.float32(r) > 0))
     assert "replays" in status, status
+
+
+def test_a_recording_past_its_step_limit_is_given_up(monkeypatch):
+    monkeypatch.setattr(config, "GRAPH_MAX_STEPS", 3)
+
+    @tf.function
+    def f(x, n):
+        for _ in tf.range(n):
+            x = x * 0.5
+        return x
+
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([8.0]), tf.constant(5)).numpy()[0] for _ in range(CALLS)]
+        status = replayer(f, tf.constant([1.0]).gpu(), tf.constant(1).gpu()).status
+    assert outs == [0.25] * CALLS
+    assert status.startswith("@f runs without a CUDA graph: it issued more than 3 launches and "
+                             "copies (a long loop?)"), status
