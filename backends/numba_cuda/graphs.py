@@ -83,40 +83,39 @@ class DriverGraph:
         self._summary = memory.empty((len(self._expected),), np.uint8) if guards else None
         self._host = np.empty(len(self._expected), np.uint8)
         self._exec = self._graph = self._stream = None
+        for item in rec.items:
+            if isinstance(item, Launch) and item.prepared is None:
+                raise NotReplayable(f"kernel {getattr(item.kernel, '__name__', item.kernel)} "
+                                    f"has no driver-level launch")
+        # (made before the capture: nothing may allocate or copy synchronously during it)
+        sources = {id(i): memory.to_device(i.host) for i in rec.items
+                   if isinstance(i, Upload) and i.host.nbytes}
+        self._sources = list(sources.values())
         stream = _check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
         self._stream = stream
-        core_stream = Stream.from_handle(int(stream))
+        core_stream, handle = Stream.from_handle(int(stream)), int(stream)
         _check(driver.cuStreamBeginCapture(
             stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED))
         try:
             for item in rec.items:
-                self._capture(item, core_stream, int(stream))
+                if isinstance(item, Launch):
+                    launcher.enqueue(item.prepared, core_stream)
+                elif isinstance(item, LibraryCall):
+                    item.call(handle)
+                elif isinstance(item, Upload) and id(item) in sources:
+                    _check(driver.cuMemcpyDtoDAsync(_pointer(item.device),
+                                                    _pointer(sources[id(item)]),
+                                                    item.host.nbytes, handle))
             at = 0
             for g in guards:
                 _check(driver.cuMemcpyDtoDAsync(_pointer(self._summary) + at, _pointer(g.array),
-                                                g.value.nbytes, int(stream)))
+                                                g.value.nbytes, handle))
                 at += g.value.nbytes
-        finally:
-            graph = _check(driver.cuStreamEndCapture(stream))
-        self._graph = graph
-        self._exec = _check(driver.cuGraphInstantiate(graph, 0))
-
-    def _capture(self, item: Any, core_stream: Any, handle: int) -> None:
-        from cuda.bindings import driver
-        if isinstance(item, Guard):
-            return
-        if isinstance(item, Launch):
-            if item.prepared is None:
-                raise NotReplayable(f"kernel {getattr(item.kernel, '__name__', item.kernel)} "
-                                    f"has no driver-level launch")
-            launcher.enqueue(item.prepared, core_stream)
-        elif isinstance(item, LibraryCall):
-            item.call(handle)
-        elif isinstance(item, Upload) and item.host.nbytes:
-            source = memory.to_device(item.host)
-            self._sources.append(source)
-            _check(driver.cuMemcpyDtoDAsync(_pointer(item.device), _pointer(source),
-                                            item.host.nbytes, handle))
+        except BaseException:
+            driver.cuStreamEndCapture(stream)   # (ends the capture; its partial graph is dropped)
+            raise
+        self._graph = _check(driver.cuStreamEndCapture(stream))
+        self._exec = _check(driver.cuGraphInstantiate(self._graph, 0))
 
     def launch(self) -> bool:
         """Launches the graph; with guards, waits for it and says whether they all read what

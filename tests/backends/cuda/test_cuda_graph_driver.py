@@ -1,0 +1,146 @@
+"""The GPU form of a replay (``graphs.DriverGraph``) checked without a GPU: the CUDA driver is
+replaced by a stand-in that captures what is issued on the capture stream into a list and runs
+it at ``cuGraphLaunch``, with copies done by ``memmove`` on the simulator's arrays (host memory,
+so their addresses are real). Kernel launches go through ``launcher.prepare``/``enqueue`` as on
+a GPU. The staged functions of test_cuda_graphs.py's kind then run through the capture, the
+upload sources, the guard summary and its one device-to-host check."""
+from __future__ import annotations
+
+import ctypes
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.backends.numba_cuda import graphs, launcher, recording
+
+pytestmark = pytest.mark.cuda
+
+CALLS = 6
+STREAM = 77   # the handle the stand-in gives the capture stream
+
+
+class FakeDriver:
+    """The driver calls DriverGraph makes, on host memory."""
+    CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
+    CUstream_flags = types.SimpleNamespace(CU_STREAM_NON_BLOCKING=types.SimpleNamespace(value=1))
+    CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_RELAXED=2)
+
+    def __init__(self):
+        self.capturing: list | None = None
+        self.calls: list[str] = []
+
+    def issue(self, op, stream) -> tuple:
+        if stream == STREAM:
+            assert self.capturing is not None, "work on the capture stream outside a capture"
+            self.capturing.append(op)
+        else:
+            assert self.capturing is None, "work outside the capture stream during a capture"
+            op()
+        return (0,)
+
+    def cuStreamCreate(self, flags):
+        assert flags == 1   # non-blocking: no implicit sync with the legacy stream
+        self.calls.append("create")
+        return (0, STREAM)
+
+    def cuStreamBeginCapture(self, stream, mode):
+        self.calls.append("begin")
+        self.capturing = []
+        return (0,)
+
+    def cuMemcpyDtoDAsync(self, dst, src, n, stream):
+        return self.issue(lambda: ctypes.memmove(dst, src, n), stream)
+
+    def cuStreamEndCapture(self, stream):
+        self.calls.append("end")
+        graph, self.capturing = self.capturing, None
+        return (0, graph)
+
+    def cuGraphInstantiate(self, graph, flags):
+        return (0, list(graph))
+
+    def cuGraphLaunch(self, exe, stream):
+        assert stream == 0   # on the legacy default stream, ordered with everything else
+        self.calls.append("launch")
+        for op in exe:
+            op()
+        return (0,)
+
+    def cuMemcpyDtoH(self, dst, src, n):
+        self.calls.append("read")
+        ctypes.memmove(dst, src, n)
+        return (0,)
+
+    def cuGetErrorName(self, error):
+        return (0, b"CUDA_ERROR_FAKE")
+
+    def cuGraphExecDestroy(self, exe):
+        return (0,)
+
+    cuGraphDestroy = cuStreamDestroy = cuGraphExecDestroy
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    fake = FakeDriver()
+    import cuda.bindings
+    import cuda.core
+    monkeypatch.setattr(cuda.bindings, "driver", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", fake)
+    monkeypatch.setattr(cuda.core, "Stream",
+                        types.SimpleNamespace(from_handle=lambda handle: handle))
+    monkeypatch.setattr(graphs, "simulated", lambda: False)
+    monkeypatch.setattr(graphs, "_pointer", recording.address)
+    # Launches: "prepared" is what the simulator needs to run the kernel; enqueued on the
+    # capture stream, they wait in the captured list like any other work.
+    monkeypatch.setattr(launcher, "prepare", lambda kernel, dims, args: (kernel, dims, args))
+    monkeypatch.setattr(launcher, "enqueue", lambda prepared, stream=None: fake.issue(
+        lambda: launcher.launch_now(*prepared), STREAM if stream is not None else 0))
+    return fake
+
+
+def replayer(staged, *args):
+    with tf.device("/gpu:0"):
+        return staged.get_concrete_function(*args).executable.replayer
+
+
+def test_a_captured_graph_replays_kernels_uploads_and_checks_its_guards(driver):
+    @tf.function
+    def f(x, indices):
+        y = tf.gather(x, indices) * 2.0   # an upload (the check's flag) and a guard
+        if tf.reduce_sum(y) > 0:          # a guard
+            y = y + 1.0
+        return y
+
+    cases = [([1.0, 2.0, 3.0], [2, 0])] * 4 + [([4.0, 5.0, 6.0], [1, 1]),
+                                               ([-4.0, 5.0, -6.0], [0, 2])]
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant(x), tf.constant(i)).numpy() for x, i in cases]
+        status = replayer(f, tf.constant([1.0, 2.0, 3.0]).gpu(), tf.constant([0, 1]).gpu()).status
+    for (x, i), out in zip(cases, outs):
+        y = np.float32(x)[i] * 2
+        np.testing.assert_array_equal(out, y + 1 if y.sum() > 0 else y)
+    assert "replays a CUDA graph" in status, status
+    # one capture; each replay is one graph launch and one read of the guards' summary
+    assert driver.calls.count("begin") == driver.calls.count("end") == 1
+    launches = driver.calls.count("launch")
+    assert launches == 3 and driver.calls.count("read") == launches, driver.calls
+
+
+def test_a_guard_miss_in_a_captured_graph_runs_the_call_plainly(driver):
+    @tf.function
+    def f(x, n):
+        i = tf.constant(0)
+        while i < n:
+            x = x * 2.0
+            i += 1
+        return x
+
+    trips = [2, 2, 2, 2, 4, 2]
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([1.0]), tf.constant(n)).numpy()[0] for n in trips]
+    assert outs == [2.0 ** n for n in trips]
+    assert driver.calls.count("launch") == 3
