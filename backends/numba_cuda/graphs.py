@@ -31,27 +31,61 @@ import numpy as np
 
 from stagecraft.backends.numba_cuda import launcher, memory
 from stagecraft.backends.numba_cuda.launch import simulated
-from stagecraft.backends.numba_cuda.recording import Guard, LibraryCall, Launch, Recording, Upload
+from stagecraft.backends.numba_cuda.recording import (Guard, HostStep, LibraryCall, Launch,
+                                                      Recording, Upload)
 
 
 class NotReplayable(Exception):
     """The recorded work cannot become a graph (the message says why)."""
 
 
-def build(rec: Recording) -> "SimulatedGraph | DriverGraph":
-    """The replay of ``rec`` (which must not be spoiled): a CUDA graph on a GPU, the launches
-    issued again under the simulator. Raises NotReplayable when a launch has no driver form."""
+def build(rec: Recording) -> Any:
+    """The replay of ``rec`` (which must not be spoiled): CUDA graphs on a GPU, the launches
+    issued again under the simulator; its host steps (``print``, asserts) run between the
+    graphs of the work before and after them. ``launch()`` says whether the guards held.
+    Raises NotReplayable when a launch has no driver form, or when a guard follows a host
+    step (a replay found invalid after a ``print`` could not take the print back)."""
     if rec.spoiled is not None:
         raise NotReplayable(rec.spoiled)
-    return SimulatedGraph(rec) if simulated() else DriverGraph(rec)
+    segments: list[list] = [[]]
+    hosts = []
+    for item in rec.items:
+        if isinstance(item, HostStep):
+            hosts.append(item.fn)
+            segments.append([])
+        else:
+            segments[-1].append(item)
+    if any(isinstance(i, Guard) for segment in segments[1:] for i in segment):
+        raise NotReplayable("it reads a device value on the host after a print or an assert "
+                            "(a replay found invalid then could not take the print back)")
+    make = SimulatedGraph if simulated() else DriverGraph
+    graphs = [make(segment) for segment in segments]
+    return graphs[0] if not hosts else Segmented(graphs, hosts)
+
+
+class Segmented:
+    """Graphs with host steps between them: the first graph holds every guard, so a replay
+    is found valid or not before any host step runs."""
+
+    def __init__(self, graphs: list, hosts: list):
+        self.graphs, self.hosts = graphs, hosts
+        self.size = sum(g.size for g in graphs) + len(hosts)
+
+    def launch(self) -> bool:
+        if not self.graphs[0].launch():
+            return False
+        for host, graph in zip(self.hosts, self.graphs[1:]):
+            host()   # (its copies to the host wait for the graph before it)
+            graph.launch()
+        return True
 
 
 class SimulatedGraph:
     """The recorded work issued again, in order, through the simulator."""
 
-    def __init__(self, rec: Recording):
-        self.items = [i for i in rec.items if not isinstance(i, Guard)]
-        self.guards = [i for i in rec.items if isinstance(i, Guard)]
+    def __init__(self, items: list):
+        self.items = [i for i in items if not isinstance(i, Guard)]
+        self.guards = [i for i in items if isinstance(i, Guard)]
         self.size = len(self.items)
 
     def launch(self) -> bool:
@@ -71,11 +105,11 @@ class SimulatedGraph:
 class DriverGraph:
     """One instantiated CUDA graph of the recorded work (``cuGraphLaunch`` per replay)."""
 
-    def __init__(self, rec: Recording):
+    def __init__(self, items: list):
         from cuda.bindings import driver
         from cuda.core import Stream
-        guards = [i for i in rec.items if isinstance(i, Guard)]
-        self.size = len(rec.items) - len(guards)
+        guards = [i for i in items if isinstance(i, Guard)]
+        self.size = len(items) - len(guards)
         self._sources = []   # device copies of the uploads' host bytes, read by the graph
         # Every guard's bytes are copied into one buffer at the end of the graph, so that one
         # device-to-host copy after a launch checks them all.
@@ -83,12 +117,14 @@ class DriverGraph:
         self._summary = memory.empty((len(self._expected),), np.uint8) if guards else None
         self._host = np.empty(len(self._expected), np.uint8)
         self._exec = self._graph = self._stream = None
-        for item in rec.items:
+        if not items:
+            return
+        for item in items:
             if isinstance(item, Launch) and item.prepared is None:
                 raise NotReplayable(f"kernel {getattr(item.kernel, '__name__', item.kernel)} "
                                     f"has no driver-level launch")
         # (made before the capture: nothing may allocate or copy synchronously during it)
-        sources = {id(i): memory.to_device(i.host) for i in rec.items
+        sources = {id(i): memory.to_device(i.host) for i in items
                    if isinstance(i, Upload) and i.host.nbytes}
         self._sources = list(sources.values())
         stream = _check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
@@ -97,7 +133,7 @@ class DriverGraph:
         _check(driver.cuStreamBeginCapture(
             stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED))
         try:
-            for item in rec.items:
+            for item in items:
                 if isinstance(item, Launch):
                     launcher.enqueue(item.prepared, core_stream)
                 elif isinstance(item, LibraryCall):
@@ -121,6 +157,8 @@ class DriverGraph:
         """Launches the graph; with guards, waits for it and says whether they all read what
         they read when recorded (False: the results are not valid)."""
         from cuda.bindings import driver
+        if self._exec is None:   # (nothing recorded: an empty segment)
+            return True
         _check(driver.cuGraphLaunch(self._exec, 0))
         if self._summary is None:
             return True

@@ -5,7 +5,9 @@ replayed without running the host code again (``graphs.py``).
 A recording is only replayable when the host code did nothing a replay would skip, and when it
 would issue exactly the same work next time:
 
-- a whole array copied to the host (``print``, ``py_function``, an assert, a host round trip)
+- host work that only reads device arrays (``print``, an assert) is a :class:`HostStep`
+  between the device work before and after it, which a replay runs between their graphs;
+- any other copy of a whole array to the host (``py_function``, a host round trip of an op)
   *spoils* the recording: that host work cannot be replayed;
 - a single value read on the host (a ``cond``/``while`` predicate, an error flag, a
   data-dependent size) becomes a :class:`Guard`: the host code took its path because of that
@@ -70,6 +72,13 @@ class Guard:
 
 
 @dataclass
+class HostStep:
+    """Host work between device work (``print``, an assert): ``fn()`` reads the device arrays
+    it needs itself. A replay runs it between the graphs of the work before and after."""
+    fn: Callable[[], None]
+
+
+@dataclass
 class Upload:
     """A host-to-device copy of ``host`` (a private copy of the bytes) into ``device``."""
     host: np.ndarray
@@ -86,6 +95,7 @@ class Recording:
         self.spoiled: str | None = None
         self._thread = threading.get_ident()
         self._bytes = 0
+        self._in_host_step = False
 
     def _grew(self) -> None:
         if len(self.items) > config.GRAPH_MAX_STEPS:
@@ -99,7 +109,8 @@ class Recording:
     def records_here(self) -> bool:
         """Whether work issued now belongs to this recording: on its thread and while it can
         still be replayed (once spoiled, the call goes on at full speed)."""
-        return self.spoiled is None and threading.get_ident() == self._thread
+        return (self.spoiled is None and not self._in_host_step
+                and threading.get_ident() == self._thread)
 
     def launch(self, kernel: Any, dims: tuple, args: Sequence[Any]) -> None:
         prepared = launcher.prepare(kernel, dims, args)
@@ -114,6 +125,14 @@ class Recording:
         self.items.append(LibraryCall(call))
         self._grew()
         call(0)
+
+    def host_step(self, fn: Callable[[], None]) -> None:
+        self.items.append(HostStep(fn))
+        self._in_host_step = True   # (its own copies to the host are the step itself)
+        try:
+            fn()
+        finally:
+            self._in_host_step = False
 
     def upload(self, host: np.ndarray, device: Any) -> None:
         self.items.append(Upload(np.array(host, copy=True), device))
@@ -146,6 +165,23 @@ def recording() -> Iterator[Recording]:
         yield rec
     finally:
         RECORDING[0] = None
+
+
+def host_step(fn: Callable[[], None]) -> None:
+    """Runs ``fn()``, host work of a staged call that reads device arrays and has no device
+    results (``print``, an assert); a recording in progress records it as a step between its
+    device work instead of being spoiled by its copies to the host.
+
+    >>> with recording() as rec:
+    ...     host_step(lambda: None)
+    >>> [type(i).__name__ for i in rec.items], rec.spoiled
+    (['HostStep'], None)
+    """
+    recorder = RECORDING[0]
+    if recorder is not None and recorder.records_here():
+        recorder.host_step(fn)
+    else:
+        fn()
 
 
 def address(array: Any) -> int:
@@ -212,6 +248,9 @@ def difference(a: Recording, b: Recording) -> str | None:
         elif isinstance(x, LibraryCall):
             if not _same_call(x.call, y.call, where_a, where_b):
                 return f"step {step} (library call) makes a different call"
+        elif isinstance(x, HostStep):
+            if not _same_call(x.fn, y.fn, where_a, where_b):
+                return f"step {step} (host step) does different host work"
         else:
             if not _same(x.host, y.host, where_a, where_b):
                 return f"step {step} (upload) uploads different host values"

@@ -20,6 +20,7 @@ import numpy as np
 from stagecraft.backends.numba_cuda import config, layout, memory
 from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
 from stagecraft.backends.numba_cuda.launcher import launch  # noqa: F401 (generated code's)
+from stagecraft.backends.numba_cuda.recording import host_step
 from stagecraft.backends.runtime import format_print, write
 from stagecraft.ir.errors import InvalidArgumentError, kernel_failed
 from stagecraft.ir.dtypes import as_dtype
@@ -213,16 +214,21 @@ def read(variable: Any) -> Any:
 def host_print(site: tuple, values: tuple) -> None:
     """``tf.print`` in a staged GPU function (``site``: its attributes and location): the
     values are copied to the host and printed, an explicit host round trip."""
-    a = site[0]
-    host = [memory.to_host(v) for v in values]
-    write(a["stream"], format_print(a["template"], [h[()] if h.ndim == 0 else h for h in host],
-                                    a["sep"], a["summarize"]) + a["end"])
+    def emit() -> None:
+        a = site[0]
+        host = [memory.to_host(v) for v in values]
+        write(a["stream"], format_print(a["template"],
+                                        [h[()] if h.ndim == 0 else h for h in host],
+                                        a["sep"], a["summarize"]) + a["end"])
+    host_step(emit)   # (a step of a CUDA-graph recording: replays print too)
 
 
 def host_assert(condition: Any, site: tuple) -> None:
     """``tf.debugging.Assert``: the condition is copied to the host and checked."""
-    if not bool(np.all(memory.to_host(condition))):
-        raise InvalidArgumentError(f"{site[0]['message']}\n  at {site[1]}")
+    def check() -> None:
+        if not bool(np.all(memory.to_host(condition))):
+            raise InvalidArgumentError(f"{site[0]['message']}\n  at {site[1]}")
+    host_step(check)
 
 
 def call_host(site: tuple, values: tuple) -> tuple:

@@ -144,3 +144,18 @@ def test_a_guard_miss_in_a_captured_graph_runs_the_call_plainly(driver):
         outs = [f(tf.constant([1.0]), tf.constant(n)).numpy()[0] for n in trips]
     assert outs == [2.0 ** n for n in trips]
     assert driver.calls.count("launch") == 3
+
+
+def test_a_print_splits_the_captured_graph(driver, capsys):
+    @tf.function
+    def f(x):
+        y = x * 3.0
+        tf.print(y)
+        return y + 1.0
+
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([float(k)])).numpy()[0] for k in range(CALLS)]
+    assert outs == [3.0 * k + 1 for k in range(CALLS)]
+    assert capsys.readouterr().err.split() == [f"[{3 * k}]" for k in range(CALLS)]
+    # two captures (before and after the print); each of the 3 replays launches both
+    assert driver.calls.count("begin") == 2 and driver.calls.count("launch") == 6, driver.calls

@@ -185,17 +185,51 @@ def test_a_failing_check_in_a_replay_raises_the_plain_error_and_commits_nothing(
         assert "replays" in replayer(f, good).status
 
 
-def test_a_print_keeps_the_function_plain_and_says_why(capsys):
+def test_prints_and_asserts_run_between_the_graphs_of_a_replay(capsys):
     @tf.function
     def f(x):
-        tf.print(x)
-        return x + 1.0
+        y = x + 1.0
+        tf.print(y)
+        tf.debugging.Assert(tf.reduce_all(y > 0.0), ["y must be positive"])
+        return y * 2.0
 
     with tf.device("/gpu:0"):
         outs = [f(tf.constant([float(k)])).numpy()[0] for k in range(CALLS)]
         status = replayer(f, tf.constant([1.0]).gpu()).status
-    assert outs == [k + 1.0 for k in range(CALLS)]
-    assert capsys.readouterr().err.split() == [f"[{k}]" for k in range(CALLS)]   # (stderr, as TF)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="y must be positive"):
+            f(tf.constant([-5.0]))
+    assert outs == [2 * (k + 1.0) for k in range(CALLS)]
+    # each call printed once, in order, its own value (stderr, as TF)
+    assert capsys.readouterr().err.split() == [f"[{k + 1}]" for k in range(CALLS)] + ["[-4]"]
+    assert "replays a CUDA graph" in status, status
+
+
+def test_a_host_read_after_a_print_keeps_the_function_plain_and_says_why():
+    @tf.function
+    def f(x):
+        tf.print(x)
+        if tf.reduce_sum(x) > 0:
+            x = x * 2.0
+        return x
+
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([float(k)])).numpy()[0] for k in range(CALLS)]
+        status = replayer(f, tf.constant([1.0]).gpu()).status
+    assert outs == [2.0 * k for k in range(CALLS)]
+    assert status == ("@f runs without a CUDA graph: it reads a device value on the host after "
+                      "a print or an assert (a replay found invalid then could not take the "
+                      "print back)"), status
+
+
+def test_a_py_function_keeps_the_function_plain_and_says_why():
+    @tf.function
+    def f(x):
+        return tf.py_function(lambda v: v + 1.0, [x], tf.float32) * 2.0
+
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([float(k)])).numpy()[0] for k in range(CALLS)]
+        status = replayer(f, tf.constant([1.0]).gpu()).status
+    assert outs == [2 * (k + 1.0) for k in range(CALLS)]
     assert status == "@f runs without a CUDA graph: a device array is copied to the host", status
 
 
