@@ -6,6 +6,7 @@ import types
 from stagecraft.ir.verify import CHECKS as _CHECKS
 
 from stagecraft import backends
+from stagecraft.backends.numba_cuda import config as _cuda_config
 
 from stagecraft.devices.device import (LogicalDevice, PhysicalDevice, get_device_policy,
                                get_soft_device_placement, list_logical_devices,
@@ -20,11 +21,43 @@ __all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "enable_checks",
            "list_logical_devices", "list_physical_devices", "run_functions_eagerly",
            "set_compile_mode", "set_hybrid_threshold", "set_soft_device_placement"]
 
+
+
+def enable_tensor_float_32_execution(enabled: bool) -> None:
+    """Whether float32 matrix products and convolutions on a GPU may use TensorFloat-32
+    tensor cores (``tf.config.experimental.enable_tensor_float_32_execution``): inputs rounded
+    to 10 mantissa bits, products accumulated in float32; several times faster on Ampere and
+    newer GPUs, with relative errors near 1e-3 instead of float32's 1e-6. On by default, as in
+    TensorFlow; ``False`` gives exact float32 products. Other dtypes and the CPU are never
+    affected. Applies to ops run from now on.
+
+    >>> import stagecraft as tf
+    >>> before = tf.config.experimental.tensor_float_32_execution_enabled()
+    >>> tf.config.experimental.enable_tensor_float_32_execution(False)
+    >>> tf.config.experimental.tensor_float_32_execution_enabled()
+    False
+    >>> tf.config.experimental.enable_tensor_float_32_execution(before)
+    """
+    _cuda_config.TENSOR_FLOAT_32 = bool(enabled)
+
+
+def tensor_float_32_execution_enabled() -> bool:
+    """Whether TensorFloat-32 is enabled (see :func:`enable_tensor_float_32_execution`).
+
+    >>> import stagecraft as tf
+    >>> isinstance(tf.config.experimental.tensor_float_32_execution_enabled(), bool)
+    True
+    """
+    return _cuda_config.TENSOR_FLOAT_32
+
+
 # `tf.config.experimental`: the subset stagecraft has (device policies; TensorFlow's
-# experimental aliases of the device listings).
+# experimental aliases of the device listings; TensorFloat-32).
 experimental = types.SimpleNamespace(
     set_device_policy=set_device_policy, get_device_policy=get_device_policy,
-    list_logical_devices=list_logical_devices, list_physical_devices=list_physical_devices)
+    list_logical_devices=list_logical_devices, list_physical_devices=list_physical_devices,
+    enable_tensor_float_32_execution=enable_tensor_float_32_execution,
+    tensor_float_32_execution_enabled=tensor_float_32_execution_enabled)
 
 _RUN_FUNCTIONS_EAGERLY = [False]
 

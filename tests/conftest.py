@@ -34,6 +34,9 @@ from stagecraft.staging import function
 # Every traced graph (of a Function, and of a staged call's backward pass) is verified and
 # round-tripped through the printer and parser as it is traced.
 stagecraft.config.enable_checks(True)
+# Exact float32 matmuls and convolutions on a GPU (TensorFlow's default, kept by stagecraft,
+# rounds them to TensorFloat-32), so GPU results compare tightly with the CPU's.
+stagecraft.config.experimental.enable_tensor_float_32_execution(False)
 
 
 def _gpu_available() -> bool:

@@ -22,6 +22,16 @@ MAX_BLOCKS: int = 1024
 # the earlier one-output-per-thread 16 x 16 tiles.
 MATMUL_TILE: tuple[int, int, int] = (64, 64, 16)
 MATMUL_WORK: tuple[int, int] = (4, 4)
+# float32/float64/complex matmuls (and convolutions' products) call cuBLAS on a real GPU when
+# nvmath-python is installed (cublas.py); False runs the kernel above instead (to compare).
+USE_CUBLAS: bool = True
+# The device workspace each cuBLAS handle gets (32 MiB, cuBLAS's recommendation for Hopper);
+# capturing cuBLAS calls into a CUDA graph needs a workspace set by the caller.
+CUBLAS_WORKSPACE_BYTES: int = 32 << 20
+# TensorFloat-32: float32 matmuls and convolutions on the GPU round their inputs to 10 mantissa
+# bits on tensor cores (float32 accumulation), as TensorFlow does by default; False computes
+# them in full float32. Set through tf.config.experimental.enable_tensor_float_32_execution.
+TENSOR_FLOAT_32: bool = True
 # Idle device memory the caching allocator (pool.py) keeps for reuse, in bytes; 0 turns the
 # allocator off (every array then gets its own cuMemAlloc through Numba).
 POOL_BYTES: int = 1 << 30

@@ -1,5 +1,6 @@
-"""Convolution on device arrays: an im2col kernel feeding the blocked matmul kernel
-(:mod:`.matmul`, batched over feature groups), and a col2im gather for the input gradient.
+"""Convolution on device arrays: an im2col kernel feeding the matmul (:mod:`.matmul`: cuBLAS
+where it runs, else the blocked kernel; batched over feature groups), and a col2im gather for
+the input gradient.
 
 Operands are viewed as 5-D channels-last ``[N, D, H, W, C]`` and filters as
 ``[KD, KH, KW, Cg, O]`` with the geometry tuple of the CPU kernels

@@ -1,4 +1,6 @@
-"""Matrix products: a register-blocked shared-memory kernel over (batched, broadcast) matrices.
+"""Matrix products of (batched, broadcast) matrices: NVIDIA's cuBLAS for float and complex
+dtypes where it runs (``cublas.py``: a real GPU with nvmath-python), else a register-blocked
+shared-memory kernel, described here.
 
 Each block computes a ``BM x BN`` tile of one output matrix (``config.MATMUL_TILE``) with
 ``(BM / TM) x (BN / TN)`` threads, each accumulating ``TM x TN`` outputs in registers
@@ -18,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda import config, layout
+from stagecraft.backends.numba_cuda import config, cublas, layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launcher import launch
 from stagecraft.backends.numba_cuda.memory import empty
@@ -132,6 +134,8 @@ def matmul(a: Any, b: Any, transpose_a: bool, transpose_b: bool, out_shape: tupl
     if k == 0:
         from stagecraft.backends.numba_cuda.kernels.shape import full
         return full(out_shape, 0, a.dtype)
+    if cublas.matmul_into(out, a, b, transpose_a, transpose_b):
+        return out
     # Element strides of each operand's matrices along the (broadcast) batch dims.
     a_batch = tuple(s * sa[-2] * sa[-1] for s in layout.broadcast_strides(sa[:-2], batch))
     b_batch = tuple(s * sb[-2] * sb[-1] for s in layout.broadcast_strides(sb[:-2], batch))

@@ -1,0 +1,185 @@
+"""Matrix products through NVIDIA's cuBLAS, called with nvmath-python's bindings
+(``nvmath.bindings.cublas``) on the raw device pointers of numba-cuda arrays.
+
+float32, float64, complex64 and complex128 products (float16/bfloat16 too: the eager library
+computes them in float32) run on cuBLAS on a real GPU with nvmath-python installed (the
+``cuda`` extra). On Numba's CUDA simulator, for integer dtypes, and with
+``config.USE_CUBLAS = False``, the Numba kernel (``kernels/matmul.py``) runs; on a GPU without
+nvmath-python it runs too, after one warning that names the fix. Both compute the same
+product, in different summation orders.
+
+Each CUDA context gets one cuBLAS handle, created on first use, with a workspace in a device
+buffer the handle keeps (capturing cuBLAS work into a CUDA graph requires a workspace set by
+the caller). Every call is issued through ``launcher.library_call``, so a recording of a
+staged call captures it with the kernels around it. ``alpha`` and ``beta`` are host scalars
+(cuBLAS's default pointer mode) held by this module for the life of the process. Float32
+products use TensorFloat-32 tensor cores while ``config.TENSOR_FLOAT_32`` is set
+(``tf.config.experimental.enable_tensor_float_32_execution``).
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+import numpy as np
+
+from stagecraft.backends.numba_cuda import config, gemm_plan
+from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+from stagecraft.backends.numba_cuda.launcher import library_call
+from stagecraft.backends.numba_cuda.memory import contiguous, flat
+from stagecraft.backends.numba_cuda.recording import address
+
+# (one, zero) per cudaDataType (the scalars have the operands' type): cuBLAS reads alpha and
+# beta through host pointers when a call is enqueued, so the buffers must outlive every call
+# (module-level: forever).
+_SCALARS = {name: (np.ones(1, dtype), np.zeros(1, dtype))
+            for dtype, name in gemm_plan.DATA_TYPES.items()}
+# The handle of each CUDA context by its driver handle; None where cuBLAS could not start.
+_HANDLES: dict[int, "_Handle | None"] = {}
+_INSTALL = 'pip install "stagecraft[cuda]" (or pip install "nvmath-python[cu13]")'
+
+
+class _Handle:
+    """A cuBLAS handle with its device workspace, issuing the calls of a
+    :class:`~stagecraft.backends.numba_cuda.gemm_plan.GemmPlan`.
+
+    ``bindings`` is ``nvmath.bindings.cublas`` (functions and the ``Operation``,
+    ``ComputeType`` and ``GemmAlgo`` enums), ``data_types`` the ``cudaDataType`` enum
+    (``nvmath.CudaDataType``) and ``workspace`` a device array.
+    """
+
+    def __init__(self, bindings: Any, data_types: Any, workspace: Any):
+        self.bindings = bindings
+        self.data_types = data_types
+        self.workspace = workspace
+        self.pointer = bindings.create()
+        self.stream: int | None = None
+
+    def run(self, plan: gemm_plan.GemmPlan, b: int, a: int, out: int, itemsize: int,
+            stream: int) -> None:
+        """Enqueues ``plan`` on ``stream`` (a ``CUstream`` handle; 0 is the legacy default
+        stream): ``b``, ``a`` and ``out`` are the device pointers of the row-major operands
+        and the output (cuBLAS's A, B and C)."""
+        lib = self.bindings
+        if stream != self.stream:
+            lib.set_stream(self.pointer, stream)
+            # cublasSetStream puts cuBLAS back on its own workspace pool: set ours again
+            lib.set_workspace(self.pointer, _device_pointer(self.workspace),
+                              self.workspace.size * self.workspace.dtype.itemsize)
+            self.stream = stream
+        dtype = int(self.data_types[plan.data_type])
+        compute = int(lib.ComputeType[plan.compute_type])
+        algo = int(lib.GemmAlgo.DEFAULT)
+        one, zero = _SCALARS[plan.data_type]
+        alpha, beta = one.ctypes.data, zero.ctypes.data
+        for c in plan.calls:
+            ta, tb = int(lib.Operation[c.trans_a]), int(lib.Operation[c.trans_b])
+            pa, pb, pc = (b + c.a_offset * itemsize, a + c.b_offset * itemsize,
+                          out + c.c_offset * itemsize)
+            if c.batch == 1:
+                lib.gemm_ex(self.pointer, ta, tb, c.m, c.n, c.k, alpha, pa, dtype, c.lda, pb,
+                            dtype, c.ldb, beta, pc, dtype, c.ldc, compute, algo)
+            else:
+                lib.gemm_strided_batched_ex(
+                    self.pointer, ta, tb, c.m, c.n, c.k, alpha, pa, dtype, c.lda, c.stride_a,
+                    pb, dtype, c.ldb, c.stride_b, beta, pc, dtype, c.ldc, c.stride_c, c.batch,
+                    compute, algo)
+
+
+def available(dtype: Any) -> bool:
+    """Whether matmuls of ``dtype`` run on cuBLAS here: a float or complex dtype of
+    :data:`gemm_plan.DATA_TYPES`, a real GPU, nvmath-python importable and a cuBLAS handle
+    made, and ``config.USE_CUBLAS``. Creates the current context's handle on first use.
+
+    >>> from stagecraft.backends.numba_cuda.detect import detect
+    >>> available(np.int32), available(np.float32) == (detect() == "gpu")
+    (False, True)
+    """
+    return _handle_for(dtype) is not None
+
+
+def matmul_into(out: Any, a: Any, b: Any, transpose_a: bool, transpose_b: bool) -> bool:
+    """Enqueues ``out = op(a) @ op(b)`` (``np.matmul`` batch broadcasting; ``op`` transposes
+    the last two dims when its flag is set) on cuBLAS where :func:`available` says it runs,
+    and returns whether it did (False: nothing was done). ``a``, ``b`` and ``out`` are
+    C-contiguous device arrays of one dtype with no empty dim.
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> x, out = to_device(np.eye(2)), to_device(np.zeros((2, 2)))
+    >>> ran = matmul_into(out, x, x, False, False)
+    >>> ran == available(np.float64), bool((to_host(out) == np.eye(2)).all()) == ran
+    (True, True)
+    """
+    handle = _handle_for(out.dtype)
+    if handle is None:
+        return False
+    plan = gemm_plan.plan(tuple(a.shape), tuple(b.shape), bool(transpose_a),
+                          bool(transpose_b), np.dtype(out.dtype).name,
+                          bool(config.TENSOR_FLOAT_32))
+    itemsize = np.dtype(out.dtype).itemsize
+
+    # A closure over the arrays themselves, not their addresses: a recording of a staged call
+    # (recording.py) matches two calls' library calls by the cells, locating device arrays
+    # among the call's allocations
+    def call(stream: int) -> None:
+        handle.run(plan, _device_pointer(b), _device_pointer(a), _device_pointer(out),
+                   itemsize, stream)
+    library_call(call)
+    return True
+
+
+def _device_pointer(array: Any) -> int:
+    """The address of a C-contiguous device array's first element (``recording.address``);
+    a non-contiguous array raises the error of ``memory.flat``."""
+    if not contiguous(array):
+        flat(array)   # raises, saying what to do
+    return address(array)
+
+
+def _handle_for(dtype: Any) -> _Handle | None:
+    if not config.USE_CUBLAS or np.dtype(dtype).name not in gemm_plan.DATA_TYPES:
+        return None
+    return _handle()
+
+
+def _handle() -> _Handle | None:
+    bindings = _bindings()
+    if bindings is None:
+        return None
+    context = int(cuda_module().current_context().handle)
+    if context not in _HANDLES:
+        _HANDLES[context] = _create(*bindings)
+    return _HANDLES[context]
+
+
+@functools.lru_cache(maxsize=None)
+def _bindings() -> tuple[Any, Any] | None:
+    """``(nvmath.bindings.cublas, nvmath.CudaDataType)``, or None on the simulator (no cuBLAS
+    there) or, after a warning, where nvmath-python cannot be imported."""
+    if simulated():
+        return None
+    try:
+        # lazy import: nvmath-python is optional (the `cuda` extra) and takes ~0.6 s to import
+        from nvmath import CudaDataType
+        from nvmath.bindings import cublas
+    except ImportError as e:
+        _warn(f"nvmath-python is not importable ({type(e).__name__}: {e})")
+        return None
+    return cublas, CudaDataType
+
+
+def _create(bindings: Any, data_types: Any) -> _Handle | None:
+    try:
+        workspace = cuda_module().device_array(config.CUBLAS_WORKSPACE_BYTES, np.uint8)
+        return _Handle(bindings, data_types, workspace)
+    except Exception as e:   # cuBLAS's library missing or failing to start (nvmath raises
+        # RuntimeError subclasses whose messages name the cause)
+        _warn(f"cuBLAS could not start ({type(e).__name__}: {e})")
+        return None
+
+
+def _warn(cause: str) -> None:
+    warnings.warn(f"GPU matmuls run stagecraft's Numba kernel instead of NVIDIA's cuBLAS "
+                  f"(same results, several times slower on large matrices): {cause}. To use "
+                  f"cuBLAS, {_INSTALL}.", RuntimeWarning, stacklevel=3)
