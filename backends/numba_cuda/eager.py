@@ -53,13 +53,17 @@ Impl = Callable[[list, dict, Sequence[TensorType]], Any]
 TABLE: dict[str, Impl] = {}
 # Ops the CUDA path does not run, with the reason (shown in the error). Empty: every op runs.
 OPT_OUT: dict[str, str] = {}
+# Ready calls by signature (see _signature): a repeated call does no typing or inference.
+_PLANS: dict[tuple, "_Plan"] = {}
+_MAX_PLANS = 4096
 
 
 def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
     """Runs op ``op_name`` of the op table on the device: one device array, or a tuple for
     ops with several outputs. Same semantics as the op's NumPy kernel (values, dtypes,
     shapes, broadcasting, errors). ``inputs`` are device arrays; a host array or scalar among
-    them is copied to the device first. An op without an entry raises NotImplementedError.
+    them is copied to the device first (a NumPy scalar operand of an elementwise op is passed
+    to its kernel instead). An op without an entry raises NotImplementedError.
 
     >>> import numpy as np
     >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
@@ -72,6 +76,13 @@ def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
     IndexError: indices[0] = 3 is not in [0, 3). Indices must be valid positions; ...
     """
     try:
+        key: tuple | None = _signature(op_name, inputs, attrs)
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # a Python scalar input, an unhashable attr
+        key = plan = None
+    if plan is not None and TABLE.get(op_name) is plan.impl:
+        return plan(inputs)
+    try:
         op = OPS[op_name]
     except KeyError:
         raise ValueError(f"Unknown op {op_name!r}: it is not in stagecraft.ir.OPS.") from None
@@ -80,25 +91,81 @@ def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
         reason = OPT_OUT.get(op_name, "it has no CUDA implementation")
         raise NotImplementedError(f"{op_name}: the CUDA backend cannot run this op ({reason}); "
                                   f"run it on the CPU (with tf.device('/cpu:0')).")
-    values = [memory.to_device(x) for x in inputs]
-    types = [TensorType(dt.from_numpy(np.dtype(x.dtype)), tuple(x.shape)) for x in values]
-    if any(t.dtype in dt.HALF for t in types) or any(a in dt.HALF for a in attrs.values()):
-        return _run_half(op, impl, values, types, attrs)
-    return impl(values, attrs, op.infer(types, **attrs))
+    plan, values = _Plan.make(op, impl, inputs, attrs)
+    if key is not None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan.run(values)
 
 
-def _run_half(op: Any, impl: Impl, values: list, types: list, attrs: dict) -> Any:
+def _signature(op_name: str, inputs: Sequence[Any], attrs: dict) -> tuple:
+    """The key of a call's plan: the op, each input's type, shape and dtype, and the attrs
+    with their types (1 and True are different attrs). Raises AttributeError for an input
+    without a shape (a Python scalar); the key may be unhashable (a list attr)."""
+    return (op_name, tuple([(type(x), x.shape, x.dtype) for x in inputs]),
+            tuple([(k, type(v), v) for k, v in attrs.items()]) if attrs else ())
+
+
+class _Plan:
+    """One op made ready for one signature: the inferred output types (no typing or
+    inference per call), which inputs are copied to the device per call, and the call itself
+    (an elementwise op's ``elementwise.Call``, or the op's entry with the inferred types, or
+    the half-precision wrapper around it)."""
+
+    __slots__ = ("impl", "uploads", "run")
+
+    def __init__(self, impl: Impl, uploads: tuple, run: Callable[[list], Any]):
+        self.impl, self.uploads, self.run = impl, uploads, run
+
+    def __call__(self, inputs: Sequence[Any]) -> Any:
+        if self.uploads:
+            inputs = [memory.to_device(x) if i in self.uploads else x
+                      for i, x in enumerate(inputs)]
+        return self.run(inputs)
+
+    @staticmethod
+    def make(op: Any, impl: Impl, inputs: Sequence[Any], attrs: dict) -> tuple["_Plan", list]:
+        """The plan of a call, and its inputs as the plan runs them (host values copied to
+        the device, except scalars an elementwise kernel takes as arguments)."""
+        direct = getattr(impl, "elementwise", False) and op.name not in elementwise.PASS_THROUGH
+        kept = [direct and elementwise.by_value(x) for x in inputs]
+        values = [x if keep else memory.to_device(x) for x, keep in zip(inputs, kept)]
+        types = [TensorType(dt.from_numpy(np.dtype(x.dtype)), tuple(x.shape)) for x in values]
+        half_call = any(t.dtype in dt.HALF for t in types) or \
+            any(a in dt.HALF for a in attrs.values())
+        if half_call and any(kept):   # half kernels widen device arrays: no scalars by value
+            values, kept = [memory.to_device(x) for x in values], [False] * len(values)
+        uploads = tuple(i for i, (x, v) in enumerate(zip(inputs, values)) if x is not v)
+        if half_call:
+            return _Plan(impl, uploads, _half_call(op, impl, types, attrs)), values
+        out = op.infer(types, **attrs)
+        if direct:
+            call = elementwise.prepared(op.name, tuple(
+                elementwise.signature(x, keep) for x, keep in zip(values, kept)),
+                out[0].dtype, tuple(out[0].shape))
+            return _Plan(impl, uploads, call), values
+        return _Plan(impl, uploads, lambda xs: impl(list(xs), attrs, out)), values
+
+
+def _half_call(op: Any, impl: Impl, types: list, attrs: dict) -> Callable[[list], Any]:
     """``op`` on float16/bfloat16 inputs (or giving such outputs): computed in float32 device
     arrays and rounded once to the inferred dtypes, as on every backend (``ir/ops/half.py``)."""
     outs = [t.dtype for t in op.infer(types, **attrs)]
     wide = {k: dt.float32 if a in dt.HALF else a for k, a in attrs.items()}
-    values = [half.widen(v) if t.dtype in dt.HALF else v for v, t in zip(values, types)]
-    types = [TensorType(dt.float32, t.shape) if t.dtype in dt.HALF else t for t in types]
-    result = impl(values, wide, op.infer(types, **wide))
+    halves = [t.dtype in dt.HALF for t in types]
+    inferred = op.infer([TensorType(dt.float32, t.shape) if h else t
+                         for t, h in zip(types, halves)], **wide)
     uniform = op.name.removesuffix("_dynamic") == "random_uniform"
-    narrowed = [half.narrow(r, d, uniform) if d in dt.HALF else r
-                for r, d in zip(result if op.num_outputs > 1 else (result,), outs)]
-    return tuple(narrowed) if op.num_outputs > 1 else narrowed[0]
+    several = op.num_outputs > 1
+
+    def call(values: list) -> Any:
+        values = [half.widen(v) if h else v for v, h in zip(values, halves)]
+        result = impl(values, wide, inferred)
+        narrowed = [half.narrow(r, d, uniform) if d in dt.HALF else r
+                    for r, d in zip(result if several else (result,), outs)]
+        return tuple(narrowed) if several else narrowed[0]
+    return call
 
 
 def implements(*names: str) -> Callable[[Impl], Impl]:
@@ -114,6 +181,7 @@ def implements(*names: str) -> Callable[[Impl], Impl]:
 def _elementwise(name: str) -> Impl:
     def impl(xs, attrs, types):
         return elementwise.run(name, xs, types[0].dtype, types[0].shape)
+    impl.elementwise = True  # type: ignore[attr-defined]  (run's plans call its kernel directly)
     return impl
 
 

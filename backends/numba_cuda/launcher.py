@@ -101,6 +101,55 @@ def launch_over(kernel: Any, n: int, *args: Any) -> None:
         launch(kernel, grid(n), *args)
 
 
+class Bound:
+    """``kernel`` bound to a grid ``dims``: ``bound(*args)`` launches like
+    ``launch(kernel, dims, *args)``, for arguments of the kinds of the first call's (array
+    dtypes, scalar types, tuple lengths; the caller keeps them so, as a cached plan does).
+    On a GPU the overload and launch configuration are looked up once: later calls only pack
+    the arguments and enqueue. A recording in progress and the simulator take :func:`launch`.
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host, empty
+    >>> cuda = cuda_module()
+    >>> @cuda.jit
+    ... def scale(out, x, k):
+    ...     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+    ...         out[i] = k * x[i]
+    >>> bound, out = Bound(scale, grid(3)), empty((3,), np.float64)
+    >>> bound(out, to_device(np.arange(3.0)), 2.0); bound(out, to_device(np.ones(3)), 3.0)
+    >>> to_host(out)
+    array([3., 3., 3.])
+    """
+
+    __slots__ = ("kernel", "dims", "_ready")
+
+    def __init__(self, kernel: Any, dims: tuple):
+        self.kernel, self.dims = kernel, tuple(dims)
+        self._ready: Any = None  # (core launch, function, config, packers); False: never
+
+    def __call__(self, *args: Any) -> None:
+        ready = self._ready
+        if not ready or _RECORDER[0] is not None or not getattr(_THREAD, "has_context", False):
+            launch(self.kernel, self.dims, *args)
+            if ready is None:
+                self._ready = self._prepare(args)
+            return
+        core_launch, function, config, packers = ready
+        params: list = []
+        for pack, a in zip(packers, args):
+            pack(a, params)
+        core_launch(_default_stream(), config, function, *params)
+
+    def _prepare(self, args: Sequence[Any]) -> Any:
+        """What later GPU launches reuse (after a first launch compiled the overload); False
+        where launches must go through :func:`launch` (the simulator, test doubles)."""
+        fast = None if simulated() else _launcher(self.kernel)
+        if fast is None:
+            return False
+        from cuda.core import launch as core_launch
+        function, packers = fast.overloads[tuple(kind(a) for a in args)]
+        return core_launch, function, _launch_config(*self.dims), packers
+
+
 def _launcher(kernel: Any) -> "_Launcher | None":
     found = getattr(kernel, "_stagecraft_launcher", False)
     if found is False:

@@ -3,8 +3,13 @@ shared scalar expressions (``codegen.scalar_ops``) in a grid-stride loop.
 
 Each input is read as ``same`` (the output's shape: the flat index), ``scalar`` (one element)
 or ``strided`` (broadcast: the offset from the output's coordinates and the input's strides,
-0 along broadcast dimensions). Integer checks (division by zero, negative integer powers) set
-an error flag instead of raising, which the host reads after the launch.
+0 along broadcast dimensions), or is a ``value``: a host NumPy scalar passed as a kernel
+argument (``x * 2.0``: no upload). Integer checks (division by zero, negative integer powers)
+set an error flag instead of raising, which the host reads after the launch.
+
+A :class:`Call` is one op for one signature (input shapes, dtypes and modes) made ready once:
+kernel, broadcast strides, grid and output layout; calling it only allocates the output and
+launches (the eager library keeps one per signature, ``numba_cuda.eager``).
 """
 from __future__ import annotations
 
@@ -15,10 +20,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stagecraft.backends.codegen import scalar_ops
-from stagecraft.backends.numba_cuda import layout
+from stagecraft.backends.numba_cuda import config, layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import cuda_module, grid, jit_source, simulated
-from stagecraft.backends.numba_cuda.launcher import launch
+from stagecraft.backends.numba_cuda.launcher import Bound
 from stagecraft.backends.numba_cuda.memory import empty, scalar
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
@@ -42,6 +47,8 @@ def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequenc
             a0 = x0[i]
             a1 = x1[0]
             out[i] = np.float32((a0 + a1))
+    >>> print(source("multiply", [dt.int32, dt.int32], dt.int32, ["same", "value"]).splitlines()[3])
+            a1 = x1
     """
     in_d = in_dtypes[-1] if in_dtypes else out_dtype
     names = [f"x{k}" for k in range(len(in_dtypes))]
@@ -51,8 +58,9 @@ def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequenc
              "    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):"]
     args = []
     for k, mode in enumerate(modes):
-        index = {"same": "i", "scalar": "0"}.get(mode, f"offset(i, shape, s{k})")
-        lines.append(f"        a{k} = x{k}[{index}]")
+        index = {"same": "[i]", "scalar": "[0]", "value": ""}.get(mode,
+                                                                   f"[offset(i, shape, s{k})]")
+        lines.append(f"        a{k} = x{k}{index}")
         args.append(f"a{k}")
     checked = scalar_ops.check(op, args, in_d)
     if checked is not None:
@@ -76,10 +84,35 @@ def _kernel(op: str, in_dtypes: tuple, out_dtype: DType, modes: tuple, device_np
                                    "offset": offset_function(), "K": special()})
 
 
-def _mode(shape: tuple, out: tuple) -> str:
+def _mode(shape: tuple | None, out: tuple) -> str:
+    if shape is None:
+        return "value"
     if shape == out:
         return "same"
     return "scalar" if int(np.prod(shape)) == 1 else "strided"
+
+
+def signature(x: Any, by_value: bool = False) -> tuple:
+    """What a :class:`Call` is specialized on for input ``x``: ``(shape, dtype)``, with shape
+    None for a host scalar passed by value (``by_value``: a NumPy scalar, see :func:`by_value`).
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device
+    >>> signature(to_device(np.zeros((2, 3), np.float32))), signature(np.int32(2), True)
+    (((2, 3), dtype('float32')), (None, dtype('int32')))
+    """
+    return (None if by_value else tuple(x.shape), x.dtype)
+
+
+def by_value(x: Any) -> bool:
+    """Whether host value ``x`` can be a kernel argument of an elementwise kernel: a NumPy
+    integer or float32/float64 scalar (half and complex scalars go to the device as arrays:
+    their kernels widen arrays, and Numba passes no complex arguments here).
+
+    >>> by_value(np.float32(2)), by_value(np.float16(2)), by_value(np.complex64(1)), by_value(2.0)
+    (True, False, False, False)
+    """
+    return isinstance(x, np.generic) and (x.dtype.kind in "iu" or
+                                          x.dtype.kind == "f" and x.dtype.itemsize in (4, 8))
 
 
 def run(op: str, inputs: Sequence[Any], out_dtype: DType, out_shape: tuple) -> Any:
@@ -94,35 +127,75 @@ def run(op: str, inputs: Sequence[Any], out_dtype: DType, out_shape: tuple) -> A
     """
     if op in PASS_THROUGH:
         return inputs[0]
-    out = empty(out_shape, out_dtype.np)
-    if out.size == 0:
-        return out
-    kernel, extra, checked = _plan(op, tuple((tuple(x.shape), x.dtype) for x in inputs),
-                                   out_dtype, tuple(out_shape), FORCE_DEVICE_NUMPY)
-    # Only kernels with a check get a fresh flag, and only they cost a read-back.
-    err = cuda_module().to_device(np.zeros(1, np.int8)) if checked else _no_error()
-    launch(kernel, grid(out.size), out, *inputs, *extra, err)
-    if checked and scalar(err):
-        raise _ERRORS[op](checked[1])
-    return out
+    return prepared(op, tuple(signature(x) for x in inputs), out_dtype, tuple(out_shape))(inputs)
 
 
 @functools.lru_cache(maxsize=4096)
-def _plan(op: str, inputs: tuple, out_dtype: DType, out_shape: tuple,
-          force_device_np: bool) -> tuple[Callable, tuple, tuple | None]:
-    """What a call of :func:`run` needs beyond its arrays, computed once per signature: the
-    kernel, the broadcast shape and strides it takes, and the op's integer check."""
-    shapes = [s for s, _ in inputs]
-    modes = tuple(_mode(s, out_shape) for s in shapes)
-    in_dtypes = tuple(dt.from_numpy(d) for _, d in inputs)
-    kernel = _kernel(op, in_dtypes, out_dtype, modes, force_device_np or not simulated())
-    extra: list = []
-    if "strided" in modes:
-        rank = max(len(out_shape), 1)
-        extra.append(out_shape or (1,))
-        extra += [layout.broadcast_strides(s, out_shape) or (0,) * rank
-                  for s, m in zip(shapes, modes) if m == "strided"]
-    return kernel, tuple(extra), scalar_ops.check(op, ["a0", "a1"], in_dtypes[-1])
+def prepared(op: str, inputs: tuple, out_dtype: DType, out_shape: tuple) -> "Call":
+    """The :class:`Call` of ``op`` for input signatures ``inputs`` (:func:`signature`) and the
+    output's dtype and shape, made once per signature."""
+    return Call(op, inputs, out_dtype, out_shape)
+
+
+class Call:
+    """Elementwise ``op`` made ready for one signature: ``call(inputs)`` allocates the output
+    and launches on inputs of that signature (device arrays; host scalars where the signature
+    says value), raising the reference kernel's error when the op's check fails. What depends
+    on the launch parameters (grid, and the kernel's NumPy spelling: ``FORCE_DEVICE_NUMPY``)
+    is made again when they change.
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> x = to_device(np.array([1, 2, 3], np.int32))
+    >>> times = Call("multiply", (signature(x), signature(np.int32(2), True)), dt.int32, (3,))
+    >>> to_host(times([x, np.int32(2)])), to_host(times([x, np.int32(-1)]))
+    (array([2, 4, 6], dtype=int32), array([-1, -2, -3], dtype=int32))
+    """
+
+    __slots__ = ("op", "inputs", "dtype", "shape", "size", "setting", "launch", "extra", "checked")
+
+    def __init__(self, op: str, inputs: tuple, out_dtype: DType, out_shape: tuple):
+        self.op, self.inputs, self.shape = op, inputs, out_shape
+        self.dtype = out_dtype.np
+        self.size = int(np.prod(out_shape, dtype=np.int64))
+        self.setting: tuple = ()
+
+    def _ready(self) -> None:
+        """Kernel, arguments and grid for the current launch parameters."""
+        setting = _setting()
+        force_device_np = setting[2]
+        shapes = [s for s, _ in self.inputs]
+        modes = tuple(_mode(s, self.shape) for s in shapes)
+        in_dtypes = tuple(dt.from_numpy(d) for _, d in self.inputs)
+        out_dtype = dt.from_numpy(self.dtype)
+        kernel = _kernel(self.op, in_dtypes, out_dtype, modes, force_device_np or not simulated())
+        extra: list = []
+        if "strided" in modes:
+            rank = max(len(self.shape), 1)
+            extra.append(self.shape or (1,))
+            extra += [layout.broadcast_strides(s, self.shape) or (0,) * rank
+                      for s, m in zip(shapes, modes) if m == "strided"]
+        self.extra = tuple(extra)
+        self.checked = scalar_ops.check(self.op, ["a0", "a1"], in_dtypes[-1])
+        self.launch = Bound(kernel, grid(self.size))
+        self.setting = setting
+
+    def __call__(self, inputs: Sequence[Any]) -> Any:
+        out = empty(self.shape, self.dtype)
+        if not self.size:
+            return out
+        if self.setting != (config.THREADS_PER_BLOCK, config.MAX_BLOCKS, FORCE_DEVICE_NUMPY):
+            self._ready()
+        checked = self.checked
+        # Only kernels with a check get a fresh flag, and only they cost a read-back.
+        err = cuda_module().to_device(np.zeros(1, np.int8)) if checked else _no_error()
+        self.launch(out, *inputs, *self.extra, err)
+        if checked and scalar(err):
+            raise _ERRORS[self.op](checked[1])
+        return out
+
+
+def _setting() -> tuple:
+    return config.THREADS_PER_BLOCK, config.MAX_BLOCKS, FORCE_DEVICE_NUMPY
 
 
 @functools.lru_cache(maxsize=None)
