@@ -100,16 +100,65 @@ def empty(shape: Sequence[int], dtype: Any) -> Any:
     >>> empty((2, 0), np.int32).shape
     (2, 0)
     """
-    shape = tuple(int(d) for d in shape)
-    dtype = np.dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
+    try:
+        shape, dtype, nbytes, strides = _LAYOUTS[shape, dtype]
+    except (KeyError, TypeError):   # (TypeError: a list shape, which is not kept)
+        shape, dtype, nbytes, strides = _layout(shape, dtype)
     if nbytes == 0 or simulated() or not config.POOL_BYTES:
         array = cuda_module().device_array(shape, dtype)
     else:
-        strides = tuple(math.prod(shape[i + 1:]) * dtype.itemsize for i in range(len(shape)))
-        array = _device_ndarray()(shape, strides, dtype, gpu_data=device_pool().take(nbytes))
+        array = pooled_array(shape, strides, dtype, device_pool().take(nbytes))
     if RECORDING[0] is not None:
         _recorder().allocated(array)
+    return array
+
+
+# (shape, dtype) as empty() was given them -> (shape, np.dtype, bytes, C strides): an eager op
+# allocates the same few layouts over and over.
+_LAYOUTS: dict = {}
+
+
+def _layout(shape: Sequence[int], dtype: Any) -> tuple:
+    dims = tuple(int(d) for d in shape)
+    np_dtype = np.dtype(dtype)
+    itemsize = np_dtype.itemsize
+    found = (dims, np_dtype, math.prod(dims) * itemsize,
+             tuple(math.prod(dims[i + 1:]) * itemsize for i in range(len(dims))))
+    if type(shape) is tuple:
+        if len(_LAYOUTS) >= 4096:
+            _LAYOUTS.clear()
+        try:
+            _LAYOUTS[shape, dtype] = found
+        except TypeError:   # an unhashable dtype argument
+            pass
+    return found
+
+
+def pooled_array(shape: tuple, strides: tuple, dtype: np.dtype, gpu_data: Any,
+                 array_type: Any = None) -> Any:
+    """A device array (Numba's ``DeviceNDArray``, or ``array_type``) of this layout over
+    ``gpu_data``. Made as a copy of a prototype built once per layout by the class itself:
+    the constructor recomputes the layout on every call (about 2 us of every eager GPU op),
+    while its result depends only on the layout and the memory it is given.
+
+    >>> class Array:
+    ...     def __init__(self, shape, strides, dtype, gpu_data):
+    ...         self.shape, self.strides, self.gpu_data = shape, strides, gpu_data
+    >>> a = pooled_array((2,), (4,), np.dtype(np.float32), "block", Array)
+    >>> b = pooled_array((2,), (4,), np.dtype(np.float32), "other", Array)
+    >>> type(a) is Array, a.shape, a.gpu_data, b.gpu_data
+    (True, (2,), 'block', 'other')
+    """
+    cls = _device_ndarray() if array_type is None else array_type
+    key = (cls, shape, strides, dtype)
+    prototype = _PROTOTYPES.get(key)
+    if prototype is None:
+        if len(_PROTOTYPES) >= 4096:
+            _PROTOTYPES.clear()
+        prototype = _PROTOTYPES[key] = cls(shape, strides, dtype, gpu_data=_NO_DATA).__dict__
+    array = _new(cls)
+    array.__dict__ = prototype.copy()
+    array.gpu_data = gpu_data
     return array
 
 
@@ -118,6 +167,12 @@ def _device_ndarray() -> type:
     # Numba's array class, looked up once (empty() is on every eager GPU op's path).
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
     return DeviceNDArray
+
+
+# Prototypes' attributes by (class, layout); their memory is this placeholder, never used.
+_PROTOTYPES: dict = {}
+_NO_DATA = object()
+_new = object.__new__
 
 
 def empty_like(array: Any) -> Any:

@@ -43,3 +43,44 @@ def test_non_contiguous_device_arrays_are_rejected_with_a_clear_error():
     d = memory.to_device(np.arange(6.0).reshape(2, 3))[:, 1:]
     with pytest.raises(ValueError, match="needs C-contiguous device arrays"):
         memory.flat(d)
+
+
+@pytest.mark.parametrize("shape, dtype", [([2, 3], "float32"), ((np.int64(2), 3), np.float32),
+                                          ((2, 3), np.dtype(np.float32)), ((2, 3), "f4")])
+def test_empty_normalizes_every_spelling_of_a_layout(shape, dtype):
+    for _ in range(2):   # the second call finds the layout empty() kept
+        e = memory.empty(shape, dtype)
+        assert e.shape == (2, 3) and type(e.shape[0]) is int and e.dtype == np.float32
+    assert memory.empty((2, 3), np.int8).dtype == np.int8   # same shape, another dtype
+
+
+def test_pooled_arrays_equal_numbas_own_construction():
+    """memory.pooled_array copies a prototype's attributes instead of running Numba's
+    DeviceNDArray constructor: on the real class (a child process without the simulator; no
+    GPU needed to build arrays over given memory) the copy must equal a constructed array."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import numpy as np
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
+from stagecraft.backends.numba_cuda.memory import pooled_array
+for shape, dtype in [((3, 4), np.float32), ((), np.int64), ((5,), np.bool_)]:
+    dtype = np.dtype(dtype)
+    strides = tuple(int(np.prod(shape[i + 1:])) * dtype.itemsize for i in range(len(shape)))
+    for memory in ("block-a", "block-b"):
+        made = DeviceNDArray(shape, strides, dtype, gpu_data=memory)
+        copied = pooled_array(shape, strides, dtype, memory)
+        assert type(copied) is DeviceNDArray
+        assert sorted(vars(copied)) == sorted(vars(made)), (vars(copied), vars(made))
+        for name, value in vars(made).items():
+            if name != "_dummy":
+                assert getattr(copied, name) == value, name
+        assert copied.is_c_contiguous() and copied.reshape(-1).shape == (made.size,)
+        assert copied.gpu_data == memory
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
