@@ -19,7 +19,7 @@ from stagecraft.ir.types import TensorType
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.devices import device as _device
 from stagecraft.eager.device_tensor import DeviceTensor, wrap_device
-from stagecraft.eager.remote import RemoteTensor, is_remote, runtime
+from stagecraft.eager.remote import RemoteTensor, is_remote, is_remote_spec, runtime
 from stagecraft.eager.locations import leaked, user_location
 from stagecraft.eager import placement as _placement
 
@@ -39,7 +39,7 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     if state.graph is not None:
         return state.graph.bind(op, inputs, attrs)
     if state.place is not None:  # inside `with device(...)` naming a device other than the CPU
-        return execute(op, inputs, attrs)
+        return execute(op, inputs, attrs, state)
     # GPU tensors are DeviceTensors, not Tensors: the type tests below send them (and every
     # input that is not a CPU tensor) to the general path, which routes them to their device.
     # Unrolled for the common arities: this is the hottest line of eager execution.
@@ -56,10 +56,14 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
                 _exact_scalar(a, b._value.dtype):
             values = (b._value.dtype.type(a), b._value)
             inputs = (wrap(values[0]), b)
+        elif ta is DeviceTensor or tb is DeviceTensor:
+            return execute(op, inputs, attrs, state)
         else:
             values = [x._value for x in inputs if type(x) is Tensor]
     elif len(inputs) == 1 and type(inputs[0]) is Tensor:
         values = (inputs[0]._value,)
+    elif len(inputs) == 1 and type(inputs[0]) is DeviceTensor:
+        return execute(op, inputs, attrs, state)
     else:
         values = [x._value for x in inputs if type(x) is Tensor]
     if len(values) != len(inputs):
@@ -188,10 +192,16 @@ def diagnose(op: OpDef, values: list, attrs: dict, error: Exception | None) -> E
 
 # ------------------------------------------------ ops on other devices (eager/placement.py)
 
-def execute(op: OpDef, inputs: tuple, attrs: dict) -> Any:
+def execute(op: OpDef, inputs: tuple, attrs: dict, state: Any = None) -> Any:
     """Runs ``op`` eagerly on its device: the ``device`` scope's if it names one, else the
-    device of its (GPU or remote) inputs. Inputs elsewhere are copied there first."""
-    state = STATE.get()
+    device of its (GPU or remote) inputs. Inputs elsewhere are copied there first. ``state``:
+    the context (``STATE.get()``) when the caller has it."""
+    if state is None:
+        state = STATE.get()
+    if state.device is None or state.device in _GPU_SPECS or _local_gpu(state.device):
+        values = _gpu_values(op, inputs, state)
+        if values is not None:
+            return _run_gpu(op, inputs, attrs, state, values)
     given = [isinstance(x, Tensor) or hasattr(x, "read_value") for x in inputs]
     inputs = normalize(op, inputs)
     if any(x._value is None for x in inputs):
@@ -221,16 +231,64 @@ def execute(op: OpDef, inputs: tuple, attrs: dict) -> Any:
         STATE.reset(token)
 
 
-def _run_gpu(op: OpDef, inputs: list, attrs: dict, state: Any) -> Any:
-    values = [x._value for x in inputs]
+# Device specs (of `with device(...)` scopes) known to name this process's GPU:0.
+_GPU_SPECS: set = set()
+
+
+def _local_gpu(spec: Any) -> bool:
+    """Whether ops under device spec ``spec`` run on this process's GPU (``placement.resolve``
+    gives GPU_DEVICE whatever the soft-placement setting); remembered for the next op."""
+    if spec.device_type != "GPU" or spec.device_index not in (None, 0) or \
+            is_remote_spec(spec) or not _device.has_gpu():
+        return False
+    _GPU_SPECS.add(spec)
+    return True
+
+
+def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> list | None:
+    """The device arrays of an op on the GPU whose inputs need no copy or conversion: GPU
+    tensors, or a GPU tensor with a Python number that its dtype holds exactly (``x * 2.0``;
+    the number stays a NumPy scalar, passed to the kernel as an argument), outside gradient
+    tapes (they record tensors). None otherwise: the general path decides."""
+    if len(inputs) == 2:
+        a, b = inputs
+        ta, tb = type(a), type(b)
+        if ta is DeviceTensor:
+            if tb is DeviceTensor:
+                return [a._value, b._value]
+            if (tb is float or tb is int) and op.unify_indices == (0, 1) and not state.tapes \
+                    and _exact_scalar(b, a._value.dtype):
+                return [a._value, a._value.dtype.type(b)]
+        elif tb is DeviceTensor and (ta is float or ta is int) and op.unify_indices == (0, 1) \
+                and not state.tapes and _exact_scalar(a, b._value.dtype):
+            return [b._value.dtype.type(a), b._value]
+        return None
+    for x in inputs:
+        if type(x) is not DeviceTensor:
+            return None
+    return [x._value for x in inputs] if inputs else None
+
+
+def _run_gpu(op: OpDef, inputs: Sequence[Any], attrs: dict, state: Any,
+             values: list | None = None) -> Any:
+    if values is None:
+        values = [x._value for x in inputs]
     unify = range(len(values)) if op.unify == "all" else op.unify_indices
-    dtypes = {values[i].dtype for i in unify if i < len(values)}
-    if len(dtypes) > 1 or any(d not in op.np_dtypes for d in dtypes):
+    dtype = None
+    for i in unify:
+        if i < len(values):
+            d = values[i].dtype
+            if dtype is None:
+                dtype = d
+            elif d is not dtype and d != dtype:
+                dtype = False
+                break
+    if dtype is False or dtype is not None and dtype not in op.np_dtypes:
         raise diagnose(op, [_placement.to_host_array(v) for v in values], attrs, None)
     try:
         out = _placement.kernels().run(op.name, values, attrs)
-    except NotImplementedError as e:
-        return _no_gpu_kernel(op, inputs, attrs, state, e)
+    except NotImplementedError as e:   # (a Python number among the inputs becomes a tensor)
+        return _no_gpu_kernel(op, normalize(op, tuple(inputs)), attrs, state, e)
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:
         # The kernels run the op's inference (InvalidArgumentError is a ValueError):
         # diagnose gives the same message as on the CPU and in staged code, with file:line.

@@ -1,0 +1,112 @@
+"""The eager dispatch of ops on GPU tensors (eager/bind.py's GPU path): GPU tensors alone, or with
+a Python number, go straight to the GPU op library, with or without a GPU device scope; Python
+numbers stay NumPy scalars (kernel arguments) outside gradient tapes; everything else (other
+scopes, CPU or remote inputs, tapes, numbers a dtype cannot hold) takes the general path, whose
+results and errors these match."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.devices import device as device_module
+from stagecraft.eager import bind as bind_module
+from stagecraft.eager import placement
+
+GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(device_module.gpu_kind() == "none",
+                                 reason="needs a CUDA GPU or NUMBA_ENABLE_CUDASIM=1")]
+
+
+@pytest.fixture
+def library_calls(monkeypatch):
+    """The inputs every call of the GPU op library gets, by op name."""
+    seen: list = []
+    real = placement.kernels()
+
+    class Recording:
+        @staticmethod
+        def run(name, inputs, attrs):
+            seen.append((name, list(inputs)))
+            return real.run(name, inputs, attrs)
+    monkeypatch.setattr(placement, "_cuda_eager", Recording)
+    return seen
+
+
+def gpu(values, dtype=None):
+    with tf.device("/gpu:0"):
+        return tf.constant(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("scope", [None, "/gpu:0", "/device:GPU:0"])
+def test_gpu_tensors_run_on_the_gpu_with_or_without_a_scope(scope, library_calls):
+    x, y = gpu([1.0, 2.0]), gpu([10.0, 20.0])
+    with tf.device(scope):
+        z, e, n = x + y, tf.exp(x), tf.add_n([x, y, x])
+    for t in (z, e, n):
+        assert t.device == GPU
+    assert z.numpy().tolist() == [11.0, 22.0] and n.numpy().tolist() == [12.0, 24.0]
+    assert np.allclose(e.numpy(), np.exp([1.0, 2.0]))
+    assert [name for name, _ in library_calls][:2] == ["add", "exp"]
+
+
+@pytest.mark.parametrize("dtype, number", [(tf.float32, 2.5), (tf.float64, 2), (tf.int32, 3),
+                                           (tf.uint8, 100), (tf.int64, -(2 ** 40))])
+def test_python_numbers_stay_host_scalars_of_the_tensors_dtype(dtype, number, library_calls):
+    x = gpu([1, 2], dtype)
+    for z, expected in [(x * number, np.array([1, 2], dtype.as_numpy_dtype) * number),
+                        (number - x, number - np.array([1, 2], dtype.as_numpy_dtype))]:
+        assert z.device == GPU and z.dtype == dtype
+        assert z.numpy().tolist() == expected.astype(dtype.as_numpy_dtype).tolist()
+    scalars = [v for _, inputs in library_calls for v in inputs if isinstance(v, np.generic)]
+    assert len(scalars) == 2 and all(s.dtype == dtype.as_numpy_dtype for s in scalars)
+
+
+def test_numbers_a_dtype_cannot_hold_raise_as_on_the_cpu():
+    for number in (1.5, 2 ** 40):
+        with pytest.raises(TypeError) as cpu_error:
+            tf.constant([1, 2]) + number
+        with pytest.raises(TypeError) as gpu_error:
+            gpu([1, 2]) + number
+        assert str(gpu_error.value).splitlines()[0] == str(cpu_error.value).splitlines()[0]
+
+
+def test_under_a_tape_numbers_become_gpu_tensors_and_gradients_flow(library_calls):
+    x = gpu([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(x * 3.0 + x * x)
+    g = tape.gradient(y, x)
+    assert g.device == GPU and g.numpy().tolist() == [5.0, 7.0]
+    assert not [v for _, inputs in library_calls for v in inputs if isinstance(v, np.generic)]
+
+
+def test_dtype_mismatches_raise_the_cpu_error():
+    with pytest.raises(tf.errors.InvalidArgumentError) as cpu_error:
+        tf.constant([1]) + tf.constant([1.0])
+    with pytest.raises(tf.errors.InvalidArgumentError) as gpu_error:
+        gpu([1]) + gpu([1.0])
+    assert str(gpu_error.value).splitlines()[0] == str(cpu_error.value).splitlines()[0]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="which exp does not support"):
+        tf.exp(gpu([1, 2]))
+
+
+def test_other_scopes_and_inputs_take_the_general_path():
+    x = gpu([1.0, 2.0])
+    with tf.device("/cpu:0"):
+        assert (x + x).device == CPU and (x * 2.0).device == CPU
+    assert (x + tf.constant([1.0, 1.0])).device == GPU      # a CPU input is copied over
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not connected to a cluster"):
+        with tf.device("/job:worker/device:GPU:0"):
+            x + x
+
+
+def test_gpu_scopes_are_remembered_by_spec(monkeypatch):
+    x = gpu([1.0])
+    with tf.device("/gpu:0"):
+        x + x
+    assert tf.DeviceSpec.from_string("/gpu:0") in bind_module._GPU_SPECS
+    assert not any(s.device_type == "CPU" for s in bind_module._GPU_SPECS)
