@@ -62,6 +62,7 @@ class Replayer:
         self._results: Sequence[Any] = ()
         self._graph: Any = None
         self._misses = 0
+        self._settings = _settings()
 
     @property
     def status(self) -> str:
@@ -83,6 +84,11 @@ class Replayer:
             self._lock.release()
 
     def _call(self, values: Sequence[Any]) -> Sequence[Any]:
+        settings = _settings()
+        if settings != self._settings:   # the recorded work would differ now: record again
+            self._settings = settings
+            self._graph = self._kept = self._first = None
+            self._results = ()
         self._calls += 1
         if self._calls == 1:
             return self._fn(*values)
@@ -157,3 +163,11 @@ class Replayer:
         self._graph = self._kept = self._first = self._staging = None
         self._results, self._last = (), []
         logger.info("%s", self.status)
+
+
+def _settings() -> tuple:
+    """The backend settings that change which work a call issues (TensorFloat-32 selects
+    cuBLAS's compute type; the launch sizes select grids and tiles): a graph recorded under
+    other settings is recorded again rather than replayed."""
+    return (config.TENSOR_FLOAT_32, config.USE_CUBLAS, config.THREADS_PER_BLOCK,
+            config.MAX_BLOCKS, tuple(config.MATMUL_TILE), tuple(config.MATMUL_WORK))

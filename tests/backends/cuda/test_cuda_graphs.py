@@ -303,3 +303,25 @@ def test_a_recording_past_its_step_limit_is_given_up(monkeypatch):
     assert outs == [0.25] * CALLS
     assert status.startswith("@f runs without a CUDA graph: it issued more than 3 launches and "
                              "copies (a long loop?)"), status
+
+
+def test_a_settings_change_records_the_graph_again(monkeypatch):
+    @tf.function
+    def f(x):
+        return x * 3.0
+
+    with tf.device("/gpu:0"):
+        x = tf.constant([1.0, 2.0])
+        for _ in range(CALLS):
+            f(x)
+        r = replayer(f, x)
+        assert "replays" in r.status
+        tf.config.experimental.enable_tensor_float_32_execution(True)
+        try:
+            np.testing.assert_array_equal(f(x).numpy(), [3.0, 6.0])
+            assert r.status.startswith("@f is recorded over its next calls"), r.status
+            for _ in range(2):
+                f(x)
+            assert "replays" in r.status
+        finally:
+            tf.config.experimental.enable_tensor_float_32_execution(False)
