@@ -14,12 +14,14 @@ from stagecraft.devices.device import (LogicalDevice, PhysicalDevice, get_device
                                set_soft_device_placement)
 from stagecraft.distribute.connect import experimental_connect_to_cluster
 
-__all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "enable_checks", "experimental",
+__all__ = ["LogicalDevice", "PhysicalDevice", "checks_enabled", "cuda_graphs_enabled",
+           "enable_checks", "experimental",
            "experimental_connect_to_cluster",
            "functions_run_eagerly",
            "get_compile_mode", "get_hybrid_threshold", "get_soft_device_placement",
            "list_logical_devices", "list_physical_devices", "run_functions_eagerly",
-           "set_compile_mode", "set_hybrid_threshold", "set_soft_device_placement"]
+           "set_compile_mode", "set_cuda_graphs", "set_hybrid_threshold",
+           "set_soft_device_placement"]
 
 
 
@@ -123,6 +125,25 @@ def set_hybrid_threshold(equations: int) -> None:
 def get_hybrid_threshold() -> int:
     """The threshold ``set_hybrid_threshold`` set."""
     return backends.hybrid_threshold()
+
+
+def set_cuda_graphs(enabled: bool) -> None:
+    """Whether staged GPU functions replay their device work as CUDA graphs from their fourth
+    call on (the default; see the README's GPU section): one graph launch per call instead
+    of the Python host code's launches, the same results. ``False`` runs every call's host
+    code, for debugging or to compare. Applies from the next call.
+
+    >>> import stagecraft as tf
+    >>> tf.config.set_cuda_graphs(False); tf.config.cuda_graphs_enabled()
+    False
+    >>> tf.config.set_cuda_graphs(True)
+    """
+    _cuda_config.CUDA_GRAPHS = bool(enabled)
+
+
+def cuda_graphs_enabled() -> bool:
+    """Whether staged GPU functions replay CUDA graphs (see :func:`set_cuda_graphs`)."""
+    return _cuda_config.CUDA_GRAPHS
 
 
 def functions_run_eagerly() -> bool:

@@ -233,9 +233,15 @@ def test_a_py_function_keeps_the_function_plain_and_says_why():
     assert status == "@f runs without a CUDA graph: a device array is copied to the host", status
 
 
-def test_graphs_can_be_turned_off(monkeypatch):
-    monkeypatch.setattr(config, "CUDA_GRAPHS", False)
+def test_graphs_can_be_turned_off():
+    tf.config.set_cuda_graphs(False)
+    try:
+        _count_plain_calls()
+    finally:
+        tf.config.set_cuda_graphs(True)
 
+
+def _count_plain_calls():
     @tf.function
     def f(x):
         return x + 1.0
