@@ -1,4 +1,5 @@
 """The examples run and print what the paper prints."""
+import json
 import os
 import subprocess
 import sys
@@ -60,26 +61,58 @@ def test_cpu_backend_benchmark_runs_every_workload_four_ways(tmp_path) -> None:
 
 
 @pytest.mark.cuda
-def test_gpu_backend_benchmark_runs_on_the_cuda_simulator() -> None:
-    """The GPU benchmark's smoke test: tiny sizes on Numba's CUDA simulator (whatever the
-    machine has), staged_cpu on the default Numba backend."""
+def test_gpu_backend_benchmark_runs_on_the_cuda_simulator(tmp_path) -> None:
+    """The GPU benchmark's smoke test: every section at tiny sizes on Numba's CUDA simulator
+    (whatever the machine has), staged_cpu on the default Numba backend; PyTorch and CuPy are
+    compared only where they see a real GPU."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "STAGECRAFT_BACKEND": "numba"}
     script = os.path.join(ROOT, "examples", "benchmarks", "gpu_backend.py")
-    out = subprocess.run([sys.executable, script, "--quick"], env=env, capture_output=True,
-                         text=True, timeout=300)
+    path = tmp_path / "gpu.json"
+    out = subprocess.run([sys.executable, script, "--quick", "--json", str(path)], env=env,
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("GPU: Numba CUDA simulator (simulator), numba-cuda ")
-    assert lines[2].split() == ["workload", "eager_gpu", "staged_gpu", "staged_cpu",
-                                "eager_gpu/staged_gpu", "staged_cpu/staged_gpu"]
-    rows = {line.split()[0]: line.split()[1:] for line in lines[3:6]}
+    assert lines[1].startswith("TF32 control")
+
+    def table(title: str, rows: int, header: int = 1) -> dict[str, list[str]]:
+        """The rows under the line that starts with ``title`` and its ``header`` lines."""
+        start = next(i for i, line in enumerate(lines) if line.startswith(title)) + 1 + header
+        return {line.split()[0]: line.split()[1:] for line in lines[start:start + rows]}
+
+    add = table("add of two 8-element float32 vectors, us per op", 3)
+    assert set(add) == {"stagecraft", "torch", "cupy"} and float(add["stagecraft"][0]) > 0
+    expression = table("10-op expression on 8-element", 4)
+    assert set(expression) == {"stagecraft_eager", "stagecraft_staged", "torch", "cupy"}
+    mlp = table("MLP training step, batch 4, 4->8->4 float32, TF32 off", 3)
+    assert set(mlp) == {"stagecraft_eager", "stagecraft_staged", "torch"}
+    assert all(float(mlp[v][0]) > 0 for v in ("stagecraft_eager", "stagecraft_staged"))
+    assert lines[lines.index("median ms per call") + 1].split() == [
+        "workload", "eager_gpu", "staged_gpu", "staged_cpu", "eager_gpu/staged_gpu",
+        "staged_cpu/staged_gpu"]
+    rows = table("median ms per call", 3)
     assert set(rows) == {"l2hmc", "rnn_forward", "rnn_backward"}
     assert all(len(cells) == 5 and all(float(c) > 0 for c in cells) for cells in rows.values())
-    matmul = out.stdout[out.stdout.index("matmul 8x8 float32"):].splitlines()
-    assert matmul[0].split()[-3:] == ["ms", "GFLOP/s", "/BLAS"]
-    cells = {line.split()[0]: line.split()[1:] for line in matmul[1:5]}
-    assert list(cells) == ["eager_gpu", "staged_gpu", "cupy", "torch"]
-    assert float(cells["eager_gpu"][0]) > 0 and float(cells["staged_gpu"][1]) > 0
+    for tf32 in ("off", "on"):
+        title = f"matmul 8x8 float32, TF32 {tf32}"  # its column names on the same line
+        assert next(line for line in lines if line.startswith(title)).split()[-3:] == [
+            "ms", "GFLOP/s", "/BLAS"]
+        matmul = table(title, 4, header=0)
+        assert list(matmul) == ["eager_gpu", "staged_gpu", "cupy", "torch"]
+        assert float(matmul["eager_gpu"][0]) > 0 and float(matmul["staged_gpu"][1]) > 0
+    report = json.loads(path.read_text())
+    assert report["errors"] == {}
+    assert report["mlp_step"]["variants"]["stagecraft_staged"]["relative_errors"]["loss"] < 1e-4
+    assert len(report["targets"]) == 8
+    assert [t["target"] for t in report["targets"]][-3:] == [
+        "L2HMC step on the GPU", "RNN forward on the GPU", "RNN forward+backward on the GPU"]
+    printed = lines[next(i for i, line in enumerate(lines) if line.startswith("TARGETS")) + 2:]
+    for target, line in zip(report["targets"], printed, strict=True):
+        # Without PyTorch/CuPy on a GPU their ratios are not measured.
+        assert target["status"] in ("met", "NOT met") or \
+            target["status"].startswith("not measured: no PyTorch/CuPy"), target
+        assert line.split()[:2] == target["target"].split()[:2], line
+        assert line.endswith(f"  {target['status']}"), line
 
 
 def test_persistence_example_trains_restores_and_loads_in_another_process(tmp_path) -> None:

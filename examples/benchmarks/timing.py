@@ -26,6 +26,22 @@ def time_ms(fn: Callable[[], Any], repeat: int, number: int | None,
             "number": number}
 
 
+def loop_us(call: Callable[[], Any], sync: Callable[[], Any], loop: int, repeat: int) -> dict:
+    """Microseconds per call of ``call`` run ``loop`` times back to back with one ``sync``
+    after the loop, as PyTorch's benchmarks time small GPU ops: launches queue up as in a
+    program and one synchronization closes the batch. The median over ``repeat`` batches,
+    after one untimed batch (warm-up)."""
+    def batch() -> None:
+        for _ in range(loop):
+            call()
+        sync()
+
+    batch()
+    times = time_ms(batch, repeat, 1)
+    return {"per_call_us": times["median_ms"] * 1e3 / loop,
+            "min_per_call_us": times["min_ms"] * 1e3 / loop, "loop": loop, "repeat": repeat}
+
+
 def benchmark_parser(doc: str, names: Sequence[str]) -> argparse.ArgumentParser:
     """The options every benchmark script takes: --only NAME.., --repeat, --number, --quick
     and --json (a script adds its own)."""
