@@ -7,8 +7,8 @@ this pool keeps a dead array's block and gives it to the next array of that (rou
 Reuse is safe because every kernel and copy of this backend runs on the default stream: work
 that used the block before is ordered before work that uses it next.
 
-A block is handed out as a *lease*: a Numba ``MemoryPointer`` over the block whose finalizer
-(run when the last array or view using it dies) puts the block back. At most
+A block is handed out as a *lease*: a Numba ``MemoryPointer`` over the block that puts the
+block back when it dies (when the last array or view using it does; ``lease_class``). At most
 ``config.POOL_BYTES`` of idle blocks are kept; beyond that they are released to the driver,
 and when an allocation fails for lack of memory the idle blocks are released and it is tried
 once more.
@@ -100,11 +100,45 @@ class BlockPool:
 @functools.lru_cache(maxsize=None)
 def device_pool() -> BlockPool:
     """The pool of the current CUDA context (one GPU; real hardware only)."""
-    from numba.cuda.cudadrv import devices, driver
+    from numba.cuda.cudadrv import devices
     context = devices.get_context()
+    lease_type = lease_class()
 
     def lease(block: Any, size: int, give_back: Callable[[], None]) -> Any:
         # No owner: the lease owns itself, so Numba's views of it (slices) keep the lease,
-        # not just the block, alive; the finalizer's arguments keep the block alive.
-        return driver.MemoryPointer(context, block.device_pointer, size, finalizer=give_back)
+        # not just the block, alive; the lease's give_back keeps the block alive.
+        return lease_type(context, block.device_pointer, size, give_back)
     return BlockPool(context.memalloc, lease)
+
+
+@functools.lru_cache(maxsize=None)
+def lease_class(pointer_type: type | None = None) -> type:
+    """Numba's ``MemoryPointer`` (or ``pointer_type``) over a pooled block that gives the
+    block back when it dies. It runs ``give_back`` from ``__del__``: Numba's own ``finalizer``
+    argument makes a ``weakref.finalize`` per pointer, about 1 us of every eager op's
+    allocation. Not a *managed* pointer (``free()`` does nothing): only its death returns
+    the block.
+
+    >>> class Pointer:
+    ...     def __init__(self, context, pointer, size):
+    ...         self.device_pointer, self.size = pointer, size
+    >>> back = []
+    >>> lease = lease_class(Pointer)(None, 4096, 512, lambda: back.append("block"))
+    >>> lease.device_pointer, back
+    (4096, [])
+    >>> del lease
+    >>> back
+    ['block']
+    """
+    if pointer_type is None:
+        from numba.cuda.cudadrv.driver import MemoryPointer as pointer_type
+
+    class Lease(pointer_type):  # type: ignore[misc,valid-type]
+        def __init__(self, context: Any, pointer: Any, size: int,
+                     give_back: Callable[[], None]):
+            super().__init__(context, pointer, size)
+            self._give_back = give_back
+
+        def __del__(self) -> None:
+            self._give_back()
+    return Lease

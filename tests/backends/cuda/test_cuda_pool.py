@@ -78,3 +78,38 @@ def test_out_of_memory_with_nothing_idle_propagates():
     pool, _ = make_pool(fail=[0])
     with pytest.raises(RuntimeError, match="OUT_OF_MEMORY"):
         pool.take(8)            # nothing idle to release: the error stands
+
+
+def test_leases_are_numbas_pointers_that_give_their_block_back_when_they_die():
+    """pool.lease_class on Numba's real MemoryPointer (a child process without the simulator;
+    no GPU needed to make pointers to given addresses): the attributes Numba's constructor
+    sets, a view keeping the lease alive, and the block given back once, when the last user
+    dies."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import gc
+from numba.cuda.cudadrv.driver import MemoryPointer
+from stagecraft.backends.numba_cuda.pool import lease_class
+back = []
+lease = lease_class()("context", 1 << 20, 4096, lambda: back.append("block"))
+made = MemoryPointer("context", 1 << 20, 4096)
+assert isinstance(lease, MemoryPointer)
+for name, value in vars(made).items():
+    assert getattr(lease, name) == value, name
+assert lease.device_pointer_value == 1 << 20 and lease.owner is lease and not lease.is_managed
+view = lease.view(1024, 2048)
+del lease
+gc.collect()
+assert back == [], back
+assert view.device_pointer_value == (1 << 20) + 1024
+del view
+gc.collect()
+assert back == ["block"], back
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
