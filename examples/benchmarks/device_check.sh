@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The GPU device check (issue 19): the one script a session runs when it is lent a GPU. It runs
+# the CUDA tests, then examples/benchmarks/gpu_backend.py (every target of the issue against
+# PyTorch/CuPy on the same machine, ending with its TARGETS table), each part under its own
+# time limit, and writes everything under $OUT. Worst case about 9 minutes; usually less.
+#
+# A lent machine starts bare (PyTorch, CuPy, numba-cuda and NVIDIA's libraries, none of
+# stagecraft's own dependencies), so the session carries wheels of gast, astunparse and a
+# NumPy below 2.5 (numba-cuda 0.30.4 cannot compile kernels under 2.5) in the git-ignored
+# folder .whl/ (see the device tool's README for `pip download` of them), then calls its run
+# tool with:
+#     command: bash examples/benchmarks/device_check.sh     carry: [".whl"]     timeout_s: 600
+# The reply's output tail ends with a summary (test counts, failures, the TARGETS table); the
+# files under $OUT come back: env.txt (nvidia-smi, versions), pytest_cuda.log,
+# pytest_cuda_unmarked.log, gpu_backend.log, gpu_backend.json.
+#
+# Settings (environment variables):
+#   PARTS         which parts, in order (default "tests unmarked bench"): tests = `pytest -m
+#                 cuda tests` (the issue's "pytest -m cuda all green"), unmarked = the tests of
+#                 tests/backends/cuda that carry no cuda marker (launcher, pool, complex,
+#                 decompositions), bench = gpu_backend.py --json $OUT/gpu_backend.json
+#   TESTS_LIMIT, UNMARKED_LIMIT, BENCH_LIMIT   seconds per part (270, 60, 180)
+#   WORKERS       pytest-xdist workers (8; without pytest-xdist the tests run in one process)
+#   MAXFAIL       stop the tests after this many failures (20: a rare GPU run should show
+#                 every failure it can, not only the first as -x would)
+#   PYTEST_ARGS   more pytest arguments for both test parts, quoted as in a shell, e.g.
+#                 PYTEST_ARGS='-k "matmul or add"'
+#   BENCH_ARGS    more gpu_backend.py arguments, e.g. "--only add mlp_step"
+#   PYTHON        the interpreter (python3: on the lent machines the one that has PyTorch)
+# Without a GPU the tests run on Numba's CUDA simulator (tests/conftest.py) and the benchmark
+# part fails (it needs a GPU; NUMBA_ENABLE_CUDASIM=1 with BENCH_ARGS=--quick smoke-tests it).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+OUT=${OUT:-/tmp/stagecraft-device-check}
+PY=${PYTHON:-python3}
+PARTS=${PARTS:-tests unmarked bench}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+# One private compile cache for every test worker and the benchmark (stagecraft refuses to
+# cache in a folder that others can write, and the copied tree's modes are not known).
+if [ -z "${NUMBA_CACHE_DIR:-}" ]; then
+    export NUMBA_CACHE_DIR=/tmp/stagecraft-numba-cache
+    mkdir -p -m 700 "$NUMBA_CACHE_DIR"
+fi
+
+# stagecraft importable as a package without installing it: the carried wheels into
+# /tmp/site, and the top-level folders linked as stagecraft's subpackages (as an editable
+# install maps them; pyproject.toml's package-dir).
+if ! "$PY" -c "import stagecraft" 2>/dev/null; then
+    if compgen -G ".whl/*.whl" >/dev/null; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site .whl/*.whl || exit 3
+    fi
+    export PYTHONPATH=/tmp/site:$PWD/.pyroot${PYTHONPATH:+:$PYTHONPATH}
+    mkdir -p .pyroot && ln -sfn "$PWD/frontend" .pyroot/stagecraft
+    for d in converters ir backends; do ln -sfn "$PWD/$d" "frontend/$d"; done
+    if ! "$PY" -c "import stagecraft"; then
+        echo "device_check.sh: stagecraft does not import (above); carry .whl with wheels of" \
+             "gast, astunparse and numpy<2.5 (see this script's header)" >&2
+        exit 3
+    fi
+fi
+
+{
+    date -u
+    nvidia-smi 2>&1 || echo "nvidia-smi: not available"
+    "$PY" - <<'EOF'
+import importlib.metadata as md, os, platform
+print("python", platform.python_version())
+for name in ("numpy", "numba", "numba-cuda", "torch", "cupy-cuda13x", "cupy-cuda12x",
+             "nvmath-python", "cuda-bindings", "cuda-core", "pytest", "pytest-xdist",
+             "pytest-timeout"):
+    try:
+        print(name, md.version(name))
+    except md.PackageNotFoundError:
+        print(name, "-")
+from stagecraft.devices.device import gpu_kind
+print("stagecraft GPU:", gpu_kind())
+for name in ("NVIDIA_TF32_OVERRIDE", "NUMBA_ENABLE_CUDASIM", "NUMBA_CACHE_DIR"):
+    print(f"{name}={os.environ.get(name, '')}")
+EOF
+} 2>&1 | tee "$OUT/env.txt"
+
+# Pytest's options: pyproject's addopts name --dist, which exists only with pytest-xdist.
+# pytest-benchmark (on the lent machines) only warns, once per worker, under xdist.
+PYTEST=("$PY" -m pytest -q -rfE "--maxfail=${MAXFAIL:-20}" -p no:benchmark)
+if "$PY" -c "import xdist" 2>/dev/null; then
+    PYTEST+=(-n "${WORKERS:-8}")
+else
+    PYTEST+=(-p no:xdist -o "addopts=-p no:cacheprovider")
+fi
+if "$PY" -c "import pytest_timeout" 2>/dev/null; then
+    PYTEST+=(--timeout=150)  # one hung test fails alone instead of taking the part's time
+fi
+# Split as the shell would (quotes group): PYTEST_ARGS='-k "matmul or add"'.
+eval "EXTRA=(${PYTEST_ARGS:-})"
+eval "BENCH_EXTRA=(${BENCH_ARGS:-})"
+
+declare -A STATUS
+part() {  # part NAME LIMIT LOG COMMAND...: runs COMMAND under `timeout`, its output in LOG
+    local name=$1 limit=$2 log=$3
+    shift 3
+    echo "=== $name (limit ${limit}s): $*"
+    local start=$SECONDS
+    timeout -k 10 "$limit" "$@" 2>&1 | tee "$OUT/$log"
+    local rc=${PIPESTATUS[0]}
+    case $rc in
+        0) STATUS[$name]="passed" ;;
+        124|137) STATUS[$name]="TIMED OUT after ${limit}s" ;;
+        *) STATUS[$name]="FAILED (exit $rc)" ;;
+    esac
+    STATUS[$name]+=", $((SECONDS - start)) s"
+}
+
+for p in $PARTS; do
+    case $p in
+        tests) part tests "${TESTS_LIMIT:-270}" pytest_cuda.log \
+                   "${PYTEST[@]}" -m cuda "${EXTRA[@]}" tests ;;
+        unmarked) part unmarked "${UNMARKED_LIMIT:-60}" pytest_cuda_unmarked.log \
+                      "${PYTEST[@]}" -m "not cuda" "${EXTRA[@]}" tests/backends/cuda ;;
+        bench) part bench "${BENCH_LIMIT:-180}" gpu_backend.log \
+                   "$PY" examples/benchmarks/gpu_backend.py --json "$OUT/gpu_backend.json" \
+                   "${BENCH_EXTRA[@]}" ;;
+        *) echo "device_check.sh: unknown part '$p' (tests, unmarked, bench)" >&2; exit 2 ;;
+    esac
+done
+
+echo "=== summary"
+grep -E "NVIDIA H|Driver Version|^(numba-cuda|torch|nvmath-python|stagecraft) " "$OUT/env.txt"
+for p in $PARTS; do
+    echo "$p: ${STATUS[$p]}"
+    case $p in
+        tests) log=pytest_cuda.log ;;
+        unmarked) log=pytest_cuda_unmarked.log ;;
+        bench) log=gpu_backend.log ;;
+    esac
+    if [ "$p" = bench ]; then
+        sed -n '/^TARGETS/,$p' "$OUT/$log"
+    else
+        grep -E "^(FAILED|ERROR) " "$OUT/$log" | head -n 30
+        tail -n 1 "$OUT/$log"
+    fi
+done
+for p in $PARTS; do
+    [ "${STATUS[$p]%%,*}" = passed ] || exit 1
+done
