@@ -81,7 +81,7 @@ def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
     except (AttributeError, TypeError):  # a Python scalar input, an unhashable attr
         key = plan = None
     if plan is not None and TABLE.get(op_name) is plan.impl:
-        return plan(inputs)
+        return plan.run(inputs) if plan.direct else plan(inputs)
     try:
         op = OPS[op_name]
     except KeyError:
@@ -113,10 +113,11 @@ class _Plan:
     (an elementwise op's ``elementwise.Call``, or the op's entry with the inferred types, or
     the half-precision wrapper around it)."""
 
-    __slots__ = ("impl", "uploads", "run")
+    __slots__ = ("impl", "uploads", "run", "direct")
 
     def __init__(self, impl: Impl, uploads: tuple, run: Callable[[list], Any]):
         self.impl, self.uploads, self.run = impl, uploads, run
+        self.direct = not uploads   # run() takes the inputs as they come
 
     def __call__(self, inputs: Sequence[Any]) -> Any:
         if self.uploads:

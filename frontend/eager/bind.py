@@ -294,12 +294,15 @@ def _run_gpu(op: OpDef, inputs: Sequence[Any], attrs: dict, state: Any,
         # diagnose gives the same message as on the CPU and in staged code, with file:line.
         raise diagnose(op, [_placement.to_host_array(v) for v in values], attrs, e) from None
     if op.num_outputs == 1:
-        results: tuple = (wrap_device(out),)
-    else:
-        results = tuple(wrap_device(o) for o in out)
+        result = _new(DeviceTensor)   # wrap_device, inlined: every GPU op's result
+        result._value = out
+        for tape in state.tapes:
+            tape.record(op, attrs, inputs, (result,))
+        return result
+    results = tuple(wrap_device(o) for o in out)
     for tape in state.tapes:
         tape.record(op, attrs, inputs, results)
-    return results[0] if op.num_outputs == 1 else results
+    return results
 
 
 def _run_remote(op: OpDef, inputs: list, attrs: dict, state: Any, target: str) -> Any:
