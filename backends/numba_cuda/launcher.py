@@ -242,7 +242,8 @@ def _packer(ty: Any) -> Callable[[Any, list], None]:
 def _pack_flat_array(array: Any, params: list) -> None:
     n = array.size
     itemsize = array.dtype.itemsize
-    if n > 1 and not contiguous(array):
+    # (unit strides of a 1-D array, the common case, need no call to tell contiguity)
+    if n > 1 and array.strides != (itemsize,) and not contiguous(array):
         flat(array)  # raises the error that says what to do
     pointer = array.gpu_data.device_pointer_value if n else 0
     params.extend((0, 0, n, itemsize, pointer or 0, n, itemsize))
