@@ -5,10 +5,11 @@
 # time limit, and writes everything under $OUT. Worst case about 9 minutes; usually less.
 #
 # A lent machine starts bare (PyTorch, CuPy, numba-cuda and NVIDIA's libraries, none of
-# stagecraft's own dependencies), so the session carries wheels of gast, astunparse and a
-# NumPy below 2.5 (numba-cuda 0.30.4 cannot compile kernels under 2.5) in the git-ignored
-# folder .whl/ (see the device tool's README for `pip download` of them), then calls its run
-# tool with:
+# stagecraft's own dependencies), so the session carries wheels of gast, astunparse, a NumPy
+# below 2.5 (numba-cuda 0.30.4 cannot compile kernels under 2.5) and nvmath-python (cuBLAS;
+# without it matmuls run stagecraft's Numba kernel, which env.txt and the benchmark's second
+# line say) in the git-ignored folder .whl/ (see the device tool's README for `pip download`
+# of them, for Python 3.12), then calls its run tool with:
 #     command: bash examples/benchmarks/device_check.sh     carry: [".whl"]     timeout_s: 600
 # The reply's output tail ends with a summary (test counts, failures, the TARGETS table); the
 # files under $OUT come back: env.txt (nvidia-smi, versions), pytest_cuda.log,
@@ -76,6 +77,10 @@ for name in ("numpy", "numba", "numba-cuda", "torch", "cupy-cuda13x", "cupy-cuda
         print(name, "-")
 from stagecraft.devices.device import gpu_kind
 print("stagecraft GPU:", gpu_kind())
+if gpu_kind() == "gpu":
+    import numpy as np
+    from stagecraft.backends.numba_cuda import cublas
+    print("cuBLAS for float32 matmuls:", cublas.available(np.float32))
 for name in ("NVIDIA_TF32_OVERRIDE", "NUMBA_ENABLE_CUDASIM", "NUMBA_CACHE_DIR"):
     print(f"{name}={os.environ.get(name, '')}")
 EOF

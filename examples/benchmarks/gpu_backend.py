@@ -37,9 +37,12 @@ every timed call with a synchronize (numba.cuda.synchronize, which waits for eve
 the context; torch.cuda.synchronize and CuPy's for theirs) and report the median of batches of
 about 0.1 s (--number sets the calls per batch). First calls (trace and compile) are left out.
 
-Checks: every variant runs once against a float64 NumPy reference (relative norm of the error:
-1e-5 for the elementwise ops; 1e-4 for the MLP's loss and weight updates, which also tells that
-TF32 is off, as TF32 matmuls land near 3e-4) or, for l2hmc and rnn, cpu_backend's tolerances;
+Checks: every variant runs once before and once after its timing (a staged GPU function
+replays a recorded CUDA graph from its second or third call on) against a float64 NumPy
+reference (relative norm of the error: 1e-5 for the elementwise ops; 1e-4 for the MLP's loss
+and second-layer updates, which also tells that TF32 is off, as TF32 lands near 1e-3; 3e-3 for
+its first layer, where relu decisions on pre-activations near 0 may differ) or, for
+l2hmc, rnn and matmul, elementwise tolerances (cpu_backend's; the matmul's 1e-4, 2e-3 with TF32);
 GPU variants must return GPU tensors and soft placement is off, so an op without a GPU kernel
 is an error rather than a silent CPU fallback. A section that fails prints its traceback, its
 targets read "not measured", the others still run, and the script exits with 1.
@@ -109,21 +112,32 @@ def run_variants(workload: Workload, calls: dict[str, Callable[[], Any]],
                  expected: list[np.ndarray], repeat: int | None, number: int | None) -> dict:
     """First calls (trace and compile; left out of the medians), checked against ``expected``
     with the workload's tolerances, the ``*_gpu`` ones also to return GPU tensors; then the
-    timed batches."""
-    first, results = {}, {"numpy": expected}
+    timed batches, and one more call each, checked again (a staged GPU function replays a
+    recorded CUDA graph from its second or third call on)."""
+    first: dict[str, float] = {}
+    results = outputs(workload, calls, expected, first)
+    row = {"workload": workload.name, "variants": {
+        variant: {**time_ms(call, repeat or workload.repeat, number),
+                  "first_call_ms": first[variant]} for variant, call in calls.items()}}
+    outputs(workload, calls, expected, {})
+    return row
+
+
+def outputs(workload: Workload, calls: dict[str, Callable[[], Any]], expected: list[np.ndarray],
+            times: dict[str, float]) -> dict[str, list[np.ndarray]]:
+    """One call of each variant, its time in ``times`` (ms), checked against ``expected``."""
+    results = {"numpy": expected}
     for variant, call in calls.items():
         start = time.perf_counter()
         out = call()
-        first[variant] = (time.perf_counter() - start) * 1e3
+        times[variant] = (time.perf_counter() - start) * 1e3
         if variant.endswith("_gpu"):
             where = {t.device for t in (out if isinstance(out, (list, tuple)) else [out])}
             assert all(d.endswith("GPU:0") for d in where), \
                 f"{workload.name}: {variant} returned tensors on {where}"
         results[variant] = [to_numpy(out)] if variant in LIBRARIES else _arrays(out)
     check(workload, results)
-    return {"workload": workload.name, "variants": {
-        variant: {**time_ms(call, repeat or workload.repeat, number),
-                  "first_call_ms": first[variant]} for variant, call in calls.items()}}
+    return results
 
 
 def measure(name: str, sizes: Sizes, repeat: int | None, number: int | None) -> dict:
@@ -239,6 +253,10 @@ def gpu_machine(kind: str, baselines: Baselines) -> dict:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             pass
+    from stagecraft.backends.numba_cuda import cublas
+    info["cublas_float32"] = cublas.available(np.float32)  # False: the Numba matmul kernel
+    if hasattr(tf.config, "cuda_graphs_enabled"):
+        info["cuda_graphs"] = tf.config.cuda_graphs_enabled()
     return {**info, "gpu": name, "gpu_kind": kind,
             "numba_cuda": versions.get("numba-cuda", "not installed (numba's built-in "
                                                      "numba.cuda)"),
@@ -300,7 +318,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"GPU: {info['gpu']} ({info['gpu_kind']}), numba-cuda {info['numba_cuda']}, "
           f"{info['cpu_count']} CPUs; staged_cpu on the {info['backend']!r} backend"
           + ("; simulated, so the times mean nothing" if kind == "simulator" else ""))
-    print(f"{tf32_note()}; compared with: "
+    graphs = info.get("cuda_graphs")
+    matmuls = "cuBLAS" if info["cublas_float32"] else "stagecraft's Numba kernel (no cuBLAS)"
+    print(f"{tf32_note()}; float32 matmuls on {matmuls}"
+          + ("" if graphs is None else f"; CUDA graphs {'on' if graphs else 'off'}")
+          + "; compared with: "
           + (", ".join(f"{n} {info['versions'].get(n, '')}".strip()
                        for n in baselines.available()) or "nothing")
           + "".join(f"; no {n} ({why})" for n, why in baselines.missing.items()))
