@@ -18,6 +18,7 @@ from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.ir.types import TensorType
 from stagecraft.eager.tensor import Tensor, wrap
 from stagecraft.devices import device as _device
+from stagecraft.devices.device import GPU_DEVICE
 from stagecraft.eager.device_tensor import DeviceTensor, wrap_device
 from stagecraft.eager.remote import RemoteTensor, is_remote, is_remote_spec, runtime
 from stagecraft.eager.locations import leaked, user_location
@@ -56,13 +57,13 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
                 _exact_scalar(a, b._value.dtype):
             values = (b._value.dtype.type(a), b._value)
             inputs = (wrap(values[0]), b)
-        elif ta is DeviceTensor or tb is DeviceTensor:
-            return execute(op, inputs, attrs, state)
+        elif ta is DeviceTensor or tb is DeviceTensor or _gpu_variable(a) or _gpu_variable(b):
+            return execute(op, inputs, attrs, state)   # (it normalizes: reads variables once)
         else:
             values = [x._value for x in inputs if type(x) is Tensor]
     elif len(inputs) == 1 and type(inputs[0]) is Tensor:
         values = (inputs[0]._value,)
-    elif len(inputs) == 1 and type(inputs[0]) is DeviceTensor:
+    elif len(inputs) == 1 and (type(inputs[0]) is DeviceTensor or _gpu_variable(inputs[0])):
         return execute(op, inputs, attrs, state)
     else:
         values = [x._value for x in inputs if type(x) is Tensor]
@@ -199,9 +200,9 @@ def execute(op: OpDef, inputs: tuple, attrs: dict, state: Any = None) -> Any:
     if state is None:
         state = STATE.get()
     if state.device is None or state.device in _GPU_SPECS or _local_gpu(state.device):
-        values = _gpu_values(op, inputs, state)
-        if values is not None:
-            return _run_gpu(op, inputs, attrs, state, values)
+        ready = _gpu_values(op, inputs, state)
+        if ready is not None:
+            return _run_gpu(op, ready[0], attrs, state, ready[1])
     given = [isinstance(x, Tensor) or hasattr(x, "read_value") for x in inputs]
     inputs = normalize(op, inputs)
     if any(x._value is None for x in inputs):
@@ -245,28 +246,44 @@ def _local_gpu(spec: Any) -> bool:
     return True
 
 
-def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> list | None:
-    """The device arrays of an op on the GPU whose inputs need no copy or conversion: GPU
-    tensors, or a GPU tensor with a Python number that its dtype holds exactly (``x * 2.0``;
-    the number stays a NumPy scalar, passed to the kernel as an argument), outside gradient
-    tapes (they record tensors). None otherwise: the general path decides."""
+def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | None:
+    """``(tensors, device values)`` of an op that runs on the GPU with no copy or conversion:
+    its inputs are GPU tensors or GPU variables (read as ``normalize`` reads them: tapes see
+    the reads), or two inputs one of which is a Python number the other's dtype holds exactly
+    (``x * 2.0``; outside gradient tapes, which record tensors, the number stays a NumPy
+    scalar that the elementwise kernel takes as an argument). None otherwise, before anything
+    is read: the general path decides."""
     if len(inputs) == 2:
         a, b = inputs
-        ta, tb = type(a), type(b)
-        if ta is DeviceTensor:
-            if tb is DeviceTensor:
-                return [a._value, b._value]
-            if (tb is float or tb is int) and op.unify_indices == (0, 1) and not state.tapes \
-                    and _exact_scalar(b, a._value.dtype):
-                return [a._value, a._value.dtype.type(b)]
-        elif tb is DeviceTensor and (ta is float or ta is int) and op.unify_indices == (0, 1) \
-                and not state.tapes and _exact_scalar(a, b._value.dtype):
-            return [b._value.dtype.type(a), b._value]
+        if type(a) is DeviceTensor and type(b) is DeviceTensor:
+            return [a, b], [a._value, b._value]
+    number = None
+    for i, x in enumerate(inputs):
+        kind = type(x)
+        if kind is DeviceTensor or kind in CONVERTERS and \
+                getattr(x, "_device", None) == GPU_DEVICE:
+            continue
+        if (kind is float or kind is int) and number is None and len(inputs) == 2 and \
+                op.unify_indices == (0, 1) and not state.tapes:
+            number = i
+            continue
         return None
-    for x in inputs:
-        if type(x) is not DeviceTensor:
+    if not inputs:
+        return None
+    dtype = None
+    if number is not None:
+        dtype = inputs[1 - number]._value.dtype   # a GPU tensor's or variable's device array
+        if not _exact_scalar(inputs[number], dtype):
             return None
-    return [x._value for x in inputs] if inputs else None
+    tensors = [x if i == number or type(x) is DeviceTensor else CONVERTERS[type(x)](x, None)
+               for i, x in enumerate(inputs)]
+    values = [dtype.type(x) if i == number else x._value for i, x in enumerate(tensors)]
+    return tensors, values
+
+
+def _gpu_variable(x: Any) -> bool:
+    """Whether ``x`` is a variable on this process's GPU."""
+    return getattr(x, "_device", None) == GPU_DEVICE and type(x) in CONVERTERS
 
 
 def _run_gpu(op: OpDef, inputs: Sequence[Any], attrs: dict, state: Any,

@@ -110,3 +110,20 @@ def test_gpu_scopes_are_remembered_by_spec(monkeypatch):
         x + x
     assert tf.DeviceSpec.from_string("/gpu:0") in bind_module._GPU_SPECS
     assert not any(s.device_type == "CPU" for s in bind_module._GPU_SPECS)
+
+
+def test_gpu_variables_are_read_once_and_run_without_copies(library_calls):
+    with tf.device("/gpu:0"):
+        v = tf.Variable([1.0, 2.0])
+    x = gpu([3.0, 4.0])
+    assert (x + v).numpy().tolist() == [4.0, 6.0] and (v * 2.0).device == GPU
+    assert (2.0 * v).numpy().tolist() == [2.0, 4.0] and tf.exp(v).device == GPU
+    assert all(v._value is inputs[0] or v._value is inputs[-1]
+               for _, inputs in library_calls)       # the variable's own buffer, not a copy
+    with tf.GradientTape(persistent=True) as tape:
+        y = tf.reduce_sum(v * x + v)
+    reads = [r for r in tape._records if r.op is None and r.inputs[0] is v]
+    assert len(reads) == 2   # one per op that read it
+    assert tape.gradient(y, v).numpy().tolist() == [4.0, 5.0]
+    cpu_variable = tf.Variable([1.0, 1.0])
+    assert (x + cpu_variable).device == GPU   # a CPU variable is copied over, as before
