@@ -116,6 +116,7 @@ class SourceEmitter(abc.ABC):
             self.line(f"{name} = {self.copy_of(value) if k in owned else value}")
             carry.append(name)
             self.env[o.uid] = name
+        self.enter_loop(carry)
         with self.w.block("while True:"):
             carried = [Value(o.type, None) for o in e.outputs]
             for v, name in zip(carried, carry):
@@ -125,8 +126,7 @@ class SourceEmitter(abc.ABC):
             with self.w.block(f"if not {self.predicate(cond.results[0])}:"):
                 self.line("break")
             results = self.emit_region(body, args)
-            if carry:
-                self.line(f"{', '.join(carry)} = {', '.join(results)}")
+            self.next_iteration(carry, results)
 
     def lower_assign(self, e: Eqn) -> None:
         """``assign``: rebinds the variable's slot to the new value (``add``/``sub``: the old
@@ -160,6 +160,14 @@ class SourceEmitter(abc.ABC):
         self.assigned[slot] = None
 
     # Hooks of the shared lowerings, one per backend.
+
+    def enter_loop(self, carry: list[str]) -> None:
+        """Code before a ``while`` loop whose carried values are the locals ``carry``."""
+
+    def next_iteration(self, carry: list[str], results: list[str]) -> None:
+        """Code ending a ``while`` body: the carried locals take the body's results."""
+        if carry:
+            self.line(f"{', '.join(carry)} = {', '.join(results)}")
 
     @abc.abstractmethod
     def predicate(self, x: Value | Literal) -> str:

@@ -31,8 +31,8 @@ import numpy as np
 
 from stagecraft.backends.numba_cuda import launcher, memory
 from stagecraft.backends.numba_cuda.launch import simulated
-from stagecraft.backends.numba_cuda.recording import (Guard, HostStep, LibraryCall, Launch,
-                                                      Recording, Upload)
+from stagecraft.backends.numba_cuda.recording import (Copy, Guard, HostStep, LibraryCall,
+                                                      Launch, Recording, Upload)
 
 
 class NotReplayable(Exception):
@@ -58,9 +58,14 @@ def build(rec: Recording) -> Any:
     if any(isinstance(i, Guard) for segment in segments[1:] for i in segment):
         raise NotReplayable("it reads a device value on the host after a print or an assert "
                             "(a replay found invalid then could not take the print back)")
-    make = SimulatedGraph if simulated() else DriverGraph
-    graphs = [make(segment) for segment in segments]
+    graphs = [graph(segment) for segment in segments]
     return graphs[0] if not hosts else Segmented(graphs, hosts)
+
+
+def graph(items: list) -> Any:
+    """One replayable graph of recorded ``items`` (guards included: ``read()`` runs the work
+    and returns the bytes the guards read, ``launch()`` whether they are the recorded ones)."""
+    return SimulatedGraph(items) if simulated() else DriverGraph(items)
 
 
 class Segmented:
@@ -87,19 +92,27 @@ class SimulatedGraph:
         self.items = [i for i in items if not isinstance(i, Guard)]
         self.guards = [i for i in items if isinstance(i, Guard)]
         self.size = len(self.items)
+        self.expected = b"".join(g.value.tobytes() for g in self.guards)
 
     def launch(self) -> bool:
         """Replays the work; False when a guard reads another value than when recorded (the
         host code would have done something else: the results are not valid)."""
+        return self.read() == self.expected
+
+    def read(self) -> bytes:
+        """Replays the work and returns the bytes its guards read, in order."""
         for item in self.items:
             if isinstance(item, Launch):
                 launcher.launch_now(item.kernel, item.dims, item.args)
             elif isinstance(item, LibraryCall):
                 item.call(0)
+            elif isinstance(item, Copy):
+                if item.src.size:
+                    item.dst.copy_to_device(item.src)
             else:
                 item.device.copy_to_device(item.host)
-        return all(np.asarray(g.array.copy_to_host()).reshape(()).tobytes() == g.value.tobytes()
-                   for g in self.guards)
+        return b"".join(np.asarray(g.array.copy_to_host()).reshape(()).tobytes()
+                        for g in self.guards)
 
 
 class DriverGraph:
@@ -113,9 +126,9 @@ class DriverGraph:
         self._sources = []   # device copies of the uploads' host bytes, read by the graph
         # Every guard's bytes are copied into one buffer at the end of the graph, so that one
         # device-to-host copy after a launch checks them all.
-        self._expected = b"".join(g.value.tobytes() for g in guards)
-        self._summary = memory.empty((len(self._expected),), np.uint8) if guards else None
-        self._host = np.empty(len(self._expected), np.uint8)
+        self.expected = b"".join(g.value.tobytes() for g in guards)
+        self._summary = memory.empty((len(self.expected),), np.uint8) if guards else None
+        self._host = np.empty(len(self.expected), np.uint8)
         self._exec = self._graph = self._stream = None
         if not items:
             return
@@ -138,6 +151,9 @@ class DriverGraph:
                     launcher.enqueue(item.prepared, core_stream)
                 elif isinstance(item, LibraryCall):
                     item.call(handle)
+                elif isinstance(item, Copy) and item.src.size:
+                    _check(driver.cuMemcpyDtoDAsync(_pointer(item.dst), _pointer(item.src),
+                                                    item.src.nbytes, handle))
                 elif isinstance(item, Upload) and id(item) in sources:
                     _check(driver.cuMemcpyDtoDAsync(_pointer(item.device),
                                                     _pointer(sources[id(item)]),
@@ -156,15 +172,19 @@ class DriverGraph:
     def launch(self) -> bool:
         """Launches the graph; with guards, waits for it and says whether they all read what
         they read when recorded (False: the results are not valid)."""
+        return self.read() == self.expected
+
+    def read(self) -> bytes:
+        """Launches the graph; with guards, waits for it and returns the bytes they read."""
         from cuda.bindings import driver
         if self._exec is None:   # (nothing recorded: an empty segment)
-            return True
+            return b""
         _check(driver.cuGraphLaunch(self._exec, 0))
         if self._summary is None:
-            return True
+            return b""
         _check(driver.cuMemcpyDtoH(self._host.ctypes.data, _pointer(self._summary),
                                    self._host.nbytes))
-        return self._host.tobytes() == self._expected
+        return self._host.tobytes()
 
     def __del__(self) -> None:
         try:

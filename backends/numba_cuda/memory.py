@@ -53,7 +53,10 @@ class _NotRecording:
     def host_read(self, what: str) -> None:
         pass
 
-    def guard(self, array: Any, value: Any) -> None:
+    def guard(self, array: Any, value: Any, site: int | None = None, loop: bool = False) -> None:
+        pass
+
+    def copy(self, dst: Any, src: Any) -> None:
         pass
 
 
@@ -209,16 +212,18 @@ def contiguous(array: Any) -> bool:
     return bool(array.is_c_contiguous())
 
 
-def scalar(array: Any) -> Any:
+def scalar(array: Any, site: int | None = None, loop: bool = False) -> Any:
     """The value of a one-element device array on the host (a NumPy scalar): a device-to-host
-    copy, used only where the host needs a value (result shapes, error checks).
+    copy, used only where the host needs a value (result shapes, error checks; ``site``
+    numbers a ``cond``/``while`` test of a staged function, ``loop`` marks a ``while`` test's:
+    see ``recording.Branch``).
 
     >>> scalar(to_device(np.int64(7)))
     np.int64(7)
     """
     value = np.asarray(array.copy_to_host()).reshape(())[()]
     if RECORDING[0] is not None:   # (a replay is valid while this read would give the same)
-        _recorder().guard(array, value)
+        _recorder().guard(array, value, site, loop)
     return value
 
 
@@ -234,8 +239,11 @@ def copy_into(dst: Any, src: Any) -> None:
     if tuple(dst.shape) != tuple(src.shape) or np.dtype(dst.dtype) != np.dtype(src.dtype):
         raise ValueError(f"copy_into: a {src.dtype} array of shape {tuple(src.shape)} cannot "
                          f"fill a {dst.dtype} array of shape {tuple(dst.shape)}")
-    if RECORDING[0] is not None:   # (not a recordable step: replays would skip it)
-        _recorder().host_read("a buffer is copied outside a kernel")
+    if RECORDING[0] is not None:
+        if is_device_array(src):
+            _recorder().copy(dst, src)
+        else:   # (not a recordable step: replays would skip it)
+            _recorder().host_read("a host array is copied into a device buffer")
     if src.size == 0:
         return
     if simulated() or not is_device_array(src):

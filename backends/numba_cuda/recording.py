@@ -72,6 +72,24 @@ class Guard:
 
 
 @dataclass
+class Branch(Guard):
+    """A guard that is a ``cond``/``while`` predicate of the generated host code: ``site``
+    numbers the test in its function, ``loop`` says it is a ``while`` loop's, ``allocs``
+    counts the call's allocations before it (the work between two branches is a block of
+    ``programs.py``)."""
+    site: int = 0
+    loop: bool = False
+    allocs: int = 0
+
+
+@dataclass
+class Copy:
+    """A device-to-device copy of ``src`` into ``dst`` (same shape and dtype)."""
+    dst: Any
+    src: Any
+
+
+@dataclass
 class HostStep:
     """Host work between device work (``print``, an assert): ``fn()`` reads the device arrays
     it needs itself. A replay runs it between the graphs of the work before and after."""
@@ -93,6 +111,9 @@ class Recording:
         self.items: list = []
         self.allocations: list = []
         self.spoiled: str | None = None
+        # Whether loops keep their carried values in fixed buffers (``runtime.loop_entry``),
+        # so that a loop's iterations issue the same work (``programs.py``).
+        self.stable_loops = False
         self._thread = threading.get_ident()
         self._bytes = 0
         self._in_host_step = False
@@ -146,8 +167,18 @@ class Recording:
     def host_read(self, what: str) -> None:
         self.spoiled = what
 
-    def guard(self, array: Any, value: Any) -> None:
-        self.items.append(Guard(array, np.array(value)))
+    def guard(self, array: Any, value: Any, site: int | None = None, loop: bool = False) -> None:
+        if site is None:
+            self.items.append(Guard(array, np.array(value)))
+        else:
+            self.items.append(Branch(array, np.array(value), site, loop, len(self.allocations)))
+
+    def copy(self, dst: Any, src: Any) -> None:
+        self.items.append(Copy(dst, src))
+        self._grew()
+
+    def spoil(self, why: str) -> None:
+        self.spoiled = why
 
 
 @contextlib.contextmanager
@@ -245,6 +276,11 @@ def difference(a: Recording, b: Recording) -> str | None:
         elif isinstance(x, Guard):
             if not _same(x.array, y.array, where_a, where_b):
                 return f"step {step} (host read) reads a different buffer"
+            if getattr(x, "site", None) != getattr(y, "site", None):
+                return f"step {step} (host read) is another test"
+        elif isinstance(x, Copy):
+            if not _same((x.dst, x.src), (y.dst, y.src), where_a, where_b):
+                return f"step {step} (copy) copies different buffers"
         elif isinstance(x, LibraryCall):
             if not _same_call(x.call, y.call, where_a, where_b):
                 return f"step {step} (library call) makes a different call"
@@ -261,7 +297,7 @@ def difference(a: Recording, b: Recording) -> str | None:
 
 def _same_call(f: Callable, g: Callable, where_a: _Allocations, where_b: _Allocations) -> bool:
     code_f, code_g = getattr(f, "__code__", None), getattr(g, "__code__", None)
-    if code_f is None or code_f is not code_g:
+    if code_f is None or code_f is not code_g or f is g:
         return f is g
     cells_f = tuple(c.cell_contents for c in f.__closure__ or ())
     cells_g = tuple(c.cell_contents for c in g.__closure__ or ())
@@ -276,6 +312,8 @@ def _same(x: Any, y: Any, where_a: _Allocations, where_b: _Allocations) -> bool:
     if isinstance(x, (tuple, list)):
         return (type(x) is type(y) and len(x) == len(y)
                 and all(_same(p, q, where_a, where_b) for p, q in zip(x, y)))
+    if getattr(x, "__code__", None) is not None:   # (a function: its code and closure)
+        return _same_call(x, y, where_a, where_b)
     if isinstance(x, np.ndarray):
         return (isinstance(y, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape
                 and x.tobytes() == y.tobytes())

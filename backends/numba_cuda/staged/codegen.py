@@ -98,6 +98,10 @@ class _Codegen(SourceEmitter):
         self.kernel_names: dict[str, str] = {}  # canonical text -> kernel name
         self.kernel_sources: list[str] = []
         self.groups = 0
+        self.tests = 0   # cond/while tests so far (their sites)
+        self.loop_tests: set[int] = set()   # ids of the values while loops test
+        self.assign_log: list[str] = []     # slots in the order assigns rebind them
+        self.loops: list[tuple] = []        # open while loops (see enter_loop)
         self.messages: list[str] = []
         self.checks = any(fusible(e) and has_check(e) for e in walk_eqns(graph))
 
@@ -307,12 +311,37 @@ class _Codegen(SourceEmitter):
     # ------------------------------------------------------------------ host control flow
 
     def predicate(self, x: Value | Literal) -> str:
-        """Host code testing the boolean ``x`` (the one copy a cond or while test costs)."""
+        """Host code testing the boolean ``x`` (the one copy a cond or while test costs); the
+        test's number in the function tells replays which branch it is (``programs.py``)."""
         if isinstance(x, Literal):
             return repr(bool(x.value))
         if self.checks:   # values computed after a failed check must not steer control flow
             self.line("rt.raise_if_error(err, _MESSAGES)")
-        return f"rt.predicate({self.operand(x)})"
+        self.tests += 1
+        loop = ", loop=True" if id(x) in self.loop_tests else ""
+        return f"rt.predicate({self.operand(x)}, {self.tests}{loop})"
+
+    def enter_loop(self, carry: list[str]) -> None:
+        """Carried values, and the variables the loop assigns, get buffers of their own while
+        a replay is recorded (``runtime.loop_entry``). Which variables the body assigns is
+        known once it is written: this leaves a line for :meth:`next_iteration` to fill."""
+        self.loops.append((carry, len(self.w.lines), len(self.assign_log)))
+        self.line("")
+
+    def next_iteration(self, carry: list[str], results: list[str]) -> None:
+        carry, at, first = self.loops.pop()
+        slots = list(dict.fromkeys(self.assign_log[first:]))
+        names = carry + slots
+        if not names:
+            del self.w.lines[at]   # (loops opened after this one are closed: no index moves)
+            return
+        own = [self.fresh(f"{s}_loop") for s in slots]   # (the loop's buffers of the slots)
+        indent = self.w.lines[at]
+        self.w.lines[at] = indent + f"\n{indent}".join(
+            [f"{tuple_text(names)} = rt.loop_entry({tuple_text(names)})"]
+            + ([f"{tuple_text(own)} = {tuple_text(slots)}"] if slots else []))
+        self.line(f"{tuple_text(names)} = rt.loop_next({tuple_text(carry + own)}, "
+                  f"{tuple_text(results + slots)})")
 
 
 def group_size(eqns: Sequence[Eqn], i: int) -> int:

@@ -41,10 +41,23 @@ def _read(cg, e: Eqn) -> None:
 
 
 # Written once, for both backends, in SourceEmitter (with per-backend hooks).
-lowers("assign")(SourceEmitter.lower_assign)
 lowers("call")(SourceEmitter.lower_call)
 lowers("cond")(SourceEmitter.lower_cond)
-lowers("while")(SourceEmitter.lower_while)
+
+
+@lowers("assign")
+def _assign(cg, e: Eqn) -> None:
+    """``SourceEmitter.lower_assign``, noting the slot for the loops around it
+    (``_Codegen.next_iteration``)."""
+    cg.assign_log.append(cg.slots[e.inputs[0].uid])
+    SourceEmitter.lower_assign(cg, e)
+
+
+@lowers("while")
+def _while(cg, e: Eqn) -> None:
+    """``SourceEmitter.lower_while``, its test marked as a loop's (``runtime.predicate``)."""
+    cg.loop_tests.add(id(e.regions[0].results[0]))
+    SourceEmitter.lower_while(cg, e)
 
 
 @lowers("row_update")

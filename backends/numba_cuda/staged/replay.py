@@ -14,11 +14,15 @@ The calls of one executable go through four stages:
 
 Values the host code reads one at a time (``cond``/``while`` predicates, error flags) are the
 recording's guards: a replay whose guards read other values (another trip count, a failing
-check) is discarded and the call runs plainly, which also raises a failing check's own error;
-two such calls in a row end replaying. A call that copies whole arrays to the host (``print``,
+check) is discarded and the call runs plainly, which also raises a failing check's own error.
+Loops whose trip count varies from call to call (the two recorded calls differ, or two replays
+in a row miss) are recorded again, twice, with their carried values in buffers of their own,
+and replayed as a *program* (``programs.py``): one graph per block between two tests, one
+predicate copy after each, any number of passes through a loop; a program's misses (a branch no
+recorded call took) run plainly, and two in a row end replaying. A call that copies whole arrays to the host (``print``,
 ``py_function``, asserts), or two recorded calls that issued different work, make the
-executable run plainly from then on; ``status`` says why. Device arrays of this backend are never written in
-place once made, so an argument that is the very array copied last time needs no copy.
+executable run plainly from then on; ``status`` says why. Device arrays of this backend are
+never written in place once made, so an argument that is the very array copied last time needs no copy.
 """
 from __future__ import annotations
 
@@ -26,9 +30,9 @@ import logging
 import threading
 from typing import Any, Callable, Sequence
 
-from stagecraft.backends.numba_cuda import config, memory
+from stagecraft.backends.numba_cuda import config, memory, programs
 from stagecraft.backends.numba_cuda.graphs import NotReplayable, build
-from stagecraft.backends.numba_cuda.recording import Recording, difference, recording
+from stagecraft.backends.numba_cuda.recording import Branch, Recording, difference, recording
 
 logger = logging.getLogger("stagecraft")
 # Consecutive replays whose guards fail (each one also runs the call plainly) before an
@@ -62,6 +66,8 @@ class Replayer:
         self._results: Sequence[Any] = ()
         self._graph: Any = None
         self._misses = 0
+        self._loops = False    # whether recordings keep loops in fixed buffers (programs.py)
+        self._first_out: tuple = ()
         self._settings = _settings()
 
     @property
@@ -69,6 +75,9 @@ class Replayer:
         """Whether calls replay a CUDA graph, and if not, why."""
         if self._reason is not None:
             return f"{self._name} runs without a CUDA graph: {self._reason}"
+        if isinstance(self._graph, programs.Program):
+            return (f"{self._name} replays CUDA graphs of {self._graph.blocks} blocks "
+                    f"({self._graph.size} launches and copies), one branch read after each")
         if self._graph is not None:
             return f"{self._name} replays a CUDA graph of {self._graph.size} launches and copies"
         return f"{self._name} is recorded over its next calls ({self._calls} so far)"
@@ -88,7 +97,7 @@ class Replayer:
         if settings != self._settings:   # the recorded work would differ now: record again
             self._settings = settings
             self._graph = self._kept = self._first = None
-            self._results = ()
+            self._results = self._first_out = ()
         self._calls += 1
         if self._calls == 1:
             return self._fn(*values)
@@ -109,27 +118,58 @@ class Replayer:
             # was written back yet, and a failing check raises its own error from there.
             self._misses += 1
             if self._misses >= _MISSES:
-                self._give_up(f"its host reads differed from the recorded ones in {_MISSES} "
-                              f"calls in a row (control flow that depends on the data)")
+                self._missed()
             return self._fn(*values)
         with recording() as rec:
+            rec.stable_loops = self._loops
             out = self._fn(*staged)
         # (copied out: a result may be a staging buffer, an input returned as it is)
         if rec.spoiled is not None:
             self._give_up(rec.spoiled)
         elif self._first is None:
-            self._first = rec
+            self._first, self._first_out = rec, tuple(out)
         else:
-            first, self._first = self._first, None
-            reason = difference(first, rec)
-            try:
+            self._compile(rec, tuple(out))
+        return self._copy_out(out)
+
+    def _compile(self, rec: Recording, out: tuple) -> None:
+        """Makes the replay of the second of two recorded calls (``self._first`` the first):
+        one graph when both issued the same work, a program of graphs per block
+        (``programs.py``) when their loops ran different numbers of times."""
+        first, self._first = self._first, None
+        try:
+            if self._loops:
+                # (replay the one that took more branches: the other's are checked against it)
+                a, b = programs.build(first, self._first_out), programs.build(rec, out)
+                if len(a.edges) > len(b.edges):
+                    (a, b), rec = (b, a), first
+                reason = a.difference(b)
                 if reason is not None:
                     raise NotReplayable(f"two calls issued different device work ({reason})")
-                self._graph = build(rec)
-                self._kept, self._results = rec, tuple(out)
-            except NotReplayable as e:
-                self._give_up(str(e))
-        return self._copy_out(out)
+                self._graph, self._results = b.compile(), b.results
+            else:
+                reason = difference(first, rec)
+                if reason is not None and _has_loops(rec):
+                    self._loops = True   # (record the loops in buffers of their own)
+                    return
+                if reason is not None:
+                    raise NotReplayable(f"two calls issued different device work ({reason})")
+                self._graph, self._results = build(rec), out
+            self._kept = rec
+        except NotReplayable as e:
+            self._give_up(str(e))
+
+    def _missed(self) -> None:
+        """Replays were invalid _MISSES calls in a row: loops that ran as often in both
+        recorded calls run a varying number of times after all, so record them as a program;
+        a program's misses (a branch never recorded) end replaying."""
+        if not self._loops and _has_loops(self._kept):
+            self._loops = True
+            self._graph = self._kept = None
+            self._results, self._misses = (), 0
+            return
+        self._give_up(f"its host reads differed from the recorded ones in {_MISSES} calls in "
+                      f"a row (control flow that depends on the data)")
 
     def _stage(self, values: Sequence[Any]) -> list | None:
         """The staging buffers holding ``values`` (copying those that changed); None when a
@@ -161,8 +201,13 @@ class Replayer:
     def _give_up(self, reason: str) -> None:
         self._reason = reason
         self._graph = self._kept = self._first = self._staging = None
-        self._results, self._last = (), []
+        self._results, self._last, self._first_out = (), [], ()
         logger.info("%s", self.status)
+
+
+def _has_loops(rec: Recording | None) -> bool:
+    """Whether ``rec`` ran a ``while`` loop's test (a program may replay its varying trips)."""
+    return rec is not None and any(isinstance(i, Branch) and i.loop for i in rec.items)
 
 
 def _settings() -> tuple:

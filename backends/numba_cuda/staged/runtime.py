@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config, layout, memory
-from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, simulated
 from stagecraft.backends.numba_cuda.launcher import launch  # noqa: F401 (generated code's)
-from stagecraft.backends.numba_cuda.recording import host_step
+from stagecraft.backends.numba_cuda.recording import address, host_step
 from stagecraft.backends.runtime import format_print, write
 from stagecraft.ir.errors import InvalidArgumentError, kernel_failed
 from stagecraft.ir.dtypes import as_dtype
@@ -147,14 +147,68 @@ def kernel_shape(out: tuple) -> tuple:
     return tuple(out) or (1,)
 
 
-def predicate(x: Any) -> bool:
+def predicate(x: Any, site: int = 0, loop: bool = False) -> bool:
     """The value of a one-element boolean device array on the host: the single copy a staged
-    ``cond`` or ``while`` test makes.
+    ``cond`` or ``while`` test makes (``site`` numbers the test in its function, ``loop``
+    says it is a ``while`` loop's).
 
-    >>> predicate(memory.to_device(np.bool_(True)))
+    >>> predicate(memory.to_device(np.bool_(True)), 1, loop=True)
     True
     """
-    return bool(memory.scalar(x))
+    return bool(memory.scalar(x, site, loop))
+
+
+def _stable_loops() -> Any:
+    """The recording in progress on this thread if it keeps loops' carried values in fixed
+    buffers (``Recording.stable_loops``), else None."""
+    rec = RECORDING[0]
+    return rec if rec is not None and rec.stable_loops and rec.records_here() else None
+
+
+def loop_entry(values: tuple) -> tuple:
+    """The carried values of a ``while`` loop about to start: the values themselves, or, while
+    a replay that keeps loops in fixed buffers is recorded, copies of them into buffers of the
+    loop's own, which every iteration then rewrites (:func:`loop_next`). Each iteration then
+    issues the same work on the same buffers, so one graph of it can run any number of times
+    (``programs.py``).
+
+    >>> x = memory.to_device(np.float32([1, 2]))
+    >>> loop_entry((x,))[0] is x
+    True
+    """
+    if _stable_loops() is None:
+        return values
+    return tuple(copy(v) for v in values)
+
+
+def loop_next(carry: tuple, results: tuple) -> tuple:
+    """The carried values of a loop's next iteration: the body's ``results``, or, while a
+    replay is recorded with fixed loop buffers (:func:`loop_entry`), the loop's buffers
+    ``carry`` rewritten with them (a result that is itself one of the loop's buffers, as
+    when a body swaps two values, is copied first).
+
+    >>> x, y = memory.to_device(np.float32([1])), memory.to_device(np.float32([2]))
+    >>> loop_next((x,), (y,))[0] is y
+    True
+    """
+    rec = _stable_loops()
+    if rec is None:
+        return results
+    if any(tuple(c.shape) != tuple(r.shape) or c.dtype != r.dtype
+           for c, r in zip(carry, results)):
+        rec.spoil("a loop's carried value changes shape between iterations")
+        return results
+    spans = [(address(c), c.nbytes) for c in carry]
+    todo = []
+    for c, r in zip(carry, results):
+        where = (address(r), r.nbytes)
+        if where == (address(c), c.nbytes):
+            continue   # (the loop's own buffer, written in place or passed through)
+        overlaps = any(a < where[0] + where[1] and where[0] < a + n for a, n in spans)
+        todo.append((c, copy(r) if overlaps or not memory.contiguous(r) else r))
+    for c, r in todo:
+        memory.copy_into(c, r)
+    return carry
 
 
 def error_flag() -> Any:

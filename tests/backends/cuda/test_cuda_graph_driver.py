@@ -159,3 +159,27 @@ def test_a_print_splits_the_captured_graph(driver, capsys):
     assert capsys.readouterr().err.split() == [f"[{3 * k}]" for k in range(CALLS)]
     # two captures (before and after the print); each of the 3 replays launches both
     assert driver.calls.count("begin") == 2 and driver.calls.count("launch") == 6, driver.calls
+
+
+def test_a_program_captures_one_graph_per_block_and_reads_one_branch_after_each(driver):
+    @tf.function
+    def f(x, n):
+        i = tf.constant(0)
+        while i < n:
+            x = x * 2.0 + 1.0
+            i += 1
+        return x
+
+    # flat recordings (2, 2), misses (4, 1), program recordings (3, 5), then replays
+    trips = [2, 2, 2, 4, 1, 3, 5, 6, 0, 2]
+    with tf.device("/gpu:0"):
+        outs = [f(tf.constant([1.0]), tf.constant(n)).numpy()[0] for n in trips]
+        status = replayer(f, tf.constant([1.0]).gpu(), tf.constant(1).gpu()).status
+    assert outs == [2.0 ** (n + 1) - 1 for n in trips]
+    assert status.startswith("@f replays CUDA graphs of 3 blocks"), status
+    # one capture of the flat graph (two misses), then one per block of the program but its
+    # last (empty: the result is the loop's buffer); a replay of n trips launches n + 1
+    # graphs, each followed by one read of its branch
+    assert driver.calls.count("begin") == 3, driver.calls
+    program = driver.calls[len(driver.calls) - driver.calls[::-1].index("end"):]
+    assert program.count("launch") == program.count("read") == 7 + 1 + 3, driver.calls

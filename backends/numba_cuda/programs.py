@@ -1,0 +1,221 @@
+"""Replays of staged GPU calls whose loops run a different number of times from call to call:
+a *program* of graphs, one per block of the recorded work, driven by one predicate copy each.
+
+A recording (``recording.py``) of a call whose loops keep their carried values in buffers of
+their own (``Recording.stable_loops``, see ``runtime.loop_entry``) is cut into *blocks* at its
+branches (the ``cond``/``while`` tests, :class:`recording.Branch`): a block is the work between
+one test and the next, and what it issues depends only on the branch that led to it (the test's
+site and the value it read), because the host code between two tests runs straight through.
+Every later pass through a loop's body, entered by the same branch, must then issue exactly the
+first pass's work on the first pass's buffers:
+
+- a block's own allocations stand for the first pass's ones, position by position, and the
+  work must be the same step by step (as :func:`recording.difference` compares two calls);
+- a buffer an earlier pass allocated may not be read once a later pass has rewritten it (a
+  value carried from one pass to the next outside the loop's buffers would be): every buffer a
+  step reads is the latest pass's.
+
+The program then replays the first pass's graph of each block and follows the recorded
+branches: after each block, one copy to the host reads its guards (error flags, sizes) and its
+branch value, which picks the next block. A value never seen when recording (a branch never
+taken, a guard reading another value) ends the replay as invalid, and the call runs plainly.
+
+>>> import numpy as np
+>>> from stagecraft.backends.numba_cuda import memory, recording
+>>> from stagecraft.backends.numba_cuda.staged import runtime
+>>> from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+>>> def count_down(n):   # a host function like a generated one: while n > 0: n = n - 1
+...     (c,) = runtime.loop_entry((n,))
+...     while runtime.predicate(runtime.run("greater", [c, zero], ({}, "")), 1, loop=True):
+...         (c,) = runtime.loop_next((c,), (runtime.run("subtract", [c, one], ({}, "")),))
+...     return c
+>>> zero, one = memory.to_device(np.int32(0)), memory.to_device(np.int32(1))
+>>> n = memory.to_device(np.int32(3))
+>>> with recording.recording() as rec:
+...     rec.stable_loops = True
+...     out = count_down(n)
+>>> program = build(rec, [out]).compile()
+>>> program.blocks, sorted(program.edges.values())
+(3, [1, 1, 2])
+>>> memory.copy_into(n, memory.to_device(np.int32(7)))
+>>> program.launch(), int(memory.to_host(program.results[0]))
+(True, 0)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from stagecraft.backends.numba_cuda import graphs
+from stagecraft.backends.numba_cuda.graphs import NotReplayable
+from stagecraft.backends.numba_cuda.recording import (Branch, Guard, HostStep, Recording,
+                                                      _Allocations, _same)
+
+
+@dataclass
+class _Block:
+    """One pass through a block: the branch that led to it (``(site, value bytes)``, ``()``
+    for the call's first block), its items, the allocation steps it made, and the test that
+    ends it (None: the call's end)."""
+    entry: tuple
+    items: list
+    allocs: range
+    branch: Branch | None
+
+
+class Program:
+    """The distinct blocks of a recording and the branches between them; ``compile()``
+    makes their graphs, then ``launch()`` replays a call and says whether every block read what a recorded pass read
+    (its guards, and a branch value that was recorded); ``results`` are the buffers holding
+    the call's results after a launch. Made by :func:`build`."""
+
+    def __init__(self, blocks: list[_Block], edges: dict, results: tuple, tokens: "_Locator"):
+        self._blocks = blocks
+        self.entries = [b.entry for b in blocks]
+        self.edges = edges            # (block, branch value bytes) -> next block
+        self.results = results
+        self._tokens = tokens
+        self._graphs: list = []
+        self._widths = [b.branch.value.nbytes if b.branch else 0 for b in blocks]
+        self._expected = [b"".join(g.value.tobytes() for g in b.items
+                                   if isinstance(g, Guard) and g is not b.branch)
+                          for b in blocks]
+        self.size = sum(len(b.items) for b in blocks)
+
+    def compile(self) -> "Program":
+        """Makes the graph of each block (CUDA graphs on a GPU); returns the program."""
+        self._graphs = [graphs.graph(b.items) for b in self._blocks]
+        self.size = sum(g.size for g in self._graphs)
+        return self
+
+    @property
+    def blocks(self) -> int:
+        """How many distinct blocks (graphs) the program has."""
+        return len(self._blocks)
+
+    def launch(self) -> bool:
+        block = 0
+        while True:
+            got = self._graphs[block].read()
+            cut = len(got) - self._widths[block]
+            if got[:cut] != self._expected[block]:
+                return False
+            if not self._widths[block]:
+                return True
+            block = self.edges.get((block, got[cut:]))
+            if block is None:   # (a branch no recorded call took)
+                return False
+
+    def difference(self, other: "Program") -> str | None:
+        """The first way this program and ``other`` (of another call) differ in a block both
+        ran (None: the same work there), as ``recording.difference`` compares two calls."""
+        theirs = {e: b for e, b in zip(other.entries, other._blocks)}
+        for k, (entry, block) in enumerate(zip(self.entries, self._blocks)):
+            if entry not in theirs:
+                continue
+            reason = _differs(block.items, theirs[entry].items, self._tokens, other._tokens)
+            if reason is not None:
+                return f"block {k}: {reason}"
+        if not _same(self.results, other.results, self._tokens, other._tokens):
+            return "the results are other buffers"
+        return None
+
+
+def build(rec: Recording, results: Sequence[Any]) -> Program:
+    """The program replaying ``rec`` (recorded with ``stable_loops``), whose call returned the
+    device arrays ``results``; ``compile()`` makes its graphs. Raises NotReplayable when a later pass through a block issues
+    other work than the first, or when a step reads a buffer that a later pass of its block
+    has rewritten since."""
+    if rec.spoiled is not None:
+        raise NotReplayable(rec.spoiled)
+    if any(isinstance(i, HostStep) for i in rec.items):
+        raise NotReplayable("it prints or asserts, and its loops run a varying number of times "
+                            "(a replay found invalid then could not take the print back)")
+    passes = _blocks(rec)
+    where = _Allocations(rec.allocations)
+    first: dict[tuple, int] = {}      # entry -> the pass that is its block's first
+    canon: dict[int, int] = {}        # allocation step -> the first pass's step it stands for
+    latest: dict[int, int] = {}       # a first pass's step -> the latest pass's step
+    model = _Locator(where, canon, latest, check=False)
+    order = []                        # per pass: its first pass
+    for k, block in enumerate(passes):
+        j = first.setdefault(block.entry, k)
+        if len(block.allocs) != len(passes[j].allocs):
+            raise NotReplayable(f"a loop's passes allocate {len(passes[j].allocs)} and "
+                                f"{len(block.allocs)} buffers")
+        for own, step in zip(block.allocs, passes[j].allocs):
+            canon[own], latest[step] = step, own
+        reads = _Locator(where, canon, latest, check=True, first_pass=j == k)
+        reason = _differs(passes[j].items, block.items, model, reads)
+        if reason is not None:
+            raise NotReplayable(f"a loop's passes issue different work ({reason})")
+        order.append(j)
+    distinct = sorted(set(order))
+    index = {j: i for i, j in enumerate(distinct)}
+    edges = {(index[order[k]], block.branch.value.tobytes()): index[order[k + 1]]
+             for k, block in enumerate(passes[:-1])}
+    out = _Locator(where, canon, latest, check=True, first_pass=True)
+    if not _same(tuple(results), tuple(results), out, out) or out.stale:
+        raise NotReplayable("a result was made in a loop's later pass, not carried out of it")
+    tokens = {step: (passes[j].entry, n) for j in distinct
+              for n, step in enumerate(passes[j].allocs)}
+    return Program([passes[j] for j in distinct], edges, tuple(results),
+                   _Locator(where, tokens, {}, check=False))
+
+
+def _blocks(rec: Recording) -> list[_Block]:
+    """``rec`` cut after each of its branches."""
+    blocks, items, entry, start = [], [], (), 0
+    for item in rec.items:
+        items.append(item)
+        if isinstance(item, Branch):
+            blocks.append(_Block(entry, items, range(start, item.allocs), item))
+            entry, items, start = (item.site, item.value.tobytes()), [], item.allocs
+    blocks.append(_Block(entry, items, range(start, len(rec.allocations)), None))
+    return blocks
+
+
+class _Locator:
+    """Locates a buffer as ``recording._Allocations.locate`` does, naming an allocation by
+    ``names[step]`` (the first pass's step it stands for, or a program's token for it). With
+    ``check``, notes in ``stale`` a read of a buffer a later pass has rewritten (and, in a
+    first pass, of a later pass's buffer, which no replayed graph writes)."""
+
+    def __init__(self, where: _Allocations, names: dict, latest: dict, check: bool,
+                 first_pass: bool = False):
+        self.where, self.names, self.latest = where, names, latest
+        self.check, self.first_pass = check, first_pass
+        self.stale = False
+
+    def locate(self, array: Any) -> tuple:
+        spot = self.where.locate(array)
+        if spot[0] != "alloc":
+            return spot
+        step = spot[1]
+        name = self.names.get(step, step)
+        if self.check and (self.latest.get(name, name) != step
+                           or (self.first_pass and name != step)):
+            self.stale = True
+        return ("alloc", name) + spot[2:]
+
+
+def _fields(item: Any) -> tuple:
+    """What must agree between two passes of a step (a branch's value may differ: it picks
+    the next block; a launch's packed form follows from the rest)."""
+    if isinstance(item, Branch):
+        return (item.array, item.site)
+    return tuple(getattr(item, f) for f in item.__dataclass_fields__ if f != "prepared")
+
+
+def _differs(model: list, later: list, where_model: Any, where_later: Any) -> str | None:
+    """How a pass's items differ from its block's first pass's (None: the same work)."""
+    if len(model) != len(later):
+        return f"{len(model)} and {len(later)} launches or copies"
+    for step, (x, y) in enumerate(zip(model, later), 1):
+        kind = type(x).__name__.lower()
+        if type(x) is not type(y) or not _same(_fields(x), _fields(y), where_model, where_later):
+            return f"step {step} ({kind}) differs"
+        if getattr(where_later, "stale", False):
+            return (f"step {step} ({kind}) reads a value an earlier pass of a loop made, not "
+                    f"carried in the loop's own buffers")
+    return None

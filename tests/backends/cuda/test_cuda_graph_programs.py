@@ -1,0 +1,190 @@
+"""Programs of CUDA graphs (``programs.py``): a staged GPU function whose loops run a different
+number of times from call to call is replayed one graph per block with a predicate copy after
+each. Every call must still give what running the host code gives (checked against NumPy), the
+status must say how calls run, and work that a program cannot stand for must keep the function
+plain and say why."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.backends.numba_cuda import memory, programs
+from stagecraft.backends.numba_cuda.graphs import NotReplayable
+from stagecraft.backends.numba_cuda.recording import recording
+from stagecraft.backends.numba_cuda.staged import runtime
+
+pytestmark = pytest.mark.cuda
+
+
+def replayer(staged, *args):
+    with tf.device("/gpu:0"):
+        return staged.get_concrete_function(*args).executable.replayer
+
+
+def iterate(x: np.float32, n: int) -> np.float32:
+    for _ in range(n):
+        x = np.tanh(x) + np.float32(1.0)
+    return x
+
+
+@tf.function
+def loop(x, n):
+    i = tf.constant(0)
+    while i < n:
+        x = tf.tanh(x) + 1.0
+        i += 1
+    return x
+
+
+def test_a_loop_whose_trip_count_varies_replays_a_program_of_graphs():
+    # flat recordings at 3 and 3, two misses (5, 2), program recordings (7, 0), then replays
+    trips = [3, 3, 3, 5, 2, 7, 0, 4, 1, 6, 0, 9, 2]
+    statuses = []
+    with tf.device("/gpu:0"):
+        outs = []
+        for k, n in enumerate(trips):
+            outs.append(loop(tf.constant([0.25 * k]), tf.constant(n)).numpy()[0])
+            statuses.append(replayer(loop, tf.constant([1.0]).gpu(), tf.constant(1).gpu()).status)
+    for k, (out, n) in enumerate(zip(outs, trips)):
+        np.testing.assert_allclose(out, iterate(np.float32(0.25 * k), n), rtol=1e-6)
+    assert statuses[-1].startswith("@loop replays CUDA graphs of 3 blocks ("), statuses
+    assert statuses[-1].endswith("one branch read after each"), statuses
+
+
+def test_nested_loops_and_a_swap_of_carried_values():
+    @tf.function
+    def fib(n, m):
+        total = tf.constant(0)
+        j = tf.constant(0)
+        while j < m:
+            a, b = tf.constant(0), tf.constant(1)
+            i = tf.constant(0)
+            while i < n + j:
+                a, b = b, a + b    # (carried buffers swap: each is copied before rewriting)
+                i += 1
+            total += a
+            j += 1
+        return total
+
+    def expected(n, m):
+        def f(k):
+            a, b = 0, 1
+            for _ in range(k):
+                a, b = b, a + b
+            return a
+        return sum(f(n + j) for j in range(m))
+
+    calls = [(3, 2), (3, 2), (3, 2), (5, 1), (1, 3), (4, 3), (2, 0), (6, 2), (0, 4), (7, 1)]
+    with tf.device("/gpu:0"):
+        outs = [int(fib(tf.constant(n), tf.constant(m)).numpy()) for n, m in calls]
+        status = replayer(fib, tf.constant(1).gpu(), tf.constant(1).gpu()).status
+    assert outs == [expected(n, m) for n, m in calls]
+    assert "replays CUDA graphs of" in status, status
+
+
+def test_a_program_taking_a_branch_no_recording_took_runs_plainly():
+    @tf.function
+    def f(x, n):
+        i = tf.constant(0)
+        while i < n:
+            if tf.reduce_sum(x) > 100.0:
+                x = x - 50.0
+            else:
+                x = x * 3.0
+            i += 1
+        return x
+
+    def expected(x, n):
+        for _ in range(n):
+            x = x - 50.0 if x > 100.0 else x * 3.0
+        return x
+
+    calls = [(1.0, 2), (1.0, 2), (1.0, 2), (1.0, 4), (1.0, 1), (1.0, 3), (1.0, 2), (2.0, 5),
+             (1.0, 1), (30.0, 6)]
+    with tf.device("/gpu:0"):
+        outs = [float(f(tf.constant([x]), tf.constant(n)).numpy()[0]) for x, n in calls]
+        status = replayer(f, tf.constant([1.0]).gpu(), tf.constant(1).gpu()).status
+    np.testing.assert_allclose(outs, [expected(np.float32(x), n) for x, n in calls], rtol=1e-6)
+    assert "replays CUDA graphs of" in status, status   # (one miss, the last call)
+
+
+def test_variables_assigned_in_a_varying_loop():
+    with tf.device("/gpu:0"):
+        v = tf.Variable([1.0, 2.0])
+
+        @tf.function
+        def f(n):
+            i = tf.constant(0)
+            while i < n:
+                v.assign(v * 2.0 + 1.0)
+                i += 1
+            return v.read_value()
+
+        trips = [1, 1, 1, 2, 3, 0, 2, 1, 4]
+        outs = [f(tf.constant(n)).numpy() for n in trips]
+        status = replayer(f, tf.constant(1).gpu()).status
+    x = np.float32([1.0, 2.0])
+    for n, out in zip(trips, outs):
+        for _ in range(n):
+            x = x * np.float32(2.0) + np.float32(1.0)
+        np.testing.assert_allclose(out, x, rtol=1e-6)
+    np.testing.assert_allclose(v.numpy(), x, rtol=1e-6)
+    assert "replays CUDA graphs of" in status, status
+
+
+def test_a_carried_value_that_changes_shape_keeps_the_function_plain_and_says_why():
+    @tf.function
+    def grow(n):
+        x = tf.zeros((1,))
+        i = tf.constant(0)
+        while i < n:
+            tf.autograph.experimental.set_loop_options(shape_invariants=[(x, tf.TensorShape([None]))])
+            x = tf.concat([x, x + 1.0], 0)
+            i += 1
+        return tf.reduce_sum(x)
+
+    trips = [1, 1, 1, 2, 3, 1, 2]
+    with tf.device("/gpu:0"):
+        outs = [float(grow(tf.constant(n)).numpy()) for n in trips]
+        status = replayer(grow, tf.constant(1).gpu()).status
+    assert outs == [float(sum(bin(k).count("1") for k in range(2 ** n))) for n in trips]
+    assert status == ("@grow runs without a CUDA graph: a loop's carried value changes shape "
+                      "between iterations"), status
+
+
+def _count_down(n, escape: bool):
+    """Host code like a generated function's: ``while c > 0: c -= 1``; with ``escape``, it
+    also returns a value made in the last pass that is not a carried one."""
+    zero, one = memory.to_device(np.int32(0)), memory.to_device(np.int32(1))
+    (c,) = runtime.loop_entry((n,))
+    last = zero
+    while runtime.predicate(runtime.run("greater", [c, zero], ({}, "")), 1, loop=True):
+        last = runtime.run("multiply", [c, c], ({}, ""))
+        (c,) = runtime.loop_next((c,), (runtime.run("subtract", [c, one], ({}, "")),))
+    return (c, last) if escape else (c,)
+
+
+def test_a_value_made_in_a_later_pass_and_read_after_it_is_not_replayed():
+    n = memory.to_device(np.int32(3))
+    with recording() as rec:
+        rec.stable_loops = True
+        out = _count_down(n, escape=True)
+    with pytest.raises(NotReplayable) as info:
+        programs.build(rec, out)
+    assert str(info.value).startswith("a result was made in a loop's later pass"), info.value
+
+
+def test_programs_of_two_calls_compare_the_blocks_both_ran():
+    n = memory.to_device(np.int32(0))   # (the argument's buffer: the same in both calls)
+
+    def record(trips, scale):
+        memory.copy_into(n, memory.to_device(np.int32(trips)))
+        with recording() as rec:
+            rec.stable_loops = True
+            (c,) = _count_down(n, escape=False)
+            out = runtime.run("multiply", [c, memory.to_device(np.int32(scale))], ({}, ""))
+        return programs.build(rec, [out])
+    assert record(2, 5).difference(record(4, 5)) is None
+    assert record(2, 5).difference(record(0, 5)) is None   # (no body pass in one: not compared)
+    assert record(2, 5).difference(record(4, 6)) == "block 2: step 1 (upload) differs"
