@@ -24,7 +24,7 @@ from stagecraft.backends.numba_cuda import config, layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import cuda_module, grid, jit_source, simulated
 from stagecraft.backends.numba_cuda.launcher import Bound
-from stagecraft.backends.numba_cuda.memory import empty, scalar
+from stagecraft.backends.numba_cuda.memory import empty, scalar, to_device
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
 
@@ -186,8 +186,9 @@ class Call:
         if self.setting != (config.THREADS_PER_BLOCK, config.MAX_BLOCKS, FORCE_DEVICE_NUMPY):
             self._ready()
         checked = self.checked
-        # Only kernels with a check get a fresh flag, and only they cost a read-back.
-        err = cuda_module().to_device(np.zeros(1, np.int8)) if checked else _no_error()
+        # Only kernels with a check get a fresh flag, and only they cost a read-back (an
+        # upload a recorded call records: a replay must clear the flag again).
+        err = to_device(np.zeros(1, np.int8)) if checked else _no_error()
         self.launch(out, *inputs, *self.extra, err)
         if checked and scalar(err):
             raise _ERRORS[self.op](checked[1])

@@ -280,6 +280,20 @@ def test_recordings_compare_buffers_by_allocation_step_not_address():
     assert difference(call(x), call(other)) == "step 1 (launch) passes different arguments"
 
 
+def test_an_eager_checked_op_in_a_recorded_call_uploads_its_flag_and_can_replay():
+    from stagecraft.backends.numba_cuda.kernels.elementwise import run
+    from stagecraft.ir import dtypes as dt
+    a, b = memory.to_device(np.int32([7, -7])), memory.to_device(np.int32([2, 2]))
+    r = Replayer(lambda x, y: (run("floordiv", [x, y], dt.int32, (2,)),), "@floordiv")
+    outs = [memory.to_host(r([a, b])[0]).tolist() for _ in range(CALLS)]
+    assert outs == [[3, -4]] * CALLS
+    assert "replays" in r.status, r.status
+    with pytest.raises(ZeroDivisionError):   # (a miss: the plain run raises)
+        r([a, memory.to_device(np.int32([2, 0]))])
+    assert memory.to_host(r([a, b])[0]).tolist() == [3, -4]   # (the replay cleared the flag)
+    assert "replays" in r.status, r.status
+
+
 def test_a_data_dependent_size_is_a_guard_and_its_kernel_stays_in_bounds():
     @tf.function
     def positives(x):
