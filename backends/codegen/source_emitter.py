@@ -91,12 +91,13 @@ class SourceEmitter(abc.ABC):
     def lower_cond(self, e: Eqn) -> None:
         """``cond``: an ``if``/``else`` with both branches inlined, on :meth:`predicate`."""
         outs = [self.fresh(o.hint or "r") for o in e.outputs]
+        self.enter_cond(e, outs)
         test = self.predicate(e.inputs[0])
         for branch, header in zip(e.regions, (f"if {test}:", "else:")):
             with self.w.block(header):
                 results = self.emit_region(branch, e.inputs[1:])
-                for name, r in zip(outs, results):
-                    self.line(f"{name} = {r}")
+                self.exit_branch(outs, results)
+        self.join_cond()
         for o, name in zip(e.outputs, outs):
             self.env[o.uid] = name
 
@@ -160,6 +161,17 @@ class SourceEmitter(abc.ABC):
         self.assigned[slot] = None
 
     # Hooks of the shared lowerings, one per backend.
+
+    def enter_cond(self, e: Eqn, outs: list[str]) -> None:
+        """Code before a ``cond`` whose results the locals ``outs`` take."""
+
+    def exit_branch(self, outs: list[str], results: list[str]) -> None:
+        """Code ending a ``cond`` branch: the result locals take the branch's results."""
+        for name, r in zip(outs, results):
+            self.line(f"{name} = {r}")
+
+    def join_cond(self) -> None:
+        """Code after a ``cond``'s two branches."""
 
     def enter_loop(self, carry: list[str]) -> None:
         """Code before a ``while`` loop whose carried values are the locals ``carry``."""

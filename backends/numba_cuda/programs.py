@@ -1,24 +1,29 @@
-"""Replays of staged GPU calls whose loops run a different number of times from call to call:
-a *program* of graphs, one per block of the recorded work, driven by one predicate copy each.
+"""Replays of staged GPU calls whose control flow varies from call to call (loops that run a
+different number of times, conds that take the other branch): a *program* of graphs, one per
+block of the recorded work, driven by one predicate copy per test.
 
-A recording (``recording.py``) of a call whose loops keep their carried values in buffers of
-their own (``Recording.stable_loops``, see ``runtime.loop_entry``) is cut into *blocks* at its
-branches (the ``cond``/``while`` tests, :class:`recording.Branch`): a block is the work between
-one test and the next, and what it issues depends only on the branch that led to it (the test's
-site and the value it read), because the host code between two tests runs straight through.
-Every later pass through a loop's body, entered by the same branch, must then issue exactly the
-first pass's work on the first pass's buffers:
+A recording (``recording.py``) made with ``Recording.stable_blocks`` keeps every value that
+flows out of a ``while`` loop or a ``cond`` in buffers of its own (``runtime.loop_entry``,
+``loop_next``, ``cond_entry``, ``branch_exit``): a loop's carried values and the variables it
+assigns, a cond's results and the variables its branches assign. It is cut into *blocks* after
+each test (:class:`recording.Branch`) and at the end of each cond (:class:`recording.Join`). A
+block's work depends only on how it was entered (the test's site and the value read, or the
+cond it follows), because the host code between two cuts runs straight through; and the values
+it reads from other blocks are in fixed buffers or made by a block on every path to it. Every
+later pass through a block, entered the same way, must then issue exactly the first pass's
+work on the first pass's buffers:
 
 - a block's own allocations stand for the first pass's ones, position by position, and the
   work must be the same step by step (as :func:`recording.difference` compares two calls);
 - a buffer an earlier pass allocated may not be read once a later pass has rewritten it (a
-  value carried from one pass to the next outside the loop's buffers would be): every buffer a
-  step reads is the latest pass's.
+  value carried from one pass to the next outside the loop's buffers would be), and a first
+  pass may not read a later pass's buffer: every buffer a step reads is the latest pass's.
 
-The program then replays the first pass's graph of each block and follows the recorded
-branches: after each block, one copy to the host reads its guards (error flags, sizes) and its
-branch value, which picks the next block. A value never seen when recording (a branch never
-taken, a guard reading another value) ends the replay as invalid, and the call runs plainly.
+The program then replays the first pass's graph of each block and follows the recorded edges:
+after a block that ends in a test, one copy to the host reads its guards (error flags, sizes)
+and its branch value, which picks the next block; a block that ends a cond goes on without a
+read. A value no recorded call read (a branch never taken, a guard reading another value)
+ends the replay as invalid, and the call runs plainly.
 
 >>> import numpy as np
 >>> from stagecraft.backends.numba_cuda import memory, recording
@@ -32,7 +37,7 @@ taken, a guard reading another value) ends the replay as invalid, and the call r
 >>> zero, one = memory.to_device(np.int32(0)), memory.to_device(np.int32(1))
 >>> n = memory.to_device(np.int32(3))
 >>> with recording.recording() as rec:
-...     rec.stable_loops = True
+...     rec.stable_blocks = True
 ...     out = count_down(n)
 >>> program = build(rec, [out]).compile()
 >>> program.blocks, sorted(program.edges.values())
@@ -48,19 +53,23 @@ from typing import Any, Sequence
 
 from stagecraft.backends.numba_cuda import graphs
 from stagecraft.backends.numba_cuda.graphs import NotReplayable
-from stagecraft.backends.numba_cuda.recording import (Branch, Guard, HostStep, Recording,
-                                                      _Allocations, _same)
+from stagecraft.backends.numba_cuda.recording import (Branch, Guard, HostStep, Join,
+                                                      Recording, _Allocations, _same)
 
 
 @dataclass
 class _Block:
-    """One pass through a block: the branch that led to it (``(site, value bytes)``, ``()``
-    for the call's first block), its items, the allocation steps it made, and the test that
-    ends it (None: the call's end)."""
+    """One pass through a block: how it was entered (``(site, value bytes)`` after a test,
+    ``("join", site)`` after a cond, ``()`` for the call's first block), its items, the
+    allocation steps it made, and the Branch or Join that ends it (None: the call's end)."""
     entry: tuple
     items: list
     allocs: range
-    branch: Branch | None
+    end: Branch | Join | None
+
+    @property
+    def branch(self) -> Branch | None:
+        return self.end if isinstance(self.end, Branch) else None
 
 
 class Program:
@@ -77,6 +86,7 @@ class Program:
         self._tokens = tokens
         self._graphs: list = []
         self._widths = [b.branch.value.nbytes if b.branch else 0 for b in blocks]
+        self._ends = [b.end is not None for b in blocks]
         self._expected = [b"".join(g.value.tobytes() for g in b.items
                                    if isinstance(g, Guard) and g is not b.branch)
                           for b in blocks]
@@ -84,7 +94,8 @@ class Program:
 
     def compile(self) -> "Program":
         """Makes the graph of each block (CUDA graphs on a GPU); returns the program."""
-        self._graphs = [graphs.graph(b.items) for b in self._blocks]
+        self._graphs = [graphs.graph([i for i in b.items if not isinstance(i, Join)])
+                        for b in self._blocks]
         self.size = sum(g.size for g in self._graphs)
         return self
 
@@ -100,9 +111,9 @@ class Program:
             cut = len(got) - self._widths[block]
             if got[:cut] != self._expected[block]:
                 return False
-            if not self._widths[block]:
+            if not self._ends[block]:
                 return True
-            block = self.edges.get((block, got[cut:]))
+            block = self.edges.get((block, got[cut:]))   # (b"" after a cond)
             if block is None:   # (a branch no recorded call took)
                 return False
 
@@ -122,7 +133,7 @@ class Program:
 
 
 def build(rec: Recording, results: Sequence[Any]) -> Program:
-    """The program replaying ``rec`` (recorded with ``stable_loops``), whose call returned the
+    """The program replaying ``rec`` (recorded with ``stable_blocks``), whose call returned the
     device arrays ``results``; ``compile()`` makes its graphs. Raises NotReplayable when a later pass through a block issues
     other work than the first, or when a step reads a buffer that a later pass of its block
     has rewritten since."""
@@ -152,8 +163,8 @@ def build(rec: Recording, results: Sequence[Any]) -> Program:
         order.append(j)
     distinct = sorted(set(order))
     index = {j: i for i, j in enumerate(distinct)}
-    edges = {(index[order[k]], block.branch.value.tobytes()): index[order[k + 1]]
-             for k, block in enumerate(passes[:-1])}
+    edges = {(index[order[k]], block.branch.value.tobytes() if block.branch else b""):
+             index[order[k + 1]] for k, block in enumerate(passes[:-1])}
     out = _Locator(where, canon, latest, check=True, first_pass=True)
     if not _same(tuple(results), tuple(results), out, out) or out.stale:
         raise NotReplayable("a result was made in a loop's later pass, not carried out of it")
@@ -164,13 +175,15 @@ def build(rec: Recording, results: Sequence[Any]) -> Program:
 
 
 def _blocks(rec: Recording) -> list[_Block]:
-    """``rec`` cut after each of its branches."""
+    """``rec`` cut after each of its branches and joins."""
     blocks, items, entry, start = [], [], (), 0
     for item in rec.items:
         items.append(item)
-        if isinstance(item, Branch):
+        if isinstance(item, (Branch, Join)):
             blocks.append(_Block(entry, items, range(start, item.allocs), item))
-            entry, items, start = (item.site, item.value.tobytes()), [], item.allocs
+            entry = ((item.site, item.value.tobytes()) if isinstance(item, Branch)
+                     else ("join", item.site))
+            items, start = [], item.allocs
     blocks.append(_Block(entry, items, range(start, len(rec.allocations)), None))
     return blocks
 
@@ -204,6 +217,8 @@ def _fields(item: Any) -> tuple:
     the next block; a launch's packed form follows from the rest)."""
     if isinstance(item, Branch):
         return (item.array, item.site)
+    if isinstance(item, Join):
+        return (item.site,)
     return tuple(getattr(item, f) for f in item.__dataclass_fields__ if f != "prepared")
 
 

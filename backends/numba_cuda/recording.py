@@ -83,6 +83,14 @@ class Branch(Guard):
 
 
 @dataclass
+class Join:
+    """The end of a ``cond``: the code after it is one block of ``programs.py`` whichever
+    branch ran (``site`` numbers the ``cond`` in its function, ``allocs`` as in Branch)."""
+    site: int
+    allocs: int
+
+
+@dataclass
 class Copy:
     """A device-to-device copy of ``src`` into ``dst`` (same shape and dtype)."""
     dst: Any
@@ -111,9 +119,10 @@ class Recording:
         self.items: list = []
         self.allocations: list = []
         self.spoiled: str | None = None
-        # Whether loops keep their carried values in fixed buffers (``runtime.loop_entry``),
-        # so that a loop's iterations issue the same work (``programs.py``).
-        self.stable_loops = False
+        # Whether loops and conds keep the values that flow out of them in fixed buffers
+        # (``runtime.loop_entry``, ``cond_entry``), so that every pass through a block issues
+        # the same work on the same buffers, whichever path led there (``programs.py``).
+        self.stable_blocks = False
         self._thread = threading.get_ident()
         self._bytes = 0
         self._in_host_step = False
@@ -172,6 +181,9 @@ class Recording:
             self.items.append(Guard(array, np.array(value)))
         else:
             self.items.append(Branch(array, np.array(value), site, loop, len(self.allocations)))
+
+    def join(self, site: int) -> None:
+        self.items.append(Join(site, len(self.allocations)))
 
     def copy(self, dst: Any, src: Any) -> None:
         self.items.append(Copy(dst, src))

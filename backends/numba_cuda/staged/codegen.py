@@ -102,6 +102,7 @@ class _Codegen(SourceEmitter):
         self.loop_tests: set[int] = set()   # ids of the values while loops test
         self.assign_log: list[str] = []     # slots in the order assigns rebind them
         self.loops: list[tuple] = []        # open while loops (see enter_loop)
+        self.conds: list[tuple] = []        # open conds (see enter_cond)
         self.messages: list[str] = []
         self.checks = any(fusible(e) and has_check(e) for e in walk_eqns(graph))
 
@@ -320,6 +321,36 @@ class _Codegen(SourceEmitter):
         self.tests += 1
         loop = ", loop=True" if id(x) in self.loop_tests else ""
         return f"rt.predicate({self.operand(x)}, {self.tests}{loop})"
+
+    def enter_cond(self, e: Eqn, outs: list[str]) -> None:
+        """A ``cond``'s results, and the variables its branches assign, get buffers of their
+        own while a replay is recorded (``runtime.cond_entry``), which both branches fill, so
+        the code after it reads the same buffers whichever branch ran; ``runtime.join`` then
+        ends the recorded block (``programs.py``). Lines left here are filled in
+        :meth:`join_cond`, once both branches are written."""
+        specs = [(o.type.shape, half.storage_name(o.type.dtype)) for o in e.outputs]
+        self.conds.append((specs, outs, len(self.w.lines), len(self.assign_log), []))
+        self.line("")
+
+    def exit_branch(self, outs: list[str], results: list[str]) -> None:
+        self.conds[-1][4].append((len(self.w.lines), list(results)))
+        self.line("")
+
+    def join_cond(self) -> None:
+        specs, outs, at, first, exits = self.conds.pop()
+        slots = list(dict.fromkeys(self.assign_log[first:]))
+        names, lines = outs + slots, self.w.lines
+        own = [self.fresh(f"{n}_join") for n in names]
+        for where, results in exits:
+            lines[where] += (f"{tuple_text(names)} = rt.branch_exit({tuple_text(own)}, "
+                             f"{tuple_text(results + slots)})" if names else "pass")
+        if names:
+            lines[at] += (f"{tuple_text(own)} = rt.cond_entry({tuple_text(specs)}, "
+                          f"{tuple_text(slots)})")
+        else:
+            del lines[at]   # (conds opened after this one are closed: no index moves)
+        self.tests += 1
+        self.line(f"rt.join({self.tests})")
 
     def enter_loop(self, carry: list[str]) -> None:
         """Carried values, and the variables the loop assigns, get buffers of their own while

@@ -121,7 +121,7 @@ class Replayer:
                 self._missed()
             return self._fn(*values)
         with recording() as rec:
-            rec.stable_loops = self._loops
+            rec.stable_blocks = self._loops
             out = self._fn(*staged)
         # (copied out: a result may be a staging buffer, an input returned as it is)
         if rec.spoiled is not None:

@@ -158,11 +158,11 @@ def predicate(x: Any, site: int = 0, loop: bool = False) -> bool:
     return bool(memory.scalar(x, site, loop))
 
 
-def _stable_loops() -> Any:
+def _stable_blocks() -> Any:
     """The recording in progress on this thread if it keeps loops' carried values in fixed
-    buffers (``Recording.stable_loops``), else None."""
+    buffers (``Recording.stable_blocks``), else None."""
     rec = RECORDING[0]
-    return rec if rec is not None and rec.stable_loops and rec.records_here() else None
+    return rec if rec is not None and rec.stable_blocks and rec.records_here() else None
 
 
 def loop_entry(values: tuple) -> tuple:
@@ -176,9 +176,60 @@ def loop_entry(values: tuple) -> tuple:
     >>> loop_entry((x,))[0] is x
     True
     """
-    if _stable_loops() is None:
+    if _stable_blocks() is None:
         return values
     return tuple(copy(v) for v in values)
+
+
+def cond_entry(specs: tuple, slots: tuple) -> tuple:
+    """Before a ``cond``: while a replay that keeps control flow in fixed buffers is recorded
+    (:func:`loop_entry`), new buffers for its results (``specs``: ``(shape, dtype)`` each) and
+    for the variables its branches assign (``slots``: their current buffers), which
+    :func:`branch_exit` fills; otherwise Nones. A result whose shape is known only at run time
+    ends the recording's replay.
+
+    >>> cond_entry((((2,), "float32"),), ())
+    (None,)
+    """
+    rec = _stable_blocks()
+    if rec is None:
+        return (None,) * (len(specs) + len(slots))
+    if any(shape is None or None in shape for shape, _ in specs):
+        rec.spoil("a cond's result has a shape known only at run time")
+        return (None,) * (len(specs) + len(slots))
+    return (tuple(memory.empty(shape, dtype) for shape, dtype in specs)
+            + tuple(memory.empty(s.shape, s.dtype) for s in slots))
+
+
+def branch_exit(own: tuple, results: tuple) -> tuple:
+    """The values a ``cond`` ends with: its branch's ``results``, or, while recording with
+    the buffers of :func:`cond_entry` (``own``), those buffers filled with them.
+
+    >>> x = memory.to_device(np.float32([1]))
+    >>> branch_exit((None,), (x,))[0] is x
+    True
+    """
+    rec = _stable_blocks()
+    if rec is None or any(o is None for o in own):
+        return results
+    if any(tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype
+           for o, r in zip(own, results)):
+        rec.spoil("a cond's branches give values of different shapes")
+        return results
+    for o, r in zip(own, results):
+        memory.copy_into(o, r if memory.contiguous(r) else copy(r))
+    return own
+
+
+def join(site: int) -> None:
+    """After a ``cond``'s branches: while recording with fixed buffers, the end of the
+    recorded block (the code after a ``cond`` is one block whichever branch ran).
+
+    >>> join(3)
+    """
+    rec = _stable_blocks()
+    if rec is not None:
+        rec.join(site)
 
 
 def loop_next(carry: tuple, results: tuple) -> tuple:
@@ -191,7 +242,7 @@ def loop_next(carry: tuple, results: tuple) -> tuple:
     >>> loop_next((x,), (y,))[0] is y
     True
     """
-    rec = _stable_loops()
+    rec = _stable_blocks()
     if rec is None:
         return results
     if any(tuple(c.shape) != tuple(r.shape) or c.dtype != r.dtype
