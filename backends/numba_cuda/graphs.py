@@ -89,10 +89,9 @@ class SimulatedGraph:
     """The recorded work issued again, in order, through the simulator."""
 
     def __init__(self, items: list):
-        self.items = [i for i in items if not isinstance(i, Guard)]
-        self.guards = [i for i in items if isinstance(i, Guard)]
-        self.size = len(self.items)
-        self.expected = b"".join(g.value.tobytes() for g in self.guards)
+        self.items = items
+        self.size = sum(not isinstance(i, Guard) for i in items)
+        self.expected = b"".join(g.value.tobytes() for g in items if isinstance(g, Guard))
 
     def launch(self) -> bool:
         """Replays the work; False when a guard reads another value than when recorded (the
@@ -100,9 +99,13 @@ class SimulatedGraph:
         return self.read() == self.expected
 
     def read(self) -> bytes:
-        """Replays the work and returns the bytes its guards read, in order."""
+        """Replays the work and returns the bytes its guards read, each where the host code
+        read it (a later step may rewrite the buffer: a loop's own buffers are)."""
+        read = []
         for item in self.items:
-            if isinstance(item, Launch):
+            if isinstance(item, Guard):
+                read.append(np.asarray(item.array.copy_to_host()).reshape(()).tobytes())
+            elif isinstance(item, Launch):
                 launcher.launch_now(item.kernel, item.dims, item.args)
             elif isinstance(item, LibraryCall):
                 item.call(0)
@@ -111,8 +114,7 @@ class SimulatedGraph:
                     item.dst.copy_to_device(item.src)
             else:
                 item.device.copy_to_device(item.host)
-        return b"".join(np.asarray(g.array.copy_to_host()).reshape(()).tobytes()
-                        for g in self.guards)
+        return b"".join(read)
 
 
 class DriverGraph:
@@ -124,8 +126,8 @@ class DriverGraph:
         guards = [i for i in items if isinstance(i, Guard)]
         self.size = len(items) - len(guards)
         self._sources = []   # device copies of the uploads' host bytes, read by the graph
-        # Every guard's bytes are copied into one buffer at the end of the graph, so that one
-        # device-to-host copy after a launch checks them all.
+        # Every guard's bytes are copied into one buffer, each at its place in the graph, so
+        # that one device-to-host copy after a launch checks them all.
         self.expected = b"".join(g.value.tobytes() for g in guards)
         self._summary = memory.empty((len(self.expected),), np.uint8) if guards else None
         self._host = np.empty(len(self.expected), np.uint8)
@@ -146,8 +148,14 @@ class DriverGraph:
         _check(driver.cuStreamBeginCapture(
             stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED))
         try:
+            at = 0   # (each guard's bytes are copied where the host code read them)
             for item in items:
-                if isinstance(item, Launch):
+                if isinstance(item, Guard):
+                    _check(driver.cuMemcpyDtoDAsync(_pointer(self._summary) + at,
+                                                    _pointer(item.array), item.value.nbytes,
+                                                    handle))
+                    at += item.value.nbytes
+                elif isinstance(item, Launch):
                     launcher.enqueue(item.prepared, core_stream)
                 elif isinstance(item, LibraryCall):
                     item.call(handle)
@@ -158,11 +166,6 @@ class DriverGraph:
                     _check(driver.cuMemcpyDtoDAsync(_pointer(item.device),
                                                     _pointer(sources[id(item)]),
                                                     item.host.nbytes, handle))
-            at = 0
-            for g in guards:
-                _check(driver.cuMemcpyDtoDAsync(_pointer(self._summary) + at, _pointer(g.array),
-                                                g.value.nbytes, handle))
-                at += g.value.nbytes
         except BaseException:
             driver.cuStreamEndCapture(stream)   # (ends the capture; its partial graph is dropped)
             raise

@@ -183,3 +183,23 @@ def test_a_program_captures_one_graph_per_block_and_reads_one_branch_after_each(
     assert driver.calls.count("begin") == 3, driver.calls
     program = driver.calls[len(driver.calls) - driver.calls[::-1].index("end"):]
     assert program.count("launch") == program.count("read") == 7 + 1 + 3, driver.calls
+
+
+def test_a_captured_guard_copies_the_value_where_it_was_read(driver):
+    # x[k] reads k (a guard) from the loop's own buffer, which the pass then rewrites: the
+    # graph must copy the guard's bytes before that, not after the last step
+    @tf.function
+    def f(x, k, n):
+        acc, i = tf.constant(0.0), tf.constant(0)
+        while i < n:
+            acc = acc + x[k]
+            k = tf.maximum(k, 2)
+            i += 1
+        return acc
+
+    x = np.float32([10, 20, 30, 40])
+    calls = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 2), (2, 3), (0, 3), (1, 2)]
+    with tf.device("/gpu:0"):
+        outs = [float(f(tf.constant(x), tf.constant(k), tf.constant(n)).numpy())
+                for k, n in calls]
+    assert outs == [float(x[k] + x[2] * (n - 1)) for k, n in calls]
