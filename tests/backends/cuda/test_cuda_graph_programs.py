@@ -168,7 +168,7 @@ def _count_down(n, escape: bool):
 def test_a_value_made_in_a_later_pass_and_read_after_it_is_not_replayed():
     n = memory.to_device(np.int32(3))
     with recording() as rec:
-        rec.stable_loops = True
+        rec.stable_blocks = True
         out = _count_down(n, escape=True)
     with pytest.raises(NotReplayable) as info:
         programs.build(rec, out)
@@ -181,10 +181,72 @@ def test_programs_of_two_calls_compare_the_blocks_both_ran():
     def record(trips, scale):
         memory.copy_into(n, memory.to_device(np.int32(trips)))
         with recording() as rec:
-            rec.stable_loops = True
+            rec.stable_blocks = True
             (c,) = _count_down(n, escape=False)
             out = runtime.run("multiply", [c, memory.to_device(np.int32(scale))], ({}, ""))
         return programs.build(rec, [out])
     assert record(2, 5).difference(record(4, 5)) is None
     assert record(2, 5).difference(record(0, 5)) is None   # (no body pass in one: not compared)
     assert record(2, 5).difference(record(4, 6)) == "block 2: step 1 (upload) differs"
+
+
+def test_a_value_bound_in_a_cond_two_tests_before_its_use_is_read_from_the_branch_taken():
+    # r is made in either arm of the first cond; the third cond's arms read it. A replay may
+    # pass (first cond False) -> (second cond) -> (third cond True), a path no recorded pass
+    # took, though each of its edges was recorded: the third cond's block must then read the
+    # False arm's r, not the buffer the recorded True arm wrote.
+    @tf.function
+    def f(pb, sb, n):
+        acc, v, i = tf.constant(0.0), tf.constant(1.0), tf.constant(0)
+        while i < n:
+            if pb % 2 == 1:
+                r = v * 2.0
+            else:
+                r = v * 3.0
+            if pb > -100:   # (always True: a test between the make and the use)
+                q = tf.constant(1.0)
+            else:
+                q = tf.constant(2.0)
+            if sb % 2 == 1:
+                acc = acc + r * q
+            else:
+                acc = acc - r * q
+            pb, sb, i = pb // 2, sb // 2, i + 1
+        return acc
+
+    def expected(pb, sb, n):
+        acc = 0.0
+        for k in range(n):
+            r = 2.0 if (pb >> k) & 1 else 3.0
+            acc = acc + r if (sb >> k) & 1 else acc - r
+        return acc
+
+    # (bit k of pb / sb: the first / third test's value in pass k); recorded as a program
+    # on the 4th and 5th calls, replayed from the 6th
+    calls = [(3, 3, 2), (1, 1, 1), (1, 1, 2), (0b101, 0b101, 3), (0b101, 0b101, 3),
+             (0b10, 0b11, 2), (0b0, 0b1, 1)]
+    with tf.device("/gpu:0"):
+        outs = [float(f(tf.constant(p), tf.constant(s), tf.constant(n)).numpy())
+                for p, s, n in calls]
+    assert outs == [expected(p, s, n) for p, s, n in calls]
+
+
+def test_a_host_read_of_a_carried_value_checks_the_value_it_read_not_the_next_ones():
+    # x[k] reads k on the host (a guard on the loop's buffer of k), which the pass then
+    # rewrites (loop_next). Recorded with k == 2 throughout; a replay starting at k == 0 must
+    # not pass as valid because the buffer holds 2 again when the block's guards are read.
+    @tf.function
+    def f(x, k, n):
+        acc, i = tf.constant(0.0), tf.constant(0)
+        while i < n:
+            acc = acc + x[k]
+            k = tf.maximum(k, 2)
+            i += 1
+        return acc
+
+    x = np.float32([10, 20, 30, 40])
+    calls = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 2), (0, 3), (1, 2)]
+    with tf.device("/gpu:0"):
+        outs = [float(f(tf.constant(x), tf.constant(k), tf.constant(n)).numpy())
+                for k, n in calls]
+    assert outs == [float(x[k] + x[2] * (n - 1)) for k, n in calls]
