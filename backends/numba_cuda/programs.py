@@ -15,11 +15,14 @@ work on the first pass's buffers:
 
 - a block's own allocations stand for the first pass's ones, position by position, and the
   work must be the same step by step (as :func:`recording.difference` compares two calls);
-- a buffer an earlier pass allocated may not be read once a later pass has rewritten it (a
-  value carried from one pass to the next outside the loop's buffers would be), and a first
-  pass may not read a later pass's buffer: every buffer a step reads is the latest pass's.
+- a step may read a value made in another block only if that block's loop passes and cond
+  branches enclose its own (:func:`_visible`): a value made in one loop pass and read in the
+  next, or made in a loop and read after it, is not carried in fixed buffers, and whichever
+  value a replay's path made would be another than the recorded one.
 
-The program then replays the first pass's graph of each block and follows the recorded edges:
+The program then replays the first pass's graph of each block, its buffers of later passes
+redirected to the first pass's ones (:class:`_Redirect`: a cond branch first taken in a loop's
+second pass reads that pass's values), and follows the recorded edges:
 after a block that ends in a test, one copy to the host reads its guards (error flags, sizes)
 and its branch value, which picks the next block; a block that ends a cond goes on without a
 read. A value no recorded call read (a branch never taken, a guard reading another value)
@@ -48,13 +51,17 @@ ends the replay as invalid, and the call runs plainly.
 """
 from __future__ import annotations
 
+import dataclasses
+import types
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from stagecraft.backends.numba_cuda import graphs
+from stagecraft.backends.numba_cuda import graphs, launcher, memory
 from stagecraft.backends.numba_cuda.graphs import NotReplayable
-from stagecraft.backends.numba_cuda.recording import (Branch, Guard, HostStep, Join,
-                                                      Recording, _Allocations, _same)
+from stagecraft.backends.numba_cuda.memory import is_device_array
+from stagecraft.backends.numba_cuda.recording import (Branch, Copy, Guard, HostStep, Join,
+                                                      LibraryCall, Launch, Recording, Upload,
+                                                      _Allocations, _same)
 
 
 @dataclass
@@ -66,6 +73,7 @@ class _Block:
     items: list
     allocs: range
     end: Branch | Join | None
+    scope: tuple = ()   # the loop passes and cond branches it runs in (see _blocks)
 
     @property
     def branch(self) -> Branch | None:
@@ -134,9 +142,9 @@ class Program:
 
 def build(rec: Recording, results: Sequence[Any]) -> Program:
     """The program replaying ``rec`` (recorded with ``stable_blocks``), whose call returned the
-    device arrays ``results``; ``compile()`` makes its graphs. Raises NotReplayable when a later pass through a block issues
-    other work than the first, or when a step reads a buffer that a later pass of its block
-    has rewritten since."""
+    device arrays ``results``; ``compile()`` makes its graphs. Raises NotReplayable when a
+    later pass through a block issues other work than the first, or when a step reads a
+    value made outside the loop passes and cond branches it runs in (see :func:`_blocks`)."""
     if rec.spoiled is not None:
         raise NotReplayable(rec.spoiled)
     if any(isinstance(i, HostStep) for i in rec.items):
@@ -144,72 +152,160 @@ def build(rec: Recording, results: Sequence[Any]) -> Program:
                             "(a replay found invalid then could not take the print back)")
     passes = _blocks(rec)
     where = _Allocations(rec.allocations)
+    made_in = {step: k for k, b in enumerate(passes) for step in b.allocs}
     first: dict[tuple, int] = {}      # entry -> the pass that is its block's first
     canon: dict[int, int] = {}        # allocation step -> the first pass's step it stands for
-    latest: dict[int, int] = {}       # a first pass's step -> the latest pass's step
-    model = _Locator(where, canon, latest, check=False)
+    model = _Locator(where, canon)
     order = []                        # per pass: its first pass
     for k, block in enumerate(passes):
         j = first.setdefault(block.entry, k)
         if len(block.allocs) != len(passes[j].allocs):
             raise NotReplayable(f"a loop's passes allocate {len(passes[j].allocs)} and "
                                 f"{len(block.allocs)} buffers")
-        for own, step in zip(block.allocs, passes[j].allocs):
-            canon[own], latest[step] = step, own
-        reads = _Locator(where, canon, latest, check=True, first_pass=j == k)
+        canon.update(zip(block.allocs, passes[j].allocs))
+        reads = _Locator(where, canon, lambda step, k=k: _visible(passes, made_in, step, k))
         reason = _differs(passes[j].items, block.items, model, reads)
         if reason is not None:
             raise NotReplayable(f"a loop's passes issue different work ({reason})")
         order.append(j)
+    out = _Locator(where, canon, lambda step: _visible(passes, made_in, step, len(passes) - 1))
+    if not _same(tuple(results), tuple(results), out, out) or out.stale:
+        raise NotReplayable("a result was made in a loop pass or cond branch, not carried out "
+                            "of it")
     distinct = sorted(set(order))
     index = {j: i for i, j in enumerate(distinct)}
     edges = {(index[order[k]], block.branch.value.tobytes() if block.branch else b""):
              index[order[k + 1]] for k, block in enumerate(passes[:-1])}
-    out = _Locator(where, canon, latest, check=True, first_pass=True)
-    if not _same(tuple(results), tuple(results), out, out) or out.stale:
-        raise NotReplayable("a result was made in a loop's later pass, not carried out of it")
-    tokens = {step: (passes[j].entry, n) for j in distinct
-              for n, step in enumerate(passes[j].allocs)}
-    return Program([passes[j] for j in distinct], edges, tuple(results),
-                   _Locator(where, tokens, {}, check=False))
+    redirect = _Redirect(where, canon, rec.allocations)
+    blocks = []
+    for j in distinct:
+        items = [redirect.item(i) for i in passes[j].items]
+        blocks.append(dataclasses.replace(passes[j], items=items, end=passes[j].end and items[-1]))
+    names = {step: (passes[j].entry, n) for j in distinct
+             for n, step in enumerate(passes[j].allocs)}
+    tokens = {step: names[first_step] for step, first_step in canon.items()}
+    return Program(blocks, edges, redirect.walk(tuple(results)), _Locator(where, tokens))
+
+
+def _visible(passes: list, made_in: dict, step: int, k: int) -> bool:
+    """Whether pass ``k`` may read allocation ``step``: made by itself, or by a pass whose
+    loop passes and cond branches all enclose pass ``k`` (its scope is a prefix of ``k``'s),
+    so that whichever path a replay takes to pass ``k``, that pass ran just before in the
+    same loop pass and branch. (A value a loop's body makes and the code after the loop reads
+    would not be: with no trip, the code after the loop reads another.)"""
+    d = made_in.get(step, k)
+    scope = passes[d].scope
+    return d == k or passes[k].scope[:len(scope)] == scope
 
 
 def _blocks(rec: Recording) -> list[_Block]:
-    """``rec`` cut after each of its branches and joins."""
+    """``rec`` cut after each of its branches and joins, each block with its *scope*: the
+    loop passes and cond branches it runs in, outermost first, each a number of its own
+    (a loop test that reads True starts the loop's next pass; a cond test starts a branch,
+    which its Join ends)."""
     blocks, items, entry, start = [], [], (), 0
+    scope: list[tuple] = []   # (site, loop, number)
     for item in rec.items:
         items.append(item)
-        if isinstance(item, (Branch, Join)):
-            blocks.append(_Block(entry, items, range(start, item.allocs), item))
-            entry = ((item.site, item.value.tobytes()) if isinstance(item, Branch)
-                     else ("join", item.site))
-            items, start = [], item.allocs
-    blocks.append(_Block(entry, items, range(start, len(rec.allocations)), None))
+        if not isinstance(item, (Branch, Join)):
+            continue
+        blocks.append(_Block(entry, items, range(start, item.allocs), item, tuple(scope)))
+        if isinstance(item, Join):
+            if not scope or scope[-1][1]:
+                raise NotReplayable("its recorded conds and loops do not nest (a join without "
+                                    "its cond)")
+            scope.pop()
+            entry = ("join", item.site)
+        else:
+            if item.loop and scope and scope[-1][:2] == (item.site, True):
+                scope.pop()   # (the end of a loop pass)
+            if not item.loop or item.value.any():
+                scope.append((item.site, item.loop, len(blocks)))
+            entry = (item.site, item.value.tobytes())
+        items, start = [], item.allocs
+    blocks.append(_Block(entry, items, range(start, len(rec.allocations)), None, tuple(scope)))
     return blocks
 
 
 class _Locator:
     """Locates a buffer as ``recording._Allocations.locate`` does, naming an allocation by
-    ``names[step]`` (the first pass's step it stands for, or a program's token for it). With
-    ``check``, notes in ``stale`` a read of a buffer a later pass has rewritten (and, in a
-    first pass, of a later pass's buffer, which no replayed graph writes)."""
+    ``names[step]`` (the first pass's step it stands for, or a program's token for it); with
+    ``visible``, notes in ``stale`` a read of an allocation it says no.""" 
 
-    def __init__(self, where: _Allocations, names: dict, latest: dict, check: bool,
-                 first_pass: bool = False):
-        self.where, self.names, self.latest = where, names, latest
-        self.check, self.first_pass = check, first_pass
+    def __init__(self, where: _Allocations, names: dict,
+                 visible: Callable[[int], bool] | None = None):
+        self.where, self.names, self.visible = where, names, visible
         self.stale = False
 
     def locate(self, array: Any) -> tuple:
         spot = self.where.locate(array)
         if spot[0] != "alloc":
             return spot
-        step = spot[1]
-        name = self.names.get(step, step)
-        if self.check and (self.latest.get(name, name) != step
-                           or (self.first_pass and name != step)):
+        if self.visible is not None and not self.visible(spot[1]):
             self.stale = True
-        return ("alloc", name) + spot[2:]
+        return ("alloc", self.names.get(spot[1], spot[1])) + spot[2:]
+
+
+class _Redirect:
+    """Items of a block's first pass with every buffer of a later pass of another block (a
+    cond branch first taken in a loop's second pass reads that pass's values) replaced by
+    the first pass's buffer it stands for, which is the one a replay writes."""
+
+    def __init__(self, where: _Allocations, canon: dict, allocations: list):
+        self.where, self.canon, self.allocations = where, canon, allocations
+
+    def array(self, a: Any) -> Any:
+        spot = self.where.locate(a)
+        if spot[0] != "alloc" or self.canon.get(spot[1], spot[1]) == spot[1]:
+            return a
+        base = self.allocations[self.canon[spot[1]]]
+        offset = spot[2]
+        if offset == 0 and tuple(base.shape) == tuple(a.shape) and base.dtype == a.dtype:
+            return base
+        if (base.dtype == a.dtype and memory.contiguous(a) and memory.contiguous(base)
+                and offset % a.dtype.itemsize == 0):
+            at = offset // a.dtype.itemsize
+            return base.reshape(base.size)[at:at + a.size].reshape(a.shape)
+        raise NotReplayable("a block reads part of a later pass's buffer as another dtype or "
+                            "layout, which a replay cannot redirect")
+
+    def walk(self, x: Any) -> Any:
+        if is_device_array(x):
+            return self.array(x)
+        if isinstance(x, (tuple, list)):
+            out = [self.walk(v) for v in x]
+            return x if all(a is b for a, b in zip(out, x)) else type(x)(out)
+        closure = getattr(x, "__closure__", None)
+        if closure:
+            cells = [c.cell_contents for c in closure]
+            new = [self.walk(v) for v in cells]
+            if any(a is not b for a, b in zip(new, cells)):
+                f = types.FunctionType(x.__code__, x.__globals__, x.__name__, x.__defaults__,
+                                       tuple(types.CellType(v) for v in new))
+                f.__kwdefaults__ = x.__kwdefaults__
+                return f
+        return x
+
+    def item(self, item: Any) -> Any:
+        if isinstance(item, Launch):
+            args = self.walk(item.args)
+            if args is item.args:
+                return item
+            prepared = (launcher.prepare(item.kernel, item.dims, args)
+                        if item.prepared is not None else None)
+            return Launch(item.kernel, item.dims, args, prepared)
+        if isinstance(item, LibraryCall):
+            return LibraryCall(self.walk(item.call))
+        if isinstance(item, Guard):
+            new = dataclasses.replace(item, array=self.array(item.array))
+        elif isinstance(item, Copy):
+            new = Copy(self.array(item.dst), self.array(item.src))
+        elif isinstance(item, Upload):
+            new = Upload(item.host, self.array(item.device))
+        else:
+            return item
+        same = all(getattr(new, f) is getattr(item, f) for f in item.__dataclass_fields__)
+        return item if same else new
 
 
 def _fields(item: Any) -> tuple:
@@ -231,6 +327,6 @@ def _differs(model: list, later: list, where_model: Any, where_later: Any) -> st
         if type(x) is not type(y) or not _same(_fields(x), _fields(y), where_model, where_later):
             return f"step {step} ({kind}) differs"
         if getattr(where_later, "stale", False):
-            return (f"step {step} ({kind}) reads a value an earlier pass of a loop made, not "
-                    f"carried in the loop's own buffers")
+            return (f"step {step} ({kind}) reads a value made in another loop pass or cond "
+                    f"branch, not carried out of it")
     return None

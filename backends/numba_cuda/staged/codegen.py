@@ -328,15 +328,24 @@ class _Codegen(SourceEmitter):
         the code after it reads the same buffers whichever branch ran; ``runtime.join`` then
         ends the recorded block (``programs.py``). Lines left here are filled in
         :meth:`join_cond`, once both branches are written."""
+        if isinstance(e.inputs[0], Literal):   # (one branch, known now: no test, no join)
+            self.conds.append(None)
+            return
         specs = [(o.type.shape, half.storage_name(o.type.dtype)) for o in e.outputs]
         self.conds.append((specs, outs, len(self.w.lines), len(self.assign_log), []))
         self.line("")
 
     def exit_branch(self, outs: list[str], results: list[str]) -> None:
+        if self.conds[-1] is None:
+            super().exit_branch(outs, results)
+            return
         self.conds[-1][4].append((len(self.w.lines), list(results)))
         self.line("")
 
     def join_cond(self) -> None:
+        if self.conds[-1] is None:
+            self.conds.pop()
+            return
         specs, outs, at, first, exits = self.conds.pop()
         slots = list(dict.fromkeys(self.assign_log[first:]))
         names, lines = outs + slots, self.w.lines
