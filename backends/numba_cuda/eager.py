@@ -303,8 +303,31 @@ def _index(spec: tuple, bounds: Sequence[Any]) -> tuple:
     return idx if any(i is Ellipsis for i in idx) else idx + (Ellipsis,)
 
 
+def _one_index(spec: tuple, shape: tuple, bounds: Sequence[Any]) -> tuple | None:
+    """For a spec whose only run-time bound is one integer index (``x[i]``, ``x[:, i]``):
+    ``(view at index 0, size of the indexed dim, elements per step of it)``; else None."""
+    if len(bounds) != 1 or bounds[0].size != 1 or np.dtype(bounds[0].dtype).kind not in "iu":
+        return None
+    consumed = sum(1 for it in spec if it[0] in ("index", "slice"))
+    dim = 0
+    for item in spec:
+        if item[0] == "index" and isinstance(item[1], str):
+            break
+        if any(isinstance(v, str) for v in item[1:]):
+            return None   # (a slice bound: the result's shape depends on it)
+        dim += {"index": 1, "slice": 1, "ellipsis": len(shape) - consumed}.get(item[0], 0)
+    idx0 = index_tuple(spec, (0,))
+    idx0 = idx0 if any(i is Ellipsis for i in idx0) else idx0 + (Ellipsis,)
+    return (lambda v: v[idx0]), shape[dim], int(np.prod(shape[dim + 1:], dtype=np.int64))
+
+
 @implements("strided_slice")
 def _strided_slice(xs, attrs, types):
+    at = _one_index(attrs["spec"], tuple(xs[0].shape), xs[1:])
+    if at is not None and at[1] > 0:   # (the index is read on the device)
+        out = shape.view_at(xs[0], at[0], xs[1], at[1], at[2])
+        if out is not None:
+            return out
     idx = _index(attrs["spec"], xs[1:])
     try:
         return shape.copy_view(xs[0], lambda v: v[idx])
@@ -314,8 +337,12 @@ def _strided_slice(xs, attrs, types):
 
 @implements("strided_slice_grad")
 def _strided_slice_grad(xs, attrs, types):
-    idx = _index(attrs["spec"], xs[2:])
     out = shape.full(tuple(xs[1].shape), 0, xs[0].dtype)
+    at = _one_index(attrs["spec"], tuple(xs[1].shape), xs[2:])
+    if at is not None and at[1] > 0 and shape.view_at(xs[0], at[0], xs[2], at[1], at[2],
+                                                       into=out) is not None:
+        return out
+    idx = _index(attrs["spec"], xs[2:])
     return shape.scatter_view(out, xs[0], lambda v: v[idx])
 
 
@@ -332,12 +359,18 @@ def row_update(buffer: Any, index: Any, value: Any, copy: bool = True) -> Any:
     (array([[0, 0],
            [3, 4]], dtype=int32), array([3, 4], dtype=int32))
     """
-    # One element read: the row index (for the check and the scatter plan).
-    i, n = int(memory.scalar(index)), tuple(buffer.shape)[0]
+    # The row index is read on the device (a staged loop's write stays one recorded step);
+    # only the check's flag comes back, and an index that fails it is read for the message.
+    n, row = tuple(buffer.shape)[0], tuple(buffer.shape)[1:]
+    out = shape.copy_view(buffer, lambda v: v) if copy else buffer
+    if n and tuple(value.shape) == row and np.dtype(index.dtype).kind in "iu" and shape.view_at(
+            value, lambda v: v[0, ...], index, n, int(np.prod(row, dtype=np.int64)), into=out,
+            wrap=False) is not None:
+        return out
+    i = int(memory.scalar(index))
     if not 0 <= i < n:
         raise IndexError(f"row_update: index {i} is not in [0, {n}); a fixed-size TensorArray "
                          f"cannot grow (pass dynamic_size=True).")
-    out = shape.copy_view(buffer, lambda v: v) if copy else buffer
     return shape.scatter_view(out, value, lambda v: v[i, ...])
 
 

@@ -16,7 +16,7 @@ from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
 from stagecraft.backends.numba_cuda.launcher import launch, launch_over
-from stagecraft.backends.numba_cuda.memory import empty, scalar
+from stagecraft.backends.numba_cuda.memory import empty, scalar, to_device
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
 cuda: Any = None
@@ -84,6 +84,64 @@ def scatter_view(out: Any, src: Any, view: Callable[[np.ndarray], np.ndarray]) -
         src = copy_view(src, lambda a: np.broadcast_to(a, shape))
     launch_over(_scatter_kernel(), src.size, out, src, base, *_rank1(shape, strides))
     return out
+
+
+# ------------------------------------------------- views at an index read on the device
+
+@functools.lru_cache(maxsize=None)
+def _at_kernel(scatter: bool) -> Callable:
+    bind_cuda(globals())
+    offset = offset_function()
+
+    @cuda.jit(device=True)
+    def start(base, index, size, step, wrap, err):
+        # the view's first element, or -1 (and the error flag set) for an index out of range
+        i = index[0]
+        if i < 0 and wrap:
+            i += size
+        if i < 0 or i >= size:
+            err[0] = 1
+            return -1
+        return base + i * step
+
+    @cuda.jit
+    def copy_at(out, src, base, shape, strides, index, size, step, wrap, err):
+        at = start(base, index, size, step, wrap, err)
+        for j in range(cuda.grid(1), out.size if at >= 0 else 0, cuda.gridsize(1)):
+            out[j] = src[at + offset(j, shape, strides)]
+
+    @cuda.jit
+    def scatter_at(out, src, base, shape, strides, index, size, step, wrap, err):
+        at = start(base, index, size, step, wrap, err)
+        for j in range(cuda.grid(1), src.size if at >= 0 else 0, cuda.gridsize(1)):
+            out[at + offset(j, shape, strides)] = src[j]
+    return scatter_at if scatter else copy_at
+
+
+def view_at(x: Any, view: Callable[[np.ndarray], np.ndarray], index: Any, size: int,
+            step: int, into: Any = None, wrap: bool = True) -> Any:
+    """``copy_view(x, view)`` with the view moved by ``index * step`` elements, or with
+    ``into`` the array ``into`` with ``x`` written there (``scatter_view``, ``x`` shaped like
+    the view); ``index`` is a one-element integer device array read on the device (wrapped
+    like Python's when negative, with ``wrap``), so the host never waits for it (a staged
+    loop's ``x[i]`` stays one recorded step). None when it is not in ``[-size, size)`` (with
+    ``wrap``, else ``[0, size)``): the caller then raises its own error.
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> x = to_device(np.arange(6).reshape(3, 2))
+    >>> to_host(view_at(x, lambda a: a[0], to_device(np.int32(-1)), 3, 2))
+    array([4, 5])
+    >>> view_at(x, lambda a: a[0], to_device(np.int32(3)), 3, 2) is None
+    True
+    """
+    target = x if into is None else into
+    base, shape, strides = layout.plan(view(layout.stand_in(target.shape)))
+    out = empty(shape, x.dtype) if into is None else into
+    err = to_device(np.zeros(1, np.int8))
+    n = out.size if into is None else x.size
+    launch(_at_kernel(into is not None), grid(max(n, 1)), out, x, base,
+           *_rank1(shape, strides), index.reshape(1), size, step, int(wrap), err)
+    return None if scalar(err) else out
 
 
 # -------------------------------------------------------------------------------- fills

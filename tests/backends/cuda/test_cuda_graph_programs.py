@@ -282,3 +282,46 @@ def test_a_host_read_of_a_carried_value_checks_the_value_it_read_not_the_next_on
         outs = [float(f(tf.constant(x), tf.constant(k), tf.constant(n)).numpy())
                 for k, n in calls]
     assert outs == [float(x[k] + x[2] * (n - 1)) for k, n in calls]
+
+
+def test_indexing_and_tensor_array_writes_by_the_loop_counter_replay_as_a_program():
+    # x[i] and a TensorArray write at i read i on the device, so every pass issues the
+    # same work and the host reads only the loop's test
+    @tf.function
+    def running(x, n):
+        ta = tf.TensorArray(tf.float32, size=8)   # (a size of n would be read on the host)
+        acc = tf.constant(0.0)
+        i = tf.constant(0)
+        while i < n:
+            acc = acc + x[i] * x[-1 - i]
+            ta = ta.write(i, acc)
+            i += 1
+        return ta.stack()
+
+    x = np.float32([1, 2, 3, 4, 5, 6, 7, 8])
+    trips = [3, 3, 3, 5, 2, 6, 4, 8, 1, 7]
+    with tf.device("/gpu:0"):
+        outs = [running(tf.constant(x), tf.constant(n)).numpy() for n in trips]
+        status = replayer(running, tf.constant(x).gpu(), tf.constant(1).gpu()).status
+    for n, out in zip(trips, outs):
+        np.testing.assert_allclose(out[:n], np.cumsum(x[:n] * x[::-1][:n]), rtol=1e-6)
+    assert "replays CUDA graphs of" in status, status
+
+
+def test_an_index_read_on_the_device_keeps_the_errors_of_the_host_read():
+    from stagecraft.backends.numba_cuda import eager
+    with tf.device("/gpu:0"):
+        x = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        for i in (0, 2, -1, -3):
+            np.testing.assert_array_equal(x[tf.constant(i)].numpy(), x.numpy()[i])
+            np.testing.assert_array_equal(x[:, tf.constant(i % 2)].numpy(), x.numpy()[:, i % 2])
+        with pytest.raises(Exception) as bad:
+            x[tf.constant(3)]
+    assert "out of bounds" in str(bad.value) or "index" in str(bad.value), bad.value
+    buffer = memory.to_device(np.zeros((3, 2), np.float32))
+    row = memory.to_device(np.float32([7, 8]))
+    out = eager.row_update(buffer, memory.to_device(np.int32(2)), row)
+    np.testing.assert_array_equal(memory.to_host(out)[2], [7, 8])
+    for i in (3, -1):   # (no wrapping: a TensorArray index is a position)
+        with pytest.raises(IndexError, match=rf"row_update: index {i} is not in \[0, 3\)"):
+            eager.row_update(buffer, memory.to_device(np.int32(i)), row)
