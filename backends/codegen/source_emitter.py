@@ -119,6 +119,7 @@ class SourceEmitter(abc.ABC):
             self.env[o.uid] = name
         self.enter_loop(carry)
         with self.w.block("while True:"):
+            self.loop_head()
             carried = [Value(o.type, None) for o in e.outputs]
             for v, name in zip(carried, carry):
                 self.env[v.uid] = name
@@ -175,6 +176,9 @@ class SourceEmitter(abc.ABC):
 
     def enter_loop(self, carry: list[str]) -> None:
         """Code before a ``while`` loop whose carried values are the locals ``carry``."""
+
+    def loop_head(self) -> None:
+        """Code at the top of each pass of a ``while`` loop, before its cond region."""
 
     def next_iteration(self, carry: list[str], results: list[str]) -> None:
         """Code ending a ``while`` body: the carried locals take the body's results."""

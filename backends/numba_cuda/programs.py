@@ -34,7 +34,10 @@ ends the replay as invalid, and the call runs plainly.
 >>> from stagecraft.backends.numba_cuda.kernels.shape import copy_view
 >>> def count_down(n):   # a host function like a generated one: while n > 0: n = n - 1
 ...     (c,) = runtime.loop_entry((n,))
-...     while runtime.predicate(runtime.run("greater", [c, zero], ({}, "")), 1, loop=True):
+...     while True:
+...         runtime.loop_head(1)
+...         if not runtime.predicate(runtime.run("greater", [c, zero], ({}, "")), 1, loop=True):
+...             break
 ...         (c,) = runtime.loop_next((c,), (runtime.run("subtract", [c, one], ({}, "")),))
 ...     return c
 >>> zero, one = memory.to_device(np.int32(0)), memory.to_device(np.int32(1))
@@ -43,8 +46,8 @@ ends the replay as invalid, and the call runs plainly.
 ...     rec.stable_blocks = True
 ...     out = count_down(n)
 >>> program = build(rec, [out]).compile()
->>> program.blocks, sorted(program.edges.values())
-(3, [1, 1, 2])
+>>> program.blocks, sorted(program.edges.values())   # (before, loop test, pass, after)
+(4, [1, 1, 2, 3])
 >>> memory.copy_into(n, memory.to_device(np.int32(7)))
 >>> program.launch(), int(memory.to_host(program.results[0]))
 (True, 0)
@@ -82,9 +85,10 @@ class _Block:
 
 class Program:
     """The distinct blocks of a recording and the branches between them; ``compile()``
-    makes their graphs, then ``launch()`` replays a call and says whether every block read what a recorded pass read
-    (its guards, and a branch value that was recorded); ``results`` are the buffers holding
-    the call's results after a launch. Made by :func:`build`."""
+    makes their graphs, then ``launch()`` replays a call and says whether every block read
+    what a recorded pass read (its guards, and a branch value that was recorded);
+    ``results`` are the buffers holding the call's results after a launch. Made by
+    :func:`build`."""
 
     def __init__(self, blocks: list[_Block], edges: dict, results: tuple, tokens: "_Locator"):
         self._blocks = blocks
@@ -93,35 +97,50 @@ class Program:
         self.results = results
         self._tokens = tokens
         self._graphs: list = []
-        self._widths = [b.branch.value.nbytes if b.branch else 0 for b in blocks]
-        self._ends = [b.end is not None for b in blocks]
-        self._expected = [b"".join(g.value.tobytes() for g in b.items
-                                   if isinstance(g, Guard) and g is not b.branch)
-                          for b in blocks]
+        self._reads: list = []
         self.size = sum(len(b.items) for b in blocks)
 
     def compile(self) -> "Program":
-        """Makes the graph of each block (CUDA graphs on a GPU); returns the program."""
-        self._graphs = [graphs.graph([i for i in b.items if not isinstance(i, Join)])
-                        for b in self._blocks]
-        self.size = sum(g.size for g in self._graphs)
+        """Makes the graphs (CUDA graphs on a GPU); returns the program. A block that ends
+        a cond or starts a loop pass goes on to one next block without a host read, so each
+        block's graph also holds the blocks that follow it so, up to the next test: one
+        launch and one read per test."""
+        self._graphs, self._reads = [], []
+        for k in range(len(self._blocks)):
+            chain = self._chain(k)
+            items = [i for j in chain for i in self._blocks[j].items if not isinstance(i, Join)]
+            last = self._blocks[chain[-1]]
+            width = last.branch.value.nbytes if last.branch is not None else 0
+            expected = b"".join(g.value.tobytes() for g in items
+                                if isinstance(g, Guard) and g is not last.branch)
+            self._graphs.append(graphs.graph(items))
+            # (what the guards must read, the branch's width, the block that ends the chain
+            # and whether it ends the call)
+            self._reads.append((expected, width, chain[-1], last.end is None))
         return self
+
+    def _chain(self, k: int) -> list[int]:
+        chain = [k]
+        while isinstance(self._blocks[chain[-1]].end, Join) and len(chain) <= len(self._blocks):
+            chain.append(self.edges[(chain[-1], b"")])
+        return chain
 
     @property
     def blocks(self) -> int:
-        """How many distinct blocks (graphs) the program has."""
+        """How many distinct blocks the program has."""
         return len(self._blocks)
 
     def launch(self) -> bool:
         block = 0
         while True:
             got = self._graphs[block].read()
-            cut = len(got) - self._widths[block]
-            if got[:cut] != self._expected[block]:
+            expected, width, last, ends = self._reads[block]
+            cut = len(got) - width
+            if got[:cut] != expected:
                 return False
-            if not self._ends[block]:
+            if ends:
                 return True
-            block = self.edges.get((block, got[cut:]))   # (b"" after a cond)
+            block = self.edges.get((last, got[cut:]))
             if block is None:   # (a branch no recorded call took)
                 return False
 
@@ -201,8 +220,9 @@ def _visible(passes: list, made_in: dict, step: int, k: int) -> bool:
 def _blocks(rec: Recording) -> list[_Block]:
     """``rec`` cut after each of its branches and joins, each block with its *scope*: the
     loop passes and cond branches it runs in, outermost first, each a number of its own
-    (a loop test that reads True starts the loop's next pass; a cond test starts a branch,
-    which its Join ends)."""
+    (a loop test that reads True starts a pass, which the loop's next head ends; a cond test
+    starts a branch, which its Join ends). A loop's cond region runs between its head and
+    its test, outside its passes."""
     blocks, items, entry, start = [], [], (), 0
     scope: list[tuple] = []   # (site, loop, number)
     for item in rec.items:
@@ -210,15 +230,17 @@ def _blocks(rec: Recording) -> list[_Block]:
         if not isinstance(item, (Branch, Join)):
             continue
         blocks.append(_Block(entry, items, range(start, item.allocs), item, tuple(scope)))
-        if isinstance(item, Join):
+        if isinstance(item, Join) and item.head:
+            if scope and scope[-1][:2] == (item.site, True):
+                scope.pop()   # (the end of the loop's last pass)
+            entry = ("head", item.site)
+        elif isinstance(item, Join):
             if not scope or scope[-1][1]:
                 raise NotReplayable("its recorded conds and loops do not nest (a join without "
                                     "its cond)")
             scope.pop()
             entry = ("join", item.site)
         else:
-            if item.loop and scope and scope[-1][:2] == (item.site, True):
-                scope.pop()   # (the end of a loop pass)
             if not item.loop or item.value.any():
                 scope.append((item.site, item.loop, len(blocks)))
             entry = (item.site, item.value.tobytes())

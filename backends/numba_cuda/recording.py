@@ -85,9 +85,11 @@ class Branch(Guard):
 @dataclass
 class Join:
     """The end of a ``cond``: the code after it is one block of ``programs.py`` whichever
-    branch ran (``site`` numbers the ``cond`` in its function, ``allocs`` as in Branch)."""
+    branch ran (``site`` numbers the ``cond`` in its function, ``allocs`` as in Branch); with
+    ``head``, the top of a pass of the ``while`` loop whose test is ``site``."""
     site: int
     allocs: int
+    head: bool = False
 
 
 @dataclass
@@ -182,8 +184,8 @@ class Recording:
         else:
             self.items.append(Branch(array, np.array(value), site, loop, len(self.allocations)))
 
-    def join(self, site: int) -> None:
-        self.items.append(Join(site, len(self.allocations)))
+    def join(self, site: int, head: bool = False) -> None:
+        self.items.append(Join(site, len(self.allocations), head))
 
     def copy(self, dst: Any, src: Any) -> None:
         self.items.append(Copy(dst, src))

@@ -99,7 +99,8 @@ class _Codegen(SourceEmitter):
         self.kernel_sources: list[str] = []
         self.groups = 0
         self.tests = 0   # cond/while tests so far (their sites)
-        self.loop_tests: set[int] = set()   # ids of the values while loops test
+        self.loop_tests: dict[int, int] = {}   # id of a value a while loop tests -> its site
+        self.loop_sites: list[int] = []        # the sites of the while loops being written
         self.assign_log: list[str] = []     # slots in the order assigns rebind them
         self.loops: list[tuple] = []        # open while loops (see enter_loop)
         self.conds: list[tuple] = []        # open conds (see enter_cond)
@@ -318,9 +319,15 @@ class _Codegen(SourceEmitter):
             return repr(bool(x.value))
         if self.checks:   # values computed after a failed check must not steer control flow
             self.line("rt.raise_if_error(err, _MESSAGES)")
+        if id(x) in self.loop_tests:
+            return f"rt.predicate({self.operand(x)}, {self.loop_tests[id(x)]}, loop=True)"
         self.tests += 1
-        loop = ", loop=True" if id(x) in self.loop_tests else ""
-        return f"rt.predicate({self.operand(x)}, {self.tests}{loop})"
+        return f"rt.predicate({self.operand(x)}, {self.tests})"
+
+    def loop_head(self) -> None:
+        """Each pass of a loop starts a block (``runtime.loop_head``): its cond region runs
+        before the first pass and after every other, and is then one block either way."""
+        self.line(f"rt.loop_head({self.loop_sites[-1]})")
 
     def enter_cond(self, e: Eqn, outs: list[str]) -> None:
         """A ``cond``'s results, and the variables its branches assign, get buffers of their

@@ -55,9 +55,14 @@ def _assign(cg, e: Eqn) -> None:
 
 @lowers("while")
 def _while(cg, e: Eqn) -> None:
-    """``SourceEmitter.lower_while``, its test marked as a loop's (``runtime.predicate``)."""
-    cg.loop_tests.add(id(e.regions[0].results[0]))
+    """``SourceEmitter.lower_while``, its test marked as a loop's (``runtime.predicate``), its
+    site numbered before its cond region so that each pass can start with it
+    (``runtime.loop_head``)."""
+    cg.tests += 1
+    cg.loop_tests[id(e.regions[0].results[0])] = cg.tests
+    cg.loop_sites.append(cg.tests)
     SourceEmitter.lower_while(cg, e)
+    cg.loop_sites.pop()
 
 
 @lowers("row_update")

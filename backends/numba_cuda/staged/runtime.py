@@ -221,6 +221,18 @@ def branch_exit(own: tuple, results: tuple) -> tuple:
     return own
 
 
+def loop_head(site: int) -> None:
+    """At the top of each pass of a ``while`` loop (before its test): while recording with
+    fixed buffers, the end of the recorded block, so that the loop's cond region is one block
+    whether it runs before the first pass or after another (``programs.py``).
+
+    >>> loop_head(1)
+    """
+    rec = _stable_blocks()
+    if rec is not None:
+        rec.join(site, head=True)
+
+
 def join(site: int) -> None:
     """After a ``cond``'s branches: while recording with fixed buffers, the end of the
     recorded block (the code after a ``cond`` is one block whichever branch ran).
