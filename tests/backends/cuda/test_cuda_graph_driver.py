@@ -187,20 +187,10 @@ def test_a_program_captures_one_graph_per_block_and_reads_one_branch_after_each(
 
 
 def test_a_captured_guard_copies_the_value_where_it_was_read(driver):
-    # x[k] reads k (a guard) from the loop's own buffer, which the pass then rewrites: the
-    # graph must copy the guard's bytes before that, not after the last step
-    @tf.function
-    def f(x, k, n):
-        acc, i = tf.constant(0.0), tf.constant(0)
-        while i < n:
-            acc = acc + x[k]
-            k = tf.maximum(k, 2)
-            i += 1
-        return acc
-
-    x = np.float32([10, 20, 30, 40])
-    calls = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 2), (2, 3), (0, 3), (1, 2)]
+    # (the guard reads a carried value that the pass rewrites later: the graph must copy the
+    # guard's bytes at its place, not after the last step)
+    from test_cuda_graph_programs import carried_read_case
+    f, calls, expected = carried_read_case()
     with tf.device("/gpu:0"):
-        outs = [float(f(tf.constant(x), tf.constant(k), tf.constant(n)).numpy())
-                for k, n in calls]
-    assert outs == [float(x[k] + x[2] * (n - 1)) for k, n in calls]
+        outs = [float(f(*(tf.constant(a) for a in args)).numpy()) for args in calls]
+    assert outs == expected

@@ -266,25 +266,31 @@ def test_a_value_bound_in_a_cond_two_tests_before_its_use_is_read_from_the_branc
     assert outs == [expected(p, s, n) for p, s, n in calls]
 
 
-def test_a_host_read_of_a_carried_value_checks_the_value_it_read_not_the_next_ones():
-    # x[k] reads k on the host (a guard on the loop's buffer of k), which the pass then
-    # rewrites (loop_next). Recorded with k == 2 throughout; a replay starting at k == 0 must
-    # not pass as valid because the buffer holds 2 again when the block's guards are read.
+def carried_read_case():
+    """A loop whose slice ``x[k:]`` reads the carried ``k`` on the host (a guard on the
+    loop's buffer of k, which the pass then rewrites in loop_next), recorded with k == 2
+    throughout: a replay starting at k == 0 must not pass as valid because the buffer holds
+    2 again by the end of the block. Returns the function, the calls and their results."""
     @tf.function
     def f(x, k, n):
         acc, i = tf.constant(0.0), tf.constant(0)
         while i < n:
-            acc = acc + x[k]
+            acc = acc + tf.reduce_sum(x[k:])
             k = tf.maximum(k, 2)
             i += 1
         return acc
 
     x = np.float32([10, 20, 30, 40])
-    calls = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 2), (0, 3), (1, 2)]
+    calls = [(2, 1), (2, 2), (2, 3), (2, 4), (2, 2), (2, 3), (0, 3), (1, 2)]
+    return f, [(x, k, n) for k, n in calls], [float(x[k:].sum() + x[2:].sum() * (n - 1))
+                                              for k, n in calls]
+
+
+def test_a_host_read_of_a_carried_value_checks_the_value_it_read_not_the_next_ones():
+    f, calls, expected = carried_read_case()
     with tf.device("/gpu:0"):
-        outs = [float(f(tf.constant(x), tf.constant(k), tf.constant(n)).numpy())
-                for k, n in calls]
-    assert outs == [float(x[k] + x[2] * (n - 1)) for k, n in calls]
+        outs = [float(f(*(tf.constant(a) for a in args)).numpy()) for args in calls]
+    assert outs == expected
 
 
 def test_indexing_and_tensor_array_writes_by_the_loop_counter_replay_as_a_program():
