@@ -98,7 +98,7 @@ class Program:
         self._tokens = tokens
         self._graphs: list = []
         self._reads: list = []
-        self.size = sum(len(b.items) for b in blocks)
+        self.size = sum(not isinstance(i, (Guard, Join)) for b in blocks for i in b.items)
 
     def compile(self) -> "Program":
         """Makes the graphs (CUDA graphs on a GPU); returns the program. A block that ends
@@ -106,7 +106,13 @@ class Program:
         block's graph also holds the blocks that follow it so, up to the next test: one
         launch and one read per test."""
         self._graphs, self._reads = [], []
+        # (a block only a cond's end or a loop's next pass leads to is in its chains' graphs)
+        starts = {0} | {b for (k, _), b in self.edges.items() if self._blocks[k].branch}
         for k in range(len(self._blocks)):
+            if k not in starts:
+                self._graphs.append(None)
+                self._reads.append(None)
+                continue
             chain = self._chain(k)
             items = [i for j in chain for i in self._blocks[j].items if not isinstance(i, Join)]
             last = self._blocks[chain[-1]]

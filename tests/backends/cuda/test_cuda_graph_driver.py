@@ -177,11 +177,11 @@ def test_a_program_captures_one_graph_per_block_and_reads_one_branch_after_each(
         status = replayer(f, tf.constant([1.0]).gpu(), tf.constant(1).gpu()).status
     assert outs == [2.0 ** (n + 1) - 1 for n in trips]
     assert status.startswith("@f replays CUDA graphs of 4 blocks"), status
-    # one capture of the flat graph (two misses), then one per block of the program but its
-    # last (empty: the result is the loop's buffer), each block with the loop's test block
-    # that follows it without a read (before the loop, after a pass); a replay of n trips
+    # one capture of the flat graph (two misses), then one per block a replay starts (the
+    # first, a pass; the one after the loop is empty: the result is the loop's buffer), each
+    # with the loop's test block that follows it without a read; a replay of n trips
     # launches n + 1 graphs, each followed by one read of its branch
-    assert driver.calls.count("begin") == 4, driver.calls
+    assert driver.calls.count("begin") == 3, driver.calls
     program = driver.calls[len(driver.calls) - driver.calls[::-1].index("end"):]
     assert program.count("launch") == program.count("read") == 7 + 1 + 3, driver.calls
 
