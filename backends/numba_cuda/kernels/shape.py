@@ -123,9 +123,10 @@ def view_at(x: Any, view: Callable[[np.ndarray], np.ndarray], index: Any, size: 
     """``copy_view(x, view)`` with the view moved by ``index * step`` elements, or with
     ``into`` the array ``into`` with ``x`` written there (``scatter_view``, ``x`` shaped like
     the view); ``index`` is a one-element integer device array read on the device (wrapped
-    like Python's when negative, with ``wrap``), so the host never waits for it (a staged
-    loop's ``x[i]`` stays one recorded step). None when it is not in ``[-size, size)`` (with
-    ``wrap``, else ``[0, size)``): the caller then raises its own error.
+    like Python's when negative, with ``wrap``): the host reads only the range check's flag,
+    which is the same for every valid index, so a staged loop's ``x[i]`` issues the same work
+    in every pass. None when the index is not in ``[-size, size)`` (with ``wrap``, else
+    ``[0, size)``): the caller then raises its own error.
 
     >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
     >>> x = to_device(np.arange(6).reshape(3, 2))

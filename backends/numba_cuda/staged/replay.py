@@ -16,13 +16,14 @@ Values the host code reads one at a time (``cond``/``while`` predicates, error f
 recording's guards: a replay whose guards read other values (another trip count, a failing
 check) is discarded and the call runs plainly, which also raises a failing check's own error.
 Loops whose trip count varies from call to call (the two recorded calls differ, or two replays
-in a row miss) are recorded again, twice, with their carried values in buffers of their own,
-and replayed as a *program* (``programs.py``): one graph per block between two tests, one
-predicate copy after each, any number of passes through a loop; a program's misses (a branch no
-recorded call took) run plainly, and two in a row end replaying. A call that copies whole arrays to the host (``print``,
-``py_function``, asserts), or two recorded calls that issued different work, make the
-executable run plainly from then on; ``status`` says why. Device arrays of this backend are
-never written in place once made, so an argument that is the very array copied last time needs no copy.
+in a row miss) are recorded again, twice, with every value that leaves a loop or a ``cond`` in
+buffers of their own, and replayed as a *program* (``programs.py``): one graph per block
+between two tests, one predicate copy after each, any number of passes through a loop; a
+program's misses (a branch no recorded call took) run plainly, and two in a row end replaying.
+A call that copies whole arrays to the host (``print``, ``py_function``, asserts), or two
+recorded calls that issued different work, make the executable run plainly from then on;
+``status`` says why. Device arrays of this backend are never written in place once made, so
+an argument that is the very array copied last time needs no copy.
 """
 from __future__ import annotations
 

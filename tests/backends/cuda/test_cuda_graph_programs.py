@@ -168,7 +168,8 @@ def test_a_carried_value_that_changes_shape_keeps_the_function_plain_and_says_wh
         x = tf.zeros((1,))
         i = tf.constant(0)
         while i < n:
-            tf.autograph.experimental.set_loop_options(shape_invariants=[(x, tf.TensorShape([None]))])
+            tf.autograph.experimental.set_loop_options(
+                shape_invariants=[(x, tf.TensorShape([None]))])
             x = tf.concat([x, x + 1.0], 0)
             i += 1
         return tf.reduce_sum(x)
