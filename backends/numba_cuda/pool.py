@@ -59,6 +59,11 @@ class BlockPool:
         self._limit = limit
         self.idle: dict[int, list] = {}
         self.idle_bytes = 0
+        # Every block out on a lease, by id. A lease caught in a reference cycle dies in a
+        # garbage collection; if its block were reachable only through the lease, the block
+        # would be unreachable too and its own finalizer (Numba's, which frees the memory)
+        # would run before the lease's give_back put the freed block back in the pool.
+        self._leased: dict[int, Any] = {}
 
     def take(self, nbytes: int) -> Any:
         """A lease over a block of at least ``nbytes`` (``nbytes`` > 0)."""
@@ -72,7 +77,8 @@ class BlockPool:
                 block = self._new(size)
         else:
             block = self._new(size)
-        return self._lease(block, size, functools.partial(self._give_back, block, size))
+        self._leased[id(block)] = block
+        return self._lease(block, size, functools.partial(self._give_back, id(block), size))
 
     def release_idle(self) -> None:
         """Lets every idle block go back to the driver."""
@@ -88,9 +94,10 @@ class BlockPool:
             self.release_idle()
             return self._allocate(size)
 
-    def _give_back(self, block: Any, size: int) -> None:
+    def _give_back(self, key: int, size: int) -> None:
         # Runs from a finalizer, possibly in the middle of take() on this thread: no locks;
         # list and dict operations are atomic.
+        block = self._leased.pop(key)
         limit = config.POOL_BYTES if self._limit is None else self._limit
         if self.idle_bytes + size <= limit:
             self.idle.setdefault(size, []).append(block)
@@ -106,7 +113,7 @@ def device_pool() -> BlockPool:
 
     def lease(block: Any, size: int, give_back: Callable[[], None]) -> Any:
         # No owner: the lease owns itself, so Numba's views of it (slices) keep the lease,
-        # not just the block, alive; the lease's give_back keeps the block alive.
+        # not just the block, alive; the pool keeps the block alive while it is leased.
         return lease_type(context, block.device_pointer, size, give_back)
     return BlockPool(context.memalloc, lease)
 

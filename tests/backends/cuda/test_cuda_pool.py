@@ -80,6 +80,33 @@ def test_out_of_memory_with_nothing_idle_propagates():
         pool.take(8)            # nothing idle to release: the error stands
 
 
+def test_a_lease_collected_in_a_cycle_gives_back_a_block_that_was_not_freed():
+    """Numba's blocks free their memory from a finalizer. A lease in a reference cycle dies in
+    a garbage collection, which runs the finalizers of every object only it could reach
+    before the lease's own __del__: the pool must keep leased blocks reachable, or the freed
+    block went back into the pool (a ReferenceError or a use after free on the GPU)."""
+    freed = []
+
+    class Block:
+        def __init__(self, n):
+            weakref.finalize(self, freed.append, n)
+
+    class CyclicLease:
+        def __init__(self, block, size, give_back):
+            self.block, self._give_back = block, give_back
+            self.me = self           # a cycle: only the garbage collector frees it
+
+        def __del__(self):
+            self._give_back()
+    pool = BlockPool(Block, CyclicLease, limit=1 << 20)
+    lease = pool.take(100)
+    block = id(lease.block)
+    del lease
+    gc.collect()
+    assert freed == [] and [id(b) for b in pool.idle[512]] == [block]
+    assert id(pool.take(100).block) == block
+
+
 def test_leases_are_numbas_pointers_that_give_their_block_back_when_they_die():
     """pool.lease_class on Numba's real MemoryPointer (a child process without the simulator;
     no GPU needed to make pointers to given addresses): the attributes Numba's constructor
