@@ -219,7 +219,8 @@ class _Launcher:
 
 def _packer(ty: Any) -> Callable[[Any, list], None]:
     """Appends a value of numba type ``ty`` to a parameter list the way Numba's launch does
-    (``_Kernel._prepare_args``): arrays flat, integers and floats as ctypes, tuples flattened."""
+    (``_Kernel._prepare_args``): arrays flat, integers and floats as ctypes (float16 as its
+    bits), complex numbers as two floats, tuples flattened."""
     from numba.core import types
     if isinstance(ty, types.Array):
         return _pack_flat_array
@@ -232,6 +233,15 @@ def _packer(ty: Any) -> Callable[[Any, list], None]:
         return pack_tuple
     if ty == types.boolean:
         return lambda value, params: params.append(bool(value))
+    if ty == types.float16:   # (its bits, as Numba passes it)
+        return lambda value, params: params.append(
+            ctypes.c_uint16(int(np.float16(value).view(np.uint16))))
+    if isinstance(ty, types.Complex):   # (real and imaginary parts, as two parameters)
+        part = ctypes.c_float if ty == types.complex64 else ctypes.c_double
+
+        def pack_complex(value: Any, params: list) -> None:
+            params.extend((part(value.real), part(value.imag)))
+        return pack_complex
     if isinstance(ty, (types.Integer, types.Float)):
         ctype = getattr(ctypes, {"float32": "c_float", "float64": "c_double"}.get(
             str(ty), f"c_{ty}"))

@@ -31,10 +31,35 @@ def to_device(array: Any) -> Any:
     host = np.asarray(array)
     if not host.flags.c_contiguous:   # (np.ascontiguousarray would turn rank 0 into rank 1)
         host = host.copy(order="C")
-    device = cuda_module().to_device(host)
+    if host.dtype.kind == "V" and host.dtype.itemsize in _BITS:
+        # ml_dtypes' bfloat16 has no buffer-protocol code, which Numba's upload needs on a GPU
+        device = view_as(cuda_module().to_device(host.view(_BITS[host.dtype.itemsize])),
+                         host.dtype)
+    else:
+        device = cuda_module().to_device(host)
     if RECORDING[0] is not None:
         _recorder().upload(host, device)
     return device
+
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def view_as(array: Any, dtype: Any) -> Any:
+    """The device array ``array`` read as ``dtype``, of the same item size (no copy): the bits
+    of a float16/bfloat16 array as uint16 and back. Numba's ``view`` fails on a GPU for rank 0
+    (it passes the strides on as a list); this builds the array from tuples.
+
+    >>> bits = view_as(to_device(np.float16(1.5)), np.uint16)
+    >>> bits.shape, to_host(bits)
+    ((), array(15872, dtype=uint16))
+    """
+    dtype = np.dtype(dtype)
+    if dtype.itemsize != array.dtype.itemsize:
+        raise ValueError(f"view_as: {array.dtype} and {dtype} differ in item size")
+    if simulated():
+        return array.view(dtype)
+    return pooled_array(tuple(array.shape), tuple(array.strides), dtype, array.gpu_data)
 
 
 def _recorder() -> Any:

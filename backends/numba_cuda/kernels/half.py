@@ -19,7 +19,7 @@ import numpy as np
 from stagecraft.backends.codegen import half
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
 from stagecraft.backends.numba_cuda.launcher import launch
-from stagecraft.backends.numba_cuda.memory import empty
+from stagecraft.backends.numba_cuda.memory import empty, view_as
 from stagecraft.ir.dtypes import DType
 
 # numba.cuda, bound by the kernel factory on first use (see launch.bind_cuda).
@@ -70,7 +70,7 @@ def widen(x: Any) -> Any:
     """
     out = empty(x.shape, np.float32)
     if out.size:
-        launch(_kernels()[0], grid(out.size), out, x.view(np.uint16),
+        launch(_kernels()[0], grid(out.size), out, view_as(x, np.uint16),
                *half.ENCODINGS[np.dtype(x.dtype).name])
     return out
 
@@ -88,7 +88,7 @@ def narrow(x: Any, d: DType, uniform: bool = False) -> Any:
     if bits.size:
         launch(_kernels()[1], grid(bits.size), bits, x, *half.FORMATS[d.name],
                _quantum(d, uniform), *half.ENCODINGS[d.name])
-    return bits.view(d.np)
+    return view_as(bits, d.np)
 
 
 def rounded(x: Any, d: DType, uniform: bool = False) -> Any:

@@ -50,6 +50,19 @@ def test_scalars_and_tuples_follow_numba_types():
     assert packed(types.boolean, np.bool_(True)) == [True]
 
 
+@pytest.mark.parametrize("ty, value, expected", [
+    (types.complex64, np.complex64(1.5 - 2j), [1.5, -2.0]),
+    (types.complex128, 0.25 + 4j, [0.25, 4.0]),
+    (types.float16, np.float16(1.5), [15872])])
+def test_complex_and_half_scalars_are_passed_as_numba_passes_them(ty, value, expected):
+    params: list = []
+    launcher._packer(ty)(value, params)
+    assert [p.value for p in params] == expected
+    assert [type(p) for p in params] == [{types.complex64: ctypes.c_float,
+                                          types.complex128: ctypes.c_double}.get(
+                                              ty, ctypes.c_uint16)] * len(expected)
+
+
 def test_a_non_contiguous_array_is_refused_with_the_fix():
     with pytest.raises(ValueError, match="the CUDA backend needs C-contiguous device arrays"):
         packed(types.Array(types.float32, 1, "C"), fake_array((2, 3), contiguous=False))

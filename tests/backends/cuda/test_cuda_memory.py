@@ -1,6 +1,11 @@
 """Device buffers: round trips of every dtype and rank (rank 0, empty, bool)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -10,7 +15,9 @@ pytestmark = pytest.mark.cuda
 
 VALUES = [np.float32(1.5), np.float64(-2.0), np.int32(7), np.int64(-3), np.bool_(True),
           np.array([True, False, True]), np.arange(6, dtype=np.int32).reshape(2, 3),
-          np.zeros((2, 0, 3), np.float64), np.array(3.25), np.linspace(0, 1, 5)[None]]
+          np.zeros((2, 0, 3), np.float64), np.array(3.25), np.linspace(0, 1, 5)[None],
+          np.array([1.5, -2.0], np.float16), np.array([1.5, -2.0], ml_dtypes.bfloat16),
+          np.array(0.25, ml_dtypes.bfloat16)]
 
 
 @pytest.mark.parametrize("value", VALUES, ids=lambda v: f"{np.asarray(v).dtype}{np.shape(v)}")
@@ -78,6 +85,37 @@ for shape, dtype in [((3, 4), np.float32), ((), np.int64), ((5,), np.bool_)]:
                 assert getattr(copied, name) == value, name
         assert copied.is_c_contiguous() and copied.reshape(-1).shape == (made.size,)
         assert copied.gpu_data == memory
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_view_as_reads_the_same_bits_as_another_dtype_of_the_same_size():
+    d = memory.to_device(np.array([1.5, -2.0], np.float16))
+    np.testing.assert_array_equal(memory.to_host(memory.view_as(d, np.uint16)),
+                                  np.array([1.5, -2.0], np.float16).view(np.uint16))
+    with pytest.raises(ValueError, match="view_as: float16 and float32 differ in item size"):
+        memory.view_as(d, np.float32)
+
+
+def test_view_as_builds_numbas_gpu_array_of_rank_0_where_numbas_view_fails():
+    """The GPU path of view_as (Numba's DeviceNDArray over given memory; a child process
+    without the simulator, no GPU needed): Numba's own view of a rank-0 array raises
+    'unhashable type: list' there, view_as keeps shape, strides and memory."""
+    code = """
+import numpy as np
+from numba.cuda.cudadrv.driver import MemoryPointer
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
+from stagecraft.backends.numba_cuda import memory
+memory.simulated = lambda: False
+for shape, strides in [((), ()), ((3, 2), (4, 2))]:
+    a = DeviceNDArray(shape, strides, np.float16, gpu_data=MemoryPointer("ctx", 1 << 20, 12))
+    b = memory.view_as(a, np.uint16)
+    assert isinstance(b, DeviceNDArray) and b.gpu_data is a.gpu_data
+    assert (b.shape, b.strides, b.dtype) == (shape, strides, np.uint16), (b.shape, b.strides)
 print("ok")
 """
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
