@@ -2,10 +2,19 @@
 
 A reduction splits the input's dims into kept ones (one output each) and reduced ones (summed
 over), and reads the input in place through both sets of strides, so no transpose is needed.
-Each block owns an output at a time (grid-stride over outputs): its threads accumulate a
-strided share of the reduced elements, then halve a shared-memory buffer until thread 0 holds
-the result. Reductions shorter than a block (softmax over classes, say) would leave most of
-those threads idle, so they run one thread per output instead. Arg-reductions use one thread
+Two kernels, chosen by which is read coalesced:
+
+- *tree* (the innermost dim is reduced: row sums, full sums): each block owns an output at a
+  time (grid-stride over outputs); its threads accumulate a strided share of the reduced
+  elements, then halve a shared-memory buffer until thread 0 holds the result;
+- *lines* (the innermost dim is kept: column sums such as a bias gradient's, or reductions
+  shorter than a block): one thread per output walks the reduced elements, and neighbouring
+  threads read neighbouring addresses.
+
+Few outputs would leave the GPU idle (a full sum is one block), so the reduced elements are
+cut into chunks, each a partial result of its own (one block, or one thread, per chunk), and
+the partials are reduced again: two launches, the same order every time (deterministic).
+Adjacent dims of one kind are merged first, so a contiguous run is one dim (cheap offsets). Arg-reductions use one thread
 per output line (sequential along the axis, so ties resolve as in NumPy); scans cut lines into
 chunks (see :func:`scan`).
 """
@@ -81,13 +90,17 @@ def _tree_kernel(kind: str, acc_dtype: np.dtype, threads: int) -> Callable:
     acc_type = numba.from_dtype(acc_dtype)
 
     @cuda.jit
-    def reduce(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m):
+    def reduce(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m, chunk,
+               splits):
+        # out[o * splits + s]: output o's chunk s of the reduced elements
         buf = cuda.shared.array(threads, acc_type)
         t = cuda.threadIdx.x
-        for o in range(cuda.blockIdx.x, out.size, cuda.gridDim.x):
+        for p in range(cuda.blockIdx.x, out.size, cuda.gridDim.x):
+            o = p // splits
+            s = p - o * splits
             base = offset(o, kept_shape, kept_strides)
             acc = start
-            for r in range(t, m, threads):
+            for r in range(s * chunk + t, min(m, (s + 1) * chunk), threads):
                 acc = combine(acc, x[base + offset(r, red_shape, red_strides)])
             buf[t] = acc
             cuda.syncthreads()
@@ -98,7 +111,7 @@ def _tree_kernel(kind: str, acc_dtype: np.dtype, threads: int) -> Callable:
                 cuda.syncthreads()
                 s //= 2
             if t == 0:
-                out[o] = buf[0]
+                out[p] = buf[0]
             cuda.syncthreads()   # the buffer is reused for the next output
     return reduce
 
@@ -110,30 +123,44 @@ def _line_kernel(kind: str) -> Callable:
     combine = cuda.jit(device=True)(COMBINE[kind])
 
     @cuda.jit
-    def reduce_lines(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m):
-        for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+    def reduce_lines(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m, chunk,
+                     splits):
+        # out[s * outputs + o]: output o's chunk s (neighbouring threads, neighbouring outputs)
+        outputs = out.size // splits
+        for p in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+            s = p // outputs
+            o = p - s * outputs
             base = offset(o, kept_shape, kept_strides)
             acc = start
-            for r in range(m):
+            for r in range(s * chunk, min(m, (s + 1) * chunk)):
                 acc = combine(acc, x[base + offset(r, red_shape, red_strides)])
-            out[o] = acc
+            out[p] = acc
     return reduce_lines
 
 
 def split_dims(shape: tuple, axes: Sequence[int]) -> tuple[tuple, tuple, tuple, tuple]:
     """``(kept_shape, kept_strides, reduced_shape, reduced_strides)`` of a C-contiguous
-    ``shape``; empty parts become one element so kernels always get rank >= 1 tuples.
+    ``shape``; adjacent dims of one kind become one dim, and empty parts one element, so
+    kernels always get rank >= 1 tuples.
 
     >>> split_dims((2, 3, 4), (0, 2))
     ((3,), (4,), (2, 4), (12, 1))
+    >>> split_dims((2, 3, 4), (1, 2))
+    ((2,), (12,), (12,), (1,))
     """
     strides = layout.c_strides(shape)
-    kept = [(d, s) for i, (d, s) in enumerate(zip(shape, strides)) if i not in axes]
-    red = [(d, s) for i, (d, s) in enumerate(zip(shape, strides)) if i in axes]
-    kept = kept or [(1, 0)]
-    red = red or [(1, 0)]
-    return (tuple(d for d, _ in kept), tuple(s for _, s in kept),
-            tuple(d for d, _ in red), tuple(s for _, s in red))
+    kept: list = []
+    red: list = []
+    for i, (d, s) in enumerate(zip(shape, strides)):
+        group = red if i in axes else kept
+        if group and group[-1][2] == i - 1:   # (the dim before is of this kind: one dim)
+            group[-1] = (group[-1][0] * d, s, i)
+        else:
+            group.append((d, s, i))
+    kept = kept or [(1, 0, 0)]
+    red = red or [(1, 0, 0)]
+    return (tuple(d for d, _, _ in kept), tuple(s for _, s, _ in kept),
+            tuple(d for d, _, _ in red), tuple(s for _, s, _ in red))
 
 
 def reduce(kind: str, x: Any, axes: Sequence[int] | None, keepdims: bool,
@@ -156,16 +183,49 @@ def reduce(kind: str, x: Any, axes: Sequence[int] | None, keepdims: bool,
     out_shape = tuple(1 if i in axes else d for i, d in enumerate(shape)) if keepdims else \
         tuple(d for i, d in enumerate(shape) if i not in axes)
     out = empty(out_shape, acc_dtype)
+    if out.size:
+        _reduce_into(out, kind, x, axes, acc_dtype, threads, True)
+    return out
+
+
+def _reduce_into(out: Any, kind: str, x: Any, axes: tuple, acc_dtype: np.dtype, threads: int,
+                 split: bool) -> None:
+    # ``out``: the outputs in C order of the kept dims (any shape of that size)
+    shape = tuple(x.shape)
     kept_shape, kept_strides, red_shape, red_strides = split_dims(shape, axes)
     m = int(np.prod([shape[a] for a in axes])) if axes else 1
-    args = (out, x, identity(kind, acc_dtype), kept_shape, kept_strides, red_shape,
-            red_strides, m)
-    if out.size and m < threads:
-        launch(_line_kernel(kind), grid(out.size), *args)
-    elif out.size:
-        blocks = max(1, min(out.size, config.MAX_BLOCKS))
+    # (lines where the innermost dim is kept, unless there are too few outputs to fill a warp)
+    lines = m < threads or (kept_strides[-1] == 1 and out.size >= 32)
+    splits = _splits(out.size, m, lines, threads) if split else 1
+    partial = out if splits == 1 else empty((splits, out.size) if lines else
+                                            (out.size, splits), acc_dtype)
+    args = (partial, x, identity(kind, acc_dtype), kept_shape, kept_strides, red_shape,
+            red_strides, m, -(-m // splits), splits)
+    if lines:
+        launch(_line_kernel(kind), grid(partial.size), *args)
+    else:
+        blocks = max(1, min(partial.size, config.MAX_BLOCKS))
         launch(_tree_kernel(kind, acc_dtype, threads), (blocks, threads), *args)
-    return out
+    if splits > 1:   # (the partials, reduced into ``out`` in one more launch)
+        _reduce_into(out, kind, partial, (0,) if lines else (1,), acc_dtype, threads, False)
+
+
+def _splits(outputs: int, m: int, lines: bool, threads: int) -> int:
+    """Into how many chunks the ``m`` reduced elements of each of ``outputs`` outputs are cut:
+    enough partials to fill the GPU (``config.MAX_BLOCKS`` blocks of tree reductions, or as
+    many threads for lines), none shorter than 8 elements per thread, and at most
+    ``4 * threads`` (the partials are reduced in one more launch).
+
+    >>> _splits(1, 1 << 20, False, 256), _splits(4096, 1024, True, 256)
+    (512, 64)
+    >>> _splits(500, 10**4, False, 256), _splits(2, 10**7, True, 256)
+    (3, 1024)
+    """
+    if lines:
+        wanted, longest = -(-config.MAX_BLOCKS * threads // outputs), -(-m // 8)
+    else:
+        wanted, longest = -(-config.MAX_BLOCKS // outputs), -(-m // (8 * threads))
+    return max(1, min(wanted, longest, 4 * threads))
 
 
 @functools.lru_cache(maxsize=None)

@@ -53,7 +53,10 @@ def copy_view(x: Any, view: Callable[[np.ndarray], np.ndarray]) -> Any:
     """
     base, shape, strides = layout.plan(view(layout.stand_in(x.shape)))
     out = empty(shape, x.dtype)
-    launch_over(_copy_kernel(), out.size, out, x, base, *_rank1(shape, strides))
+    if x.size == 1 and out.size > 1:   # (a broadcast scalar, as a gradient's: no index math)
+        launch_over(_fill_from_kernel(), out.size, out, x)
+    else:
+        launch_over(_copy_kernel(), out.size, out, x, base, *_rank1(shape, strides))
     return out
 
 

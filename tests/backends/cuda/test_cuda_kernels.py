@@ -50,6 +50,31 @@ def test_results_do_not_depend_on_launch_parameters(params, monkeypatch):
                                    rtol=1e-12, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("shape, axes", [
+    ((300,), None),            # a full sum: one output, chunks on blocks, then folded
+    ((3, 5, 40), (1, 2)),      # few rows of a merged contiguous run
+    ((40, 33), (0,)),          # a column sum (bias gradient): chunks on threads
+    ((6, 2, 33), (0, 1)),      # columns over two merged leading dims
+    ((2, 40, 3), (1,))])       # a middle dim, few outputs: the tree reads it strided
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_max", "reduce_mean", "reduce_all"])
+def test_long_reductions_of_few_outputs_are_cut_into_chunks(name, shape, axes, monkeypatch):
+    """Splitting (reduce._splits > 1) under launch sizes where it happens on the simulator's
+    small blocks; the results are NumPy's."""
+    from stagecraft.backends.numba_cuda.kernels import reduce
+    monkeypatch.setattr(config, "THREADS_PER_BLOCK", 4)
+    monkeypatch.setattr(config, "MAX_BLOCKS", 64)
+    x = np.random.default_rng(1).normal(size=shape)
+    if name == "reduce_all":
+        x = x > -2.5
+    m = int(np.prod([shape[a] for a in axes])) if axes else x.size
+    assert reduce._splits(x.size // m, m, False, 4) > 1 or \
+        reduce._splits(x.size // m, m, True, 4) > 1
+    for keepdims in (False, True):
+        np.testing.assert_allclose(run(name, x, axes=axes, keepdims=keepdims),
+                                   reference(name, x, axes=axes, keepdims=keepdims),
+                                   rtol=1e-12, atol=1e-12)
+
+
 def test_reductions_need_a_power_of_two_block(monkeypatch):
     monkeypatch.setattr(config, "THREADS_PER_BLOCK", 6)
     with pytest.raises(ValueError, match="power of two"):
