@@ -9,7 +9,8 @@
 # below 2.5 (numba-cuda 0.30.4 cannot compile kernels under 2.5) and nvmath-python (cuBLAS;
 # without it matmuls run stagecraft's Numba kernel, which env.txt and the benchmark's second
 # line say) in the git-ignored folder .whl/ (see the device tool's README for `pip download`
-# of them, for Python 3.12), then calls its run tool with:
+# of them, for Python 3.12), and cuda-core and cuda-pathfinder in .whl/extra/ (installed only
+# where nvmath's bindings do not import without them), then calls its run tool with:
 #     command: bash examples/benchmarks/device_check.sh     carry: [".whl"]     timeout_s: 600
 # The reply's output tail ends with a summary (test counts, failures, the TARGETS table); the
 # files under $OUT come back: env.txt (nvidia-smi, versions), pytest_cuda.log,
@@ -53,6 +54,13 @@ if ! "$PY" -c "import stagecraft" 2>/dev/null; then
             --target /tmp/site .whl/*.whl || exit 3
     fi
     export PYTHONPATH=/tmp/site:$PWD/.pyroot${PYTHONPATH:+:$PYTHONPATH}
+    # nvmath-python needs newer cuda-core/cuda-pathfinder than some images hold: wheels of
+    # them carried in .whl/extra/ go in only when nvmath's cuBLAS bindings fail to import.
+    if compgen -G ".whl/extra/*.whl" >/dev/null \
+            && ! "$PY" -c "import nvmath.bindings.cublas" 2>/dev/null; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site .whl/extra/*.whl || exit 3
+    fi
     mkdir -p .pyroot && ln -sfn "$PWD/frontend" .pyroot/stagecraft
     for d in converters ir backends; do ln -sfn "$PWD/$d" "frontend/$d"; done
     if ! "$PY" -c "import stagecraft"; then

@@ -1,0 +1,154 @@
+"""Where the GPU time of gpu_backend.py's slow sections goes: the eager MLP training step op by
+op (each op synchronized before and after, so its time is its own), PyTorch's step kernel by
+kernel (torch.profiler), and the 4096^2 float32 matmul of stagecraft and PyTorch timed in
+alternation (ABAB...), so that clock or thermal drift between sections cannot favour either.
+
+    python examples/benchmarks/gpu_profile.py [--quick] [--steps 5]
+    PARTS="bench" BENCH_ARGS=... bash examples/benchmarks/device_check.sh   # (the device run)
+
+Prints three tables; the MLP sizes are gpu_small_ops.OPS_FULL's (OPS_QUICK with --quick). On
+Numba's CUDA simulator it runs (NUMBA_ENABLE_CUDASIM=1 ... --quick) but its times mean nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+import stagecraft as tf
+from gpu_baselines import find_baselines, set_tf32, synchronize  # sibling script modules
+from gpu_small_ops import OPS_FULL, OPS_QUICK, mlp_init, mlp_step_tf
+from stagecraft.backends.numba_cuda import eager
+
+
+def _shape_key(values: list) -> str:
+    return " ".join("x".join(map(str, getattr(v, "shape", ()))) or "()" for v in values)
+
+
+def profile_eager_ops(step: Callable[[], Any], steps: int) -> list[tuple]:
+    """(op, input shapes, calls per step, median us per call, us per step) of ``step``'s GPU
+    ops, largest share first, with each op synchronized on both sides."""
+    times: dict[tuple, list[float]] = collections.defaultdict(list)
+    original = eager.run
+
+    def timed(name: str, values: list, attrs: dict) -> Any:
+        synchronize()
+        start = time.perf_counter()
+        out = original(name, values, attrs)
+        synchronize()
+        times[name, _shape_key(values)].append((time.perf_counter() - start) * 1e6)
+        return out
+    step()   # (compiles first)
+    eager.run = timed
+    try:
+        for _ in range(steps):
+            step()
+    finally:
+        eager.run = original
+    rows = [(op, shapes, len(t) / steps, statistics.median(t), sum(t) / steps)
+            for (op, shapes), t in times.items()]
+    return sorted(rows, key=lambda r: -r[4])
+
+
+def step_us(step: Callable[[], Any], steps: int) -> float:
+    """Median us of one step, synchronized after each."""
+    step()
+    synchronize()
+    samples = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        synchronize()
+        samples.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(samples)
+
+
+def torch_kernels(torch: Any, step: Callable[[], Any], steps: int) -> list[tuple]:
+    """(kernel, calls per step, us per step) of PyTorch's step, by GPU time."""
+    from torch.profiler import ProfilerActivity, profile
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        total = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if total:
+            rows.append((e.key[:60], e.count / steps, total / steps))
+    return sorted(rows, key=lambda r: -r[2])[:15]
+
+
+def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
+    """Median ms of an n x n float32 matmul (TF32 off), stagecraft eager and staged and
+    torch, one call of each per round, synchronized after each."""
+    rng = np.random.default_rng(4)
+    a, b = (rng.random((n, n), dtype=np.float32) for _ in range(2))
+    with tf.device("/gpu:0"):
+        ta, tb = tf.constant(a), tf.constant(b)
+    staged = tf.function(lambda x, y: tf.matmul(x, y))
+    calls: dict[str, tuple[Callable, Callable]] = {
+        "stagecraft_eager": (lambda: tf.matmul(ta, tb), synchronize),
+        "stagecraft_staged": (lambda: staged(ta, tb), synchronize)}
+    if torch is not None:
+        la, lb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+        calls["torch"] = (lambda: la @ lb, torch.cuda.synchronize)
+    samples: dict[str, list[float]] = {k: [] for k in calls}
+    for round_ in range(rounds + 3):
+        for name, (call, sync) in calls.items():
+            with tf.device("/gpu:0"):
+                sync()
+                start = time.perf_counter()
+                call()
+                sync()
+            if round_ >= 3:   # (three rounds of warm-up: trace, compile, graph capture)
+                samples[name].append((time.perf_counter() - start) * 1e3)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    sizes = OPS_QUICK if args.quick else OPS_FULL
+    baselines = find_baselines()
+    torch = baselines.torch
+    set_tf32(False, baselines)
+    x, target, init = mlp_init(sizes.mlp)
+    with tf.device("/gpu:0"):
+        tx, tt, lr = tf.constant(x), tf.constant(target), tf.constant(np.float32(1e-3))
+        params = [tf.Variable(p) for p in init]
+
+        def step() -> Any:
+            return mlp_step_tf(params, tx, tt, lr)
+        whole = step_us(step, args.steps)
+        rows = profile_eager_ops(step, args.steps)
+    print(f"eager MLP step {sizes.mlp}: {whole:.0f} us per step (synchronized once); by op, "
+          f"each synchronized:")
+    print(f"  {'op':22s}{'input shapes':34s}{'calls':>6s}{'us/call':>10s}{'us/step':>10s}")
+    for op, shapes, calls, per_call, per_step in rows:
+        print(f"  {op:22s}{shapes[:33]:34s}{calls:6.0f}{per_call:10.1f}{per_step:10.1f}")
+    print(f"  {'sum of ops':62s}{sum(r[4] for r in rows):10.1f}")
+    if torch is not None:
+        from gpu_small_ops import _mlp_step_torch
+        lx, lt = (torch.from_numpy(v).cuda() for v in (x, target))
+        tparams = [torch.from_numpy(p).cuda().requires_grad_() for p in init]
+        tstep = _mlp_step_torch(torch)
+        print("torch MLP step, GPU time by kernel (torch.profiler):")
+        for name, calls, per_step in torch_kernels(torch, lambda: tstep(tparams, lx, lt, 1e-3),
+                                                   args.steps):
+            print(f"  {name:62s}{calls:6.0f}{per_step:10.1f}")
+    n = 8 if args.quick else 4096
+    print(f"matmul {n}x{n} float32, TF32 off, interleaved rounds, median ms:")
+    for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
+        print(f"  {name:22s}{ms:10.3f}")
+
+
+if __name__ == "__main__":
+    main()
