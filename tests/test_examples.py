@@ -207,3 +207,23 @@ def test_conv_benchmark_runs_quick(tmp_path) -> None:
     rows = json.loads(path.read_text())
     assert len(rows) == 2 and all(r["fwd+bwd staged"] > 0 for r in rows)
     assert "st/np" in out.stdout
+
+
+@pytest.mark.cuda
+def test_gpu_profile_runs_on_the_cuda_simulator() -> None:
+    """gpu_profile.py's smoke test at tiny sizes: the MLP step's ops by share (every op of the
+    step's forward and backward passes, the mean among them) and the interleaved matmul."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    script = os.path.join(ROOT, "examples", "benchmarks", "gpu_profile.py")
+    out = subprocess.run([sys.executable, script, "--quick", "--steps", "1"], env=env,
+                         cwd=os.path.dirname(script), capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("eager MLP step (4, 4, 8, 4): ")
+    ops = {line.split()[0] for line in lines[2:lines.index(next(
+        line for line in lines if line.strip().startswith("sum of ops")))]}
+    assert {"matmul", "relu", "reduce_mean", "sum_like", "broadcast_like"} <= ops
+    at = lines.index("matmul 8x8 float32, TF32 off, interleaved rounds, median ms:")
+    assert [line.split()[0] for line in lines[at + 1:at + 3]] == [
+        "stagecraft_eager", "stagecraft_staged"]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU device check (issue 19): the one script a session runs when it is lent a GPU. It runs
-# the CUDA tests, then examples/benchmarks/gpu_backend.py (every target of the issue against
-# PyTorch/CuPy on the same machine, ending with its TARGETS table), each part under its own
-# time limit, and writes everything under $OUT. Worst case about 9 minutes; usually less.
+# examples/benchmarks/gpu_backend.py (every target of the issue against PyTorch/CuPy on the
+# same machine, ending with its TARGETS table), gpu_profile.py (where the time goes), then the
+# CUDA tests, each part under its own time limit, and writes everything under $OUT. Worst case
+# about 9.5 minutes; on an H100 (2026-11-27) about 4.
 #
 # A lent machine starts bare (PyTorch, CuPy, numba-cuda and NVIDIA's libraries, none of
 # stagecraft's own dependencies), so the session carries wheels of gast, astunparse, a NumPy
@@ -13,16 +14,20 @@
 # where nvmath's bindings do not import without them), then calls its run tool with:
 #     command: bash examples/benchmarks/device_check.sh     carry: [".whl"]     timeout_s: 600
 # The reply's output tail ends with a summary (test counts, failures, the TARGETS table); the
-# files under $OUT come back: env.txt (nvidia-smi, versions), pytest_cuda.log,
-# pytest_cuda_unmarked.log, gpu_backend.log, gpu_backend.json.
+# files under $OUT come back: env.txt (nvidia-smi, versions), gpu_backend.log,
+# gpu_backend.json, profile.log, pytest_cuda.log, pytest_cuda_unmarked.log. The tests run
+# verbose, so a part cut off by its limit still names every test that failed or hung.
 #
 # Settings (environment variables):
-#   PARTS         which parts, in order (default "tests unmarked bench"): tests = `pytest -m
-#                 cuda tests` (the issue's "pytest -m cuda all green"), unmarked = the tests of
-#                 tests/backends/cuda that carry no cuda marker (launcher, pool, complex,
-#                 decompositions), bench = gpu_backend.py --json $OUT/gpu_backend.json
-#   TESTS_LIMIT, UNMARKED_LIMIT, BENCH_LIMIT   seconds per part (270, 60, 180)
-#   WORKERS       pytest-xdist workers (8; without pytest-xdist the tests run in one process)
+#   PARTS         which parts, in order (default "bench profile tests unmarked"): bench =
+#                 gpu_backend.py --json $OUT/gpu_backend.json, profile = gpu_profile.py, tests =
+#                 `pytest -m cuda tests` (the issue's "pytest -m cuda all green"), unmarked = the
+#                 tests of tests/backends/cuda that carry no cuda marker (launcher, pool,
+#                 complex, decompositions)
+#   BENCH_LIMIT, PROFILE_LIMIT, TESTS_LIMIT, UNMARKED_LIMIT   seconds per part (180, 90, 240,
+#                 40; the H100 took 80, 40, 110 and 20)
+#   WORKERS       pytest-xdist workers (14, for the lent machines' 16 cores; without
+#                 pytest-xdist the tests run in one process)
 #   MAXFAIL       stop the tests after this many failures (20: a rare GPU run should show
 #                 every failure it can, not only the first as -x would)
 #   PYTEST_ARGS   more pytest arguments for both test parts, quoted as in a shell, e.g.
@@ -35,7 +40,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/stagecraft-device-check}
 PY=${PYTHON:-python3}
-PARTS=${PARTS:-tests unmarked bench}
+PARTS=${PARTS:-bench profile tests unmarked}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 # One private compile cache for every test worker and the benchmark (stagecraft refuses to
@@ -96,9 +101,9 @@ EOF
 
 # Pytest's options: pyproject's addopts name --dist, which exists only with pytest-xdist.
 # pytest-benchmark (on the lent machines) only warns, once per worker, under xdist.
-PYTEST=("$PY" -m pytest -q -rfE "--maxfail=${MAXFAIL:-20}" -p no:benchmark)
+PYTEST=("$PY" -m pytest -v -rfE "--maxfail=${MAXFAIL:-20}" -p no:benchmark)
 if "$PY" -c "import xdist" 2>/dev/null; then
-    PYTEST+=(-n "${WORKERS:-8}")
+    PYTEST+=(-n "${WORKERS:-14}")
 else
     PYTEST+=(-p no:xdist -o "addopts=-p no:cacheprovider")
 fi
@@ -127,14 +132,17 @@ part() {  # part NAME LIMIT LOG COMMAND...: runs COMMAND under `timeout`, its ou
 
 for p in $PARTS; do
     case $p in
-        tests) part tests "${TESTS_LIMIT:-270}" pytest_cuda.log \
+        tests) part tests "${TESTS_LIMIT:-240}" pytest_cuda.log \
                    "${PYTEST[@]}" -m cuda "${EXTRA[@]}" tests ;;
-        unmarked) part unmarked "${UNMARKED_LIMIT:-60}" pytest_cuda_unmarked.log \
+        unmarked) part unmarked "${UNMARKED_LIMIT:-40}" pytest_cuda_unmarked.log \
                       "${PYTEST[@]}" -m "not cuda" "${EXTRA[@]}" tests/backends/cuda ;;
         bench) part bench "${BENCH_LIMIT:-180}" gpu_backend.log \
                    "$PY" examples/benchmarks/gpu_backend.py --json "$OUT/gpu_backend.json" \
                    "${BENCH_EXTRA[@]}" ;;
-        *) echo "device_check.sh: unknown part '$p' (tests, unmarked, bench)" >&2; exit 2 ;;
+        profile) part profile "${PROFILE_LIMIT:-90}" profile.log \
+                     "$PY" examples/benchmarks/gpu_profile.py ;;
+        *) echo "device_check.sh: unknown part '$p' (bench, profile, tests, unmarked)" >&2
+           exit 2 ;;
     esac
 done
 
@@ -146,11 +154,14 @@ for p in $PARTS; do
         tests) log=pytest_cuda.log ;;
         unmarked) log=pytest_cuda_unmarked.log ;;
         bench) log=gpu_backend.log ;;
+        profile) log=profile.log ;;
     esac
     if [ "$p" = bench ]; then
         sed -n '/^TARGETS/,$p' "$OUT/$log"
+    elif [ "$p" = profile ]; then
+        head -n 12 "$OUT/$log"
     else
-        grep -E "^(FAILED|ERROR) " "$OUT/$log" | head -n 30
+        grep -oE "(FAILED|ERROR) tests/[^ ]+" "$OUT/$log" | sort -u | head -n 30
         tail -n 1 "$OUT/$log"
     fi
 done

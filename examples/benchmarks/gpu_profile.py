@@ -1,7 +1,9 @@
 """Where the GPU time of gpu_backend.py's slow sections goes: the eager MLP training step op by
-op (each op synchronized before and after, so its time is its own), PyTorch's step kernel by
-kernel (torch.profiler), and the 4096^2 float32 matmul of stagecraft and PyTorch timed in
-alternation (ABAB...), so that clock or thermal drift between sections cannot favour either.
+op (each op synchronized before and after, so its time is its own but includes a synchronize),
+the kernels of PyTorch's step, of stagecraft's staged and eager steps and of an eager matmul
+(torch.profiler, which sees every kernel of the process), and the 4096^2 float32 matmul of
+stagecraft and PyTorch timed in alternation (ABAB...), so that clock or thermal drift between
+sections cannot favour either.
 
     python examples/benchmarks/gpu_profile.py [--quick] [--steps 5]
     PARTS="bench" BENCH_ARGS=... bash examples/benchmarks/device_check.sh   # (the device run)
@@ -67,14 +69,18 @@ def step_us(step: Callable[[], Any], steps: int) -> float:
     return statistics.median(samples)
 
 
-def torch_kernels(torch: Any, step: Callable[[], Any], steps: int) -> list[tuple]:
-    """(kernel, calls per step, us per step) of PyTorch's step, by GPU time."""
+def kernels(torch: Any, step: Callable[[], Any], steps: int) -> list[tuple]:
+    """(kernel, calls per step, us per step) of ``step``'s device work, by GPU time, from
+    torch.profiler (CUPTI traces the whole process's kernels: stagecraft's Numba kernels,
+    cuBLAS calls and CUDA-graph replays too, not only PyTorch's)."""
     from torch.profiler import ProfilerActivity, profile
     step()
+    synchronize()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
             step()
+        synchronize()
         torch.cuda.synchronize()
     rows = []
     for e in prof.key_averages():
@@ -140,10 +146,23 @@ def main() -> None:
         lx, lt = (torch.from_numpy(v).cuda() for v in (x, target))
         tparams = [torch.from_numpy(p).cuda().requires_grad_() for p in init]
         tstep = _mlp_step_torch(torch)
-        print("torch MLP step, GPU time by kernel (torch.profiler):")
-        for name, calls, per_step in torch_kernels(torch, lambda: tstep(tparams, lx, lt, 1e-3),
-                                                   args.steps):
-            print(f"  {name:62s}{calls:6.0f}{per_step:10.1f}")
+        staged = tf.function(mlp_step_tf)
+        with tf.device("/gpu:0"):
+            a = tf.constant(np.ones((8, 8) if args.quick else (4096, 4096), np.float32))
+
+            def staged_step() -> Any:
+                return staged(params, tx, tt, lr)
+            for name, step_fn in [("torch MLP step", lambda: tstep(tparams, lx, lt, 1e-3)),
+                                  ("stagecraft staged MLP step", staged_step),
+                                  ("stagecraft eager MLP step", step),
+                                  ("stagecraft eager matmul", lambda: tf.matmul(a, a))]:
+                for _ in range(3):   # (a staged step replays its CUDA graph from call 4)
+                    step_fn()
+                rows = kernels(torch, step_fn, args.steps)
+                print(f"{name}, GPU time by kernel (torch.profiler), us per step: "
+                      f"{sum(r[2] for r in rows):.1f} in the {len(rows)} largest")
+                for kernel, calls, per_step in rows:
+                    print(f"  {kernel:62s}{calls:6.0f}{per_step:10.1f}")
     n = 8 if args.quick else 4096
     print(f"matmul {n}x{n} float32, TF32 off, interleaved rounds, median ms:")
     for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
