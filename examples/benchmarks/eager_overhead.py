@@ -137,6 +137,9 @@ arrays = [output() for _ in range(3)] + [memory.pooled_array((1,), (1,), np.dtyp
 packers = [launcher._packer(types.Array(types.float32, 1, "C"))] * 3 + [
     launcher._packer(types.Array(types.int8, 1, "C"))]
 def pack():
+    # (the output is a new array every op: its parameters are packed afresh; the inputs' and
+    # the error flag's are kept on them)
+    arrays[0].__dict__.pop("_stagecraft_params", None)
     params = []
     for p, a in zip(packers, arrays):
         p(a, params)

@@ -63,6 +63,15 @@ def test_complex_and_half_scalars_are_passed_as_numba_passes_them(ty, value, exp
                                               ty, ctypes.c_uint16)] * len(expected)
 
 
+def test_an_arrays_parameters_are_packed_once_and_kept_on_it():
+    a, b = fake_array((2, 3)), fake_array((4,), pointer=8192)
+    ty = types.Array(types.float32, 1, "C")
+    assert packed(ty, a) == [0, 0, 6, 4, 4096, 6, 4]
+    a.gpu_data = None   # (never happens: kept parameters are not computed again)
+    assert packed(ty, a) == [0, 0, 6, 4, 4096, 6, 4]
+    assert packed(ty, b) == [0, 0, 4, 4, 8192, 4, 4]
+
+
 def test_a_non_contiguous_array_is_refused_with_the_fix():
     with pytest.raises(ValueError, match="the CUDA backend needs C-contiguous device arrays"):
         packed(types.Array(types.float32, 1, "C"), fake_array((2, 3), contiguous=False))
