@@ -75,7 +75,7 @@ class _NotRecording:
     def allocated(self, array: Any) -> None:
         pass
 
-    def host_read(self, what: str) -> None:
+    def spoil(self, why: str) -> None:
         pass
 
     def guard(self, array: Any, value: Any, site: int | None = None, loop: bool = False) -> None:
@@ -99,7 +99,7 @@ def to_host(array: Any) -> np.ndarray:
     """
     if is_device_array(array):
         if RECORDING[0] is not None:
-            _recorder().host_read("a device array is copied to the host")
+            _recorder().spoil("a device array is copied to the host")
         return np.asarray(array.copy_to_host())
     return np.asarray(array)
 
@@ -268,7 +268,7 @@ def copy_into(dst: Any, src: Any) -> None:
         if is_device_array(src):
             _recorder().copy(dst, src)
         else:   # (not a recordable step: replays would skip it)
-            _recorder().host_read("a host array is copied into a device buffer")
+            _recorder().spoil("a host array is copied into a device buffer")
     if src.size == 0:
         return
     if simulated() or not is_device_array(src):

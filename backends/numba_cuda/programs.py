@@ -62,9 +62,9 @@ from typing import Any, Callable, Sequence
 from stagecraft.backends.numba_cuda import graphs, launcher, memory
 from stagecraft.backends.numba_cuda.graphs import NotReplayable
 from stagecraft.backends.numba_cuda.memory import is_device_array
-from stagecraft.backends.numba_cuda.recording import (Branch, Copy, Guard, HostStep, Join,
-                                                      LibraryCall, Launch, Recording, Upload,
-                                                      _Allocations, _same)
+from stagecraft.backends.numba_cuda.recording import (Allocations, Branch, Copy, Guard,
+                                                      HostStep, Join, LibraryCall, Launch,
+                                                      Recording, Upload, same)
 
 
 @dataclass
@@ -160,7 +160,7 @@ class Program:
             reason = _differs(block.items, theirs[entry].items, self._tokens, other._tokens)
             if reason is not None:
                 return f"block {k}: {reason}"
-        if not _same(self.results, other.results, self._tokens, other._tokens):
+        if not same(self.results, other.results, self._tokens, other._tokens):
             return "the results are other buffers"
         return None
 
@@ -176,7 +176,7 @@ def build(rec: Recording, results: Sequence[Any]) -> Program:
         raise NotReplayable("it prints or asserts, and its loops run a varying number of times "
                             "(a replay found invalid then could not take the print back)")
     passes = _blocks(rec)
-    where = _Allocations(rec.allocations)
+    where = Allocations(rec.allocations)
     made_in = {step: k for k, b in enumerate(passes) for step in b.allocs}
     first: dict[tuple, int] = {}      # entry -> the pass that is its block's first
     canon: dict[int, int] = {}        # allocation step -> the first pass's step it stands for
@@ -194,7 +194,7 @@ def build(rec: Recording, results: Sequence[Any]) -> Program:
             raise NotReplayable(f"a loop's passes issue different work ({reason})")
         order.append(j)
     out = _Locator(where, canon, lambda step: _visible(passes, made_in, step, len(passes) - 1))
-    if not _same(tuple(results), tuple(results), out, out) or out.stale:
+    if not same(tuple(results), tuple(results), out, out) or out.stale:
         raise NotReplayable("a result was made in a loop pass or cond branch, not carried out "
                             "of it")
     distinct = sorted(set(order))
@@ -256,11 +256,11 @@ def _blocks(rec: Recording) -> list[_Block]:
 
 
 class _Locator:
-    """Locates a buffer as ``recording._Allocations.locate`` does, naming an allocation by
+    """Locates a buffer as ``recording.Allocations.locate`` does, naming an allocation by
     ``names[step]`` (the first pass's step it stands for, or a program's token for it); with
     ``visible``, notes in ``stale`` a read of an allocation it says no.""" 
 
-    def __init__(self, where: _Allocations, names: dict,
+    def __init__(self, where: Allocations, names: dict,
                  visible: Callable[[int], bool] | None = None):
         self.where, self.names, self.visible = where, names, visible
         self.stale = False
@@ -279,7 +279,7 @@ class _Redirect:
     cond branch first taken in a loop's second pass reads that pass's values) replaced by
     the first pass's buffer it stands for, which is the one a replay writes."""
 
-    def __init__(self, where: _Allocations, canon: dict, allocations: list):
+    def __init__(self, where: Allocations, canon: dict, allocations: list):
         self.where, self.canon, self.allocations = where, canon, allocations
 
     def array(self, a: Any) -> Any:
@@ -352,7 +352,7 @@ def _differs(model: list, later: list, where_model: Any, where_later: Any) -> st
         return f"{len(model)} and {len(later)} launches or copies"
     for step, (x, y) in enumerate(zip(model, later), 1):
         kind = type(x).__name__.lower()
-        if type(x) is not type(y) or not _same(_fields(x), _fields(y), where_model, where_later):
+        if type(x) is not type(y) or not same(_fields(x), _fields(y), where_model, where_later):
             return f"step {step} ({kind}) differs"
         if getattr(where_later, "stale", False):
             return (f"step {step} ({kind}) reads a value made in another loop pass or cond "

@@ -175,9 +175,6 @@ class Recording:
         self._bytes += array.nbytes
         self._grew()
 
-    def host_read(self, what: str) -> None:
-        self.spoiled = what
-
     def guard(self, array: Any, value: Any, site: int | None = None, loop: bool = False) -> None:
         if site is None:
             self.items.append(Guard(array, np.array(value)))
@@ -192,6 +189,8 @@ class Recording:
         self._grew()
 
     def spoil(self, why: str) -> None:
+        """The call did something a replay cannot stand for (``why``: a host read of a whole
+        array, a shape known only at run time): the function runs plainly from now on."""
         self.spoiled = why
 
 
@@ -239,8 +238,18 @@ def address(array: Any) -> int:
     return int(array.__cuda_array_interface__["data"][0])
 
 
-class _Allocations:
-    """Finds which allocation of a recording (by step) an address falls in."""
+class Allocations:
+    """Finds which allocation of a recording (by step) an address falls in: two recordings'
+    arrays are the same buffer of their calls when they sit at the same place of the same
+    allocation step.
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda import memory
+    >>> a, b = memory.to_device(np.zeros(4, np.float32)), memory.to_device(np.zeros(2))
+    >>> where = Allocations([a, b])
+    >>> where.locate(b), where.locate(a[2:])
+    (('alloc', 1, 0, (2,), 'float64'), ('alloc', 0, 8, (2,), 'float32'))
+    """
 
     def __init__(self, arrays: Sequence[Any]):
         spans = sorted((address(a), a.nbytes, i) for i, a in enumerate(arrays) if a.size)
@@ -278,22 +287,22 @@ def difference(a: Recording, b: Recording) -> str | None:
     if len(a.items) != len(b.items) or len(a.allocations) != len(b.allocations):
         return (f"the calls issued {len(a.items)} and {len(b.items)} launches or copies, "
                 f"{len(a.allocations)} and {len(b.allocations)} allocations")
-    where_a, where_b = _Allocations(a.allocations), _Allocations(b.allocations)
+    where_a, where_b = Allocations(a.allocations), Allocations(b.allocations)
     for step, (x, y) in enumerate(zip(a.items, b.items), 1):
         if type(x) is not type(y):
             return f"step {step} is a {type(x).__name__} in one call, a {type(y).__name__} in the other"
         if isinstance(x, Launch):
             if x.kernel is not y.kernel or x.dims != y.dims:
                 return f"step {step} (launch) runs another kernel or grid"
-            if not _same(x.args, y.args, where_a, where_b):
+            if not same(x.args, y.args, where_a, where_b):
                 return f"step {step} (launch) passes different arguments"
         elif isinstance(x, Guard):
-            if not _same(x.array, y.array, where_a, where_b):
+            if not same(x.array, y.array, where_a, where_b):
                 return f"step {step} (host read) reads a different buffer"
             if getattr(x, "site", None) != getattr(y, "site", None):
                 return f"step {step} (host read) is another test"
         elif isinstance(x, Copy):
-            if not _same((x.dst, x.src), (y.dst, y.src), where_a, where_b):
+            if not same((x.dst, x.src), (y.dst, y.src), where_a, where_b):
                 return f"step {step} (copy) copies different buffers"
         elif isinstance(x, LibraryCall):
             if not _same_call(x.call, y.call, where_a, where_b):
@@ -302,30 +311,40 @@ def difference(a: Recording, b: Recording) -> str | None:
             if not _same_call(x.fn, y.fn, where_a, where_b):
                 return f"step {step} (host step) does different host work"
         else:
-            if not _same(x.host, y.host, where_a, where_b):
+            if not same(x.host, y.host, where_a, where_b):
                 return f"step {step} (upload) uploads different host values"
-            if not _same(x.device, y.device, where_a, where_b):
+            if not same(x.device, y.device, where_a, where_b):
                 return f"step {step} (upload) writes a different buffer"
     return None
 
 
-def _same_call(f: Callable, g: Callable, where_a: _Allocations, where_b: _Allocations) -> bool:
+def _same_call(f: Callable, g: Callable, where_a: Allocations, where_b: Allocations) -> bool:
     code_f, code_g = getattr(f, "__code__", None), getattr(g, "__code__", None)
     if code_f is None or code_f is not code_g or f is g:
         return f is g
     cells_f = tuple(c.cell_contents for c in f.__closure__ or ())
     cells_g = tuple(c.cell_contents for c in g.__closure__ or ())
-    return _same(cells_f, cells_g, where_a, where_b) and _same(
+    return same(cells_f, cells_g, where_a, where_b) and same(
         getattr(f, "__defaults__", None), getattr(g, "__defaults__", None), where_a, where_b)
 
 
-def _same(x: Any, y: Any, where_a: _Allocations, where_b: _Allocations) -> bool:
+def same(x: Any, y: Any, where_a: Allocations, where_b: Allocations) -> bool:
+    """Whether two recorded step arguments are the same: device arrays at the same place of
+    their recordings' allocations (``where_a``/``where_b``), functions of the same code over
+    the same closure, equal values otherwise (NaN equal to NaN).
+
+    >>> nothing = Allocations([])
+    >>> same((1, float("nan")), (1, float("nan")), nothing, nothing)
+    True
+    >>> same(1, 1.0, nothing, nothing)
+    False
+    """
     if is_device_array(x) or is_device_array(y):
         return (is_device_array(x) and is_device_array(y)
                 and where_a.locate(x) == where_b.locate(y))
     if isinstance(x, (tuple, list)):
         return (type(x) is type(y) and len(x) == len(y)
-                and all(_same(p, q, where_a, where_b) for p, q in zip(x, y)))
+                and all(same(p, q, where_a, where_b) for p, q in zip(x, y)))
     if getattr(x, "__code__", None) is not None:   # (a function: its code and closure)
         return _same_call(x, y, where_a, where_b)
     if isinstance(x, np.ndarray):
