@@ -1,9 +1,10 @@
 """Where the GPU time of gpu_backend.py's slow sections goes: the eager MLP training step op by
 op (each op synchronized before and after, so its time is its own but includes a synchronize),
 the kernels of PyTorch's step, of stagecraft's staged and eager steps and of an eager matmul
-(torch.profiler, which sees every kernel of the process), and the 4096^2 float32 matmul of
-stagecraft and PyTorch timed in alternation (ABAB...), so that clock or thermal drift between
-sections cannot favour either.
+(torch.profiler, which sees every kernel of the process), an eager add's host cost layer by
+layer (operator, op library, allocation, the driver launch alone) beside PyTorch's add, and
+the 4096^2 float32 matmul of stagecraft (eager, staged, cuBLAS called directly) and PyTorch
+timed in alternation (ABAB...), so that clock or thermal drift cannot favour either.
 
     python examples/benchmarks/gpu_profile.py [--quick] [--steps 5]
     PARTS="bench" BENCH_ARGS=... bash examples/benchmarks/device_check.sh   # (the device run)
@@ -24,7 +25,8 @@ import numpy as np
 import stagecraft as tf
 from gpu_baselines import find_baselines, set_tf32, synchronize  # sibling script modules
 from gpu_small_ops import OPS_FULL, OPS_QUICK, mlp_init, mlp_step_tf
-from stagecraft.backends.numba_cuda import eager
+from stagecraft.backends.numba_cuda import cublas, eager, launcher, memory
+from stagecraft.backends.numba_cuda.recording import Launch, recording
 
 
 def _shape_key(values: list) -> str:
@@ -101,6 +103,10 @@ def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
     calls: dict[str, tuple[Callable, Callable]] = {
         "stagecraft_eager": (lambda: tf.matmul(ta, tb), synchronize),
         "stagecraft_staged": (lambda: staged(ta, tb), synchronize)}
+    if cublas.available(np.float32):   # (cuBLAS alone: no op dispatch, no allocation)
+        out, av, bv = memory.empty((n, n), np.float32), ta._value, tb._value
+        calls["cublas_direct"] = (lambda: cublas.matmul_into(out, av, bv, False, False),
+                                  synchronize)
     if torch is not None:
         la, lb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
         calls["torch"] = (lambda: la @ lb, torch.cuda.synchronize)
@@ -115,6 +121,43 @@ def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
             if round_ >= 3:   # (three rounds of warm-up: trace, compile, graph capture)
                 samples[name].append((time.perf_counter() - start) * 1e3)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float]]:
+    """Per-call us of an eager add of two ``n``-element float32 GPU tensors, layer by layer
+    (a loop of calls, then one synchronize, as gpu_backend.py times the add): the operator,
+    the GPU op library (``eager.run``), the output allocation, the driver launch of the
+    recorded kernel alone (``launcher.enqueue``; not on the simulator), and PyTorch's add."""
+    a = np.linspace(-1.0, 1.0, n, dtype=np.float32)
+    with tf.device("/gpu:0"):
+        x, y = tf.constant(a), tf.constant(a[::-1].copy())
+    xv, yv = x._value, y._value
+    with recording() as rec:
+        eager.run("add", [xv, yv], {})
+    launches = [i for i in rec.items if isinstance(i, Launch) and i.prepared is not None]
+    calls: list[tuple[str, Callable, Callable]] = [
+        ("x + y", lambda: x + y, synchronize),
+        ("eager.run('add')", lambda: eager.run("add", [xv, yv], {}), synchronize),
+        ("memory.empty", lambda: memory.empty((n,), np.float32), synchronize)]
+    if launches:
+        calls.append(("launcher.enqueue", lambda: launcher.enqueue(launches[0].prepared),
+                      synchronize))
+    if torch is not None:
+        la, lb = torch.from_numpy(a).cuda(), torch.from_numpy(a).cuda()
+        calls.append(("torch x + y", lambda: la + lb, torch.cuda.synchronize))
+    rows = []
+    for name, call, sync in calls:
+        samples = []
+        for _ in range(5):
+            call()
+            sync()
+            start = time.perf_counter()
+            for _ in range(loop):
+                call()
+            sync()
+            samples.append((time.perf_counter() - start) / loop * 1e6)
+        rows.append((name, statistics.median(samples)))
+    return rows
 
 
 def main() -> None:
@@ -163,6 +206,10 @@ def main() -> None:
                       f"{sum(r[2] for r in rows):.1f} in the {len(rows)} largest")
                 for kernel, calls, per_step in rows:
                     print(f"  {kernel:62s}{calls:6.0f}{per_step:10.1f}")
+    n = 8 if args.quick else 1000
+    print(f"eager add of {n} float32, us per call by layer (loop of calls, one synchronize):")
+    for name, us in add_layers(torch, n, 2 if args.quick else 1000):
+        print(f"  {name:22s}{us:10.2f}")
     n = 8 if args.quick else 4096
     print(f"matmul {n}x{n} float32, TF32 off, interleaved rounds, median ms:")
     for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
