@@ -14,9 +14,10 @@ Two kernels, chosen by which is read coalesced:
 Few outputs would leave the GPU idle (a full sum is one block), so the reduced elements are
 cut into chunks, each a partial result of its own (one block, or one thread, per chunk), and
 the partials are reduced again: two launches, the same order every time (deterministic).
-Adjacent dims of one kind are merged first, so a contiguous run is one dim (cheap offsets). Arg-reductions use one thread
-per output line (sequential along the axis, so ties resolve as in NumPy); scans cut lines into
-chunks (see :func:`scan`).
+Adjacent dims of one kind are merged first, so a contiguous run is one dim (cheap offsets).
+
+Arg-reductions use one thread per output line (sequential along the axis, so ties resolve as in
+NumPy); scans cut lines into chunks (see :func:`scan`).
 """
 from __future__ import annotations
 
@@ -92,15 +93,15 @@ def _tree_kernel(kind: str, acc_dtype: np.dtype, threads: int) -> Callable:
     @cuda.jit
     def reduce(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m, chunk,
                splits):
-        # out[o * splits + s]: output o's chunk s of the reduced elements
+        # out[o * splits + c]: output o's chunk c of the reduced elements
         buf = cuda.shared.array(threads, acc_type)
         t = cuda.threadIdx.x
         for p in range(cuda.blockIdx.x, out.size, cuda.gridDim.x):
             o = p // splits
-            s = p - o * splits
+            c = p - o * splits
             base = offset(o, kept_shape, kept_strides)
             acc = start
-            for r in range(s * chunk + t, min(m, (s + 1) * chunk), threads):
+            for r in range(c * chunk + t, min(m, (c + 1) * chunk), threads):
                 acc = combine(acc, x[base + offset(r, red_shape, red_strides)])
             buf[t] = acc
             cuda.syncthreads()
@@ -125,14 +126,14 @@ def _line_kernel(kind: str) -> Callable:
     @cuda.jit
     def reduce_lines(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m, chunk,
                      splits):
-        # out[s * outputs + o]: output o's chunk s (neighbouring threads, neighbouring outputs)
+        # out[c * outputs + o]: output o's chunk c (neighbouring threads, neighbouring outputs)
         outputs = out.size // splits
         for p in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            s = p // outputs
-            o = p - s * outputs
+            c = p // outputs
+            o = p - c * outputs
             base = offset(o, kept_shape, kept_strides)
             acc = start
-            for r in range(s * chunk, min(m, (s + 1) * chunk)):
+            for r in range(c * chunk, min(m, (c + 1) * chunk)):
                 acc = combine(acc, x[base + offset(r, red_shape, red_strides)])
             out[p] = acc
     return reduce_lines
