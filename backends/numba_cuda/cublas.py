@@ -20,21 +20,23 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config, gemm_plan
 from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
 from stagecraft.backends.numba_cuda.launcher import library_call
-from stagecraft.backends.numba_cuda.memory import contiguous, flat
-from stagecraft.backends.numba_cuda.recording import address
+from stagecraft.backends.numba_cuda.memory import address, contiguous, flat
 
 # (one, zero) per cudaDataType (the scalars have the operands' type): cuBLAS reads alpha and
 # beta through host pointers when a call is enqueued, so the buffers must outlive every call
 # (module-level: forever).
 _SCALARS = {name: (np.ones(1, dtype), np.zeros(1, dtype))
             for dtype, name in gemm_plan.DATA_TYPES.items()}
+# The dtypes cuBLAS multiplies (a set of np.dtype: a lookup, not a dtype.name, which costs
+# 2 us of NumPy's string building per read)
+_BLAS_DTYPES = frozenset(np.dtype(name) for name in gemm_plan.DATA_TYPES)
 # The handle of each CUDA context by its driver handle; None where cuBLAS could not start.
 _HANDLES: dict[int, "_Handle | None"] = {}
 _INSTALL = 'pip install "stagecraft[cuda]" (or pip install "nvmath-python[cu13]")'
@@ -55,36 +57,54 @@ class _Handle:
         self.workspace = workspace
         self.pointer = bindings.create()
         self.stream: int | None = None
+        # matmul_into's key (shapes, flags, dtype, TF32) -> the plan's resolved calls
+        self.plans: dict[tuple, list[Callable[[int, int, int], None]]] = {}
 
-    def run(self, plan: gemm_plan.GemmPlan, b: int, a: int, out: int, itemsize: int,
+    def run(self, calls: Sequence[Callable[[int, int, int], None]], b: int, a: int, out: int,
             stream: int) -> None:
-        """Enqueues ``plan`` on ``stream`` (a ``CUstream`` handle; 0 is the legacy default
-        stream): ``b``, ``a`` and ``out`` are the device pointers of the row-major operands
-        and the output (cuBLAS's A, B and C)."""
-        lib = self.bindings
+        """Enqueues ``calls`` (:meth:`calls` of a plan) on ``stream`` (a ``CUstream`` handle;
+        0 is the legacy default stream): ``b``, ``a`` and ``out`` are the device pointers of
+        the row-major operands and the output (cuBLAS's A, B and C)."""
         if stream != self.stream:
+            lib = self.bindings
             lib.set_stream(self.pointer, stream)
             # cublasSetStream puts cuBLAS back on its own workspace pool: set ours again
             lib.set_workspace(self.pointer, _device_pointer(self.workspace),
                               self.workspace.size * self.workspace.dtype.itemsize)
             self.stream = stream
+        for call in calls:
+            call(b, a, out)
+
+    def calls(self, plan: gemm_plan.GemmPlan, itemsize: int
+              ) -> list[Callable[[int, int, int], None]]:
+        """``plan``'s cuBLAS calls with every argument but the three pointers resolved (enum
+        names to ints, offsets to bytes), once per plan: an eager matmul's host cost is
+        mostly this lookup work otherwise."""
+        lib, handle = self.bindings, self.pointer
         dtype = int(self.data_types[plan.data_type])
         compute = int(lib.ComputeType[plan.compute_type])
         algo = int(lib.GemmAlgo.DEFAULT)
         one, zero = _SCALARS[plan.data_type]
         alpha, beta = one.ctypes.data, zero.ctypes.data
+        calls = []
         for c in plan.calls:
             ta, tb = int(lib.Operation[c.trans_a]), int(lib.Operation[c.trans_b])
-            pa, pb, pc = (b + c.a_offset * itemsize, a + c.b_offset * itemsize,
-                          out + c.c_offset * itemsize)
+            oa, ob, oc = c.a_offset * itemsize, c.b_offset * itemsize, c.c_offset * itemsize
             if c.batch == 1:
-                lib.gemm_ex(self.pointer, ta, tb, c.m, c.n, c.k, alpha, pa, dtype, c.lda, pb,
-                            dtype, c.ldb, beta, pc, dtype, c.ldc, compute, algo)
+                def call(b: int, a: int, out: int, c: gemm_plan.Gemm = c, ta: int = ta,
+                         tb: int = tb, oa: int = oa, ob: int = ob, oc: int = oc) -> None:
+                    lib.gemm_ex(handle, ta, tb, c.m, c.n, c.k, alpha, b + oa, dtype, c.lda,
+                                a + ob, dtype, c.ldb, beta, out + oc, dtype, c.ldc, compute,
+                                algo)
             else:
-                lib.gemm_strided_batched_ex(
-                    self.pointer, ta, tb, c.m, c.n, c.k, alpha, pa, dtype, c.lda, c.stride_a,
-                    pb, dtype, c.ldb, c.stride_b, beta, pc, dtype, c.ldc, c.stride_c, c.batch,
-                    compute, algo)
+                def call(b: int, a: int, out: int, c: gemm_plan.Gemm = c, ta: int = ta,
+                         tb: int = tb, oa: int = oa, ob: int = ob, oc: int = oc) -> None:
+                    lib.gemm_strided_batched_ex(
+                        handle, ta, tb, c.m, c.n, c.k, alpha, b + oa, dtype, c.lda, c.stride_a,
+                        a + ob, dtype, c.ldb, c.stride_b, beta, out + oc, dtype, c.ldc,
+                        c.stride_c, c.batch, compute, algo)
+            calls.append(call)
+        return calls
 
 
 def available(dtype: Any) -> bool:
@@ -96,7 +116,7 @@ def available(dtype: Any) -> bool:
     >>> available(np.int32), available(np.float32) == (detect() == "gpu")
     (False, True)
     """
-    return _handle_for(dtype) is not None
+    return _handle_for(np.dtype(dtype)) is not None
 
 
 def matmul_into(out: Any, a: Any, b: Any, transpose_a: bool, transpose_b: bool) -> bool:
@@ -114,23 +134,26 @@ def matmul_into(out: Any, a: Any, b: Any, transpose_a: bool, transpose_b: bool) 
     handle = _handle_for(out.dtype)
     if handle is None:
         return False
-    plan = gemm_plan.plan(tuple(a.shape), tuple(b.shape), bool(transpose_a),
-                          bool(transpose_b), np.dtype(out.dtype).name,
-                          bool(config.TENSOR_FLOAT_32))
-    itemsize = np.dtype(out.dtype).itemsize
+    # (one dict lookup per call: the plan, its enums and byte offsets are resolved once)
+    key = (tuple(a.shape), tuple(b.shape), bool(transpose_a), bool(transpose_b), out.dtype,
+           bool(config.TENSOR_FLOAT_32))
+    calls = handle.plans.get(key)
+    if calls is None:
+        dtype = np.dtype(out.dtype)
+        plan = gemm_plan.plan(key[0], key[1], key[2], key[3], dtype.name, key[5])
+        calls = handle.plans[key] = handle.calls(plan, dtype.itemsize)
 
     # A closure over the arrays themselves, not their addresses: a recording of a staged call
     # (recording.py) matches two calls' library calls by the cells, locating device arrays
     # among the call's allocations
     def call(stream: int) -> None:
-        handle.run(plan, _device_pointer(b), _device_pointer(a), _device_pointer(out),
-                   itemsize, stream)
+        handle.run(calls, _device_pointer(b), _device_pointer(a), _device_pointer(out), stream)
     library_call(call)
     return True
 
 
 def _device_pointer(array: Any) -> int:
-    """The address of a C-contiguous device array's first element (``recording.address``);
+    """The address of a C-contiguous device array's first element (``memory.address``);
     a non-contiguous array raises the error of ``memory.flat``."""
     if not contiguous(array):
         flat(array)   # raises, saying what to do
@@ -138,7 +161,7 @@ def _device_pointer(array: Any) -> int:
 
 
 def _handle_for(dtype: Any) -> _Handle | None:
-    if not config.USE_CUBLAS or np.dtype(dtype).name not in gemm_plan.DATA_TYPES:
+    if not config.USE_CUBLAS or dtype not in _BLAS_DTYPES:
         return None
     return _handle()
 

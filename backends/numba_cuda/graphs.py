@@ -31,6 +31,7 @@ import numpy as np
 
 from stagecraft.backends.numba_cuda import launcher, memory
 from stagecraft.backends.numba_cuda.launch import simulated
+from stagecraft.backends.numba_cuda.memory import address
 from stagecraft.backends.numba_cuda.recording import (Copy, Guard, HostStep, LibraryCall,
                                                       Launch, Recording, Upload)
 
@@ -151,8 +152,8 @@ class DriverGraph:
             at = 0   # (each guard's bytes are copied where the host code read them)
             for item in items:
                 if isinstance(item, Guard):
-                    _check(driver.cuMemcpyDtoDAsync(_pointer(self._summary) + at,
-                                                    _pointer(item.array), item.value.nbytes,
+                    _check(driver.cuMemcpyDtoDAsync(address(self._summary) + at,
+                                                    address(item.array), item.value.nbytes,
                                                     handle))
                     at += item.value.nbytes
                 elif isinstance(item, Launch):
@@ -160,11 +161,11 @@ class DriverGraph:
                 elif isinstance(item, LibraryCall):
                     item.call(handle)
                 elif isinstance(item, Copy) and item.src.size:
-                    _check(driver.cuMemcpyDtoDAsync(_pointer(item.dst), _pointer(item.src),
+                    _check(driver.cuMemcpyDtoDAsync(address(item.dst), address(item.src),
                                                     item.src.nbytes, handle))
                 elif isinstance(item, Upload) and id(item) in sources:
-                    _check(driver.cuMemcpyDtoDAsync(_pointer(item.device),
-                                                    _pointer(sources[id(item)]),
+                    _check(driver.cuMemcpyDtoDAsync(address(item.device),
+                                                    address(sources[id(item)]),
                                                     item.host.nbytes, handle))
         except BaseException:
             driver.cuStreamEndCapture(stream)   # (ends the capture; its partial graph is dropped)
@@ -185,7 +186,7 @@ class DriverGraph:
         _check(driver.cuGraphLaunch(self._exec, 0))
         if self._summary is None:
             return b""
-        _check(driver.cuMemcpyDtoH(self._host.ctypes.data, _pointer(self._summary),
+        _check(driver.cuMemcpyDtoH(self._host.ctypes.data, address(self._summary),
                                    self._host.nbytes))
         return self._host.tobytes()
 
@@ -200,10 +201,6 @@ class DriverGraph:
                 driver.cuStreamDestroy(self._stream)
         except Exception:   # interpreter shutdown: the driver may already be gone
             pass
-
-
-def _pointer(array: Any) -> int:
-    return int(array.__cuda_array_interface__["data"][0])
 
 
 def _check(result: tuple) -> Any:

@@ -88,6 +88,23 @@ class _NotRecording:
 _NOT_RECORDING = _NotRecording()
 
 
+def address(array: Any) -> int:
+    """The device address of a device array's first element (a host address under the
+    simulator, whose device arrays wrap NumPy arrays); 0 for an empty array.
+
+    >>> x = to_device(np.arange(4.0))
+    >>> address(x[1:]) - address(x), address(x[:0])
+    (8, 0)
+    """
+    if array.size == 0:
+        return 0
+    if simulated():
+        return int(array._ary.__array_interface__["data"][0])
+    # (not __cuda_array_interface__: Numba builds that dict on every read, 1.4 us against
+    # 0.13; a view's gpu_data already points at its first element)
+    return array.gpu_data.device_pointer_value or 0
+
+
 def to_host(array: Any) -> np.ndarray:
     """A host NumPy copy of a device array (rank 0 stays a 0-d ndarray); host arrays pass
     through ``np.asarray``.
@@ -275,8 +292,7 @@ def copy_into(dst: Any, src: Any) -> None:
         dst.copy_to_device(src if is_device_array(src) else np.ascontiguousarray(src))
         return
     from cuda.bindings import driver
-    error, = driver.cuMemcpyDtoDAsync(dst.__cuda_array_interface__["data"][0],
-                                      src.__cuda_array_interface__["data"][0], dst.nbytes, 0)
+    error, = driver.cuMemcpyDtoDAsync(address(dst), address(src), dst.nbytes, 0)
     if error != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"copy_into: the CUDA driver failed to copy {dst.nbytes} bytes "
                            f"({driver.cuGetErrorName(error)[1]})")

@@ -43,8 +43,8 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config, launcher
-from stagecraft.backends.numba_cuda.launch import RECORDING, simulated
-from stagecraft.backends.numba_cuda.memory import is_device_array
+from stagecraft.backends.numba_cuda.launch import RECORDING
+from stagecraft.backends.numba_cuda.memory import address, is_device_array
 
 
 @dataclass
@@ -226,16 +226,6 @@ def host_step(fn: Callable[[], None]) -> None:
         recorder.host_step(fn)
     else:
         fn()
-
-
-def address(array: Any) -> int:
-    """The device address of a device array's first element (a host address under the
-    simulator, whose device arrays wrap NumPy arrays); 0 for an empty array."""
-    if array.size == 0:
-        return 0
-    if simulated():
-        return int(array._ary.__array_interface__["data"][0])
-    return int(array.__cuda_array_interface__["data"][0])
 
 
 class Allocations:

@@ -119,8 +119,9 @@ def gpu_host_cases() -> list[tuple[str, str, object]]:
 
 # Host work a GPU adds to an eager add that the simulator skips, timed on Numba's real classes
 # in a child process without the simulator (building pointers and arrays over given addresses
-# needs no driver): the output from the caching pool, and packing the launch's four arrays (out,
-# x, y, error flag) as launcher.Bound does.
+# needs no driver): the output from the caching pool, packing the launch's four arrays (out,
+# x, y, error flag) as launcher.Bound does, and an eager matmul's cuBLAS wrapper (cublas.py)
+# with the library's calls replaced by no-ops.
 GPU_ONLY = """
 import json, statistics, sys, timeit, types as pytypes
 import numpy as np
@@ -143,11 +144,24 @@ def pack():
     params = []
     for p, a in zip(packers, arrays):
         p(a, params)
+# cuBLAS's host side: matmul_into on 64x64 arrays, through bindings that do nothing
+from stagecraft.backends.numba_cuda import cublas
+class Names(dict):
+    def __missing__(self, key): return 0
+lib = pytypes.SimpleNamespace(Operation=Names(), ComputeType=Names(), create=lambda: 1,
+                              GemmAlgo=pytypes.SimpleNamespace(DEFAULT=-1),
+                              set_stream=lambda *a: None, set_workspace=lambda *a: None,
+                              gemm_ex=lambda *a: None, gemm_strided_batched_ex=lambda *a: None)
+handle = cublas._Handle(lib, Names(), arrays[1])
+cublas._handle = lambda: handle
+square = [memory.pooled_array((64, 64), (256, 4), f32, blocks.take(1 << 14)) for _ in range(2)]
 number, repeat = int(sys.argv[1]), int(sys.argv[2])
 x = arrays[0]
 print(json.dumps({name: statistics.median(timeit.repeat(fn, number=number, repeat=repeat))
-                  / number * 1e6 for name, fn in [("output", output), ("pack", pack),
-                                                  ("read", lambda: x.dtype)]}))
+                  / number * 1e6 for name, fn in [
+                      ("output", output), ("pack", pack), ("read", lambda: x.dtype),
+                      ("blas", lambda: cublas.matmul_into(square[0], square[1], square[1],
+                                                          False, False))]}))
 """
 
 
@@ -162,6 +176,8 @@ def gpu_only_parts(number: int, repeat: int) -> list[dict]:
              "host_us": times["output"]},
             {"call": "gpu-only  pack an add's 4 arrays", "group": "gpu-only",
              "host_us": times["pack"]},
+            {"call": "gpu-only  cuBLAS wrapper of a matmul", "group": "gpu-only",
+             "host_us": times["blas"]},
             {"call": "gpu-only  array.dtype, one read", "group": "attribute",
              "host_us": times["read"]}]
 

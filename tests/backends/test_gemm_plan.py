@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import types
 
 import numpy as np
 import pytest
@@ -186,6 +187,8 @@ class HostArray:
         self.array = self._ary = np.ascontiguousarray(array)   # (_ary: as the simulator's)
         self.shape, self.dtype, self.ndim = self.array.shape, self.array.dtype, self.array.ndim
         self.size, self.strides = self.array.size, self.array.strides
+        # (a real device array's address, as memory.address reads it on a GPU)
+        self.gpu_data = types.SimpleNamespace(device_pointer_value=self.array.ctypes.data)
 
     def is_c_contiguous(self) -> bool:
         return True

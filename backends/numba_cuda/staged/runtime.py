@@ -20,7 +20,8 @@ import numpy as np
 from stagecraft.backends.numba_cuda import config, layout, memory
 from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, simulated
 from stagecraft.backends.numba_cuda.launcher import launch  # noqa: F401 (generated code's)
-from stagecraft.backends.numba_cuda.recording import address, host_step
+from stagecraft.backends.numba_cuda.memory import address
+from stagecraft.backends.numba_cuda.recording import host_step
 from stagecraft.backends.runtime import format_print, write
 from stagecraft.ir.errors import InvalidArgumentError, kernel_failed
 from stagecraft.ir.dtypes import as_dtype

@@ -43,7 +43,9 @@ def test_recordings_of_two_calls_agree_on_their_cublas_calls(monkeypatch):
     (recording.difference): a cuBLAS call must compare by its arrays' places among the call's
     allocations and by its plan, not by addresses."""
     if not ON_GPU:   # the simulator cannot run cuBLAS: a handle that enqueues nothing
-        stand_in = types.SimpleNamespace(run=lambda *args: None)
+        # (its "calls" are the plan itself, which recordings then compare)
+        stand_in = types.SimpleNamespace(run=lambda *args: None, plans={},
+                                         calls=lambda plan, itemsize: [plan])
         monkeypatch.setattr(cublas, "_handle", lambda: stand_in)
     a = memory.to_device(np.ones((2, 3, 4), np.float32))
     b, c = (memory.to_device(np.ones((4, 5), np.float32)) for _ in range(2))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.backends.numba_cuda import graphs, launcher, recording
+from stagecraft.backends.numba_cuda import graphs, launcher
 from stagecraft.backends.numba_cuda.detect import detect
 
 pytestmark = pytest.mark.cuda
@@ -98,7 +98,6 @@ def driver(monkeypatch):
     monkeypatch.setattr(cuda.core, "Stream",
                         types.SimpleNamespace(from_handle=lambda handle: handle))
     monkeypatch.setattr(graphs, "simulated", lambda: False)
-    monkeypatch.setattr(graphs, "_pointer", recording.address)
     # Launches: "prepared" is what the simulator needs to run the kernel; enqueued on the
     # capture stream, they wait in the captured list like any other work.
     monkeypatch.setattr(launcher, "prepare", lambda kernel, dims, args: (kernel, dims, args))
