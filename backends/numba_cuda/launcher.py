@@ -167,12 +167,15 @@ def kind(value: Any) -> Any:
     >>> kind(3), kind(np.float32(1)), kind((2, 3))
     (<class 'int'>, <class 'numpy.float32'>, (<class 'int'>, <class 'int'>))
     """
-    if isinstance(value, tuple):
-        return tuple(kind(v) for v in value)
-    if type(value) in _SCALARS or isinstance(value, np.generic):
-        return type(value)
+    t = type(value)   # (the common types first: this runs for every argument of a launch)
+    if t in _SCALARS:
+        return t
     if is_device_array(value):
         return ("array", value.dtype)
+    if isinstance(value, tuple):
+        return tuple([kind(v) for v in value])
+    if isinstance(value, np.generic):
+        return t
     raise TypeError(f"cannot pass a {type(value).__name__} to a CUDA kernel of this backend")
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from stagecraft.backends.numba_cuda import config, layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
-from stagecraft.backends.numba_cuda.launcher import launch
+from stagecraft.backends.numba_cuda.launcher import Bound, launch
 from stagecraft.backends.numba_cuda.memory import empty
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
@@ -185,30 +185,48 @@ def reduce(kind: str, x: Any, axes: Sequence[int] | None, keepdims: bool,
         tuple(d for i, d in enumerate(shape) if i not in axes)
     out = empty(out_shape, acc_dtype)
     if out.size:
-        _reduce_into(out, kind, x, axes, acc_dtype, threads, True)
+        source = x
+        for bound, partial_shape, tail in _steps(kind, shape, axes, np.dtype(x.dtype), acc_dtype,
+                                                 threads, config.MAX_BLOCKS):
+            target = out if partial_shape is None else empty(partial_shape, acc_dtype)
+            bound(target, source, *tail)
+            source = target
     return out
 
 
-def _reduce_into(out: Any, kind: str, x: Any, axes: tuple, acc_dtype: np.dtype, threads: int,
-                 split: bool) -> None:
-    # ``out``: the outputs in C order of the kept dims (any shape of that size)
-    shape = tuple(x.shape)
+@functools.lru_cache(maxsize=1024)
+def _steps(kind: str, shape: tuple, axes: tuple, dtype: np.dtype, acc_dtype: np.dtype,
+           threads: int, max_blocks: int) -> tuple:
+    """The launches of a reduction, made once per signature (an eager op's host cost is
+    otherwise mostly this planning): ``(bound launch, partial shape or None for the output,
+    the launch's arguments after its output and source)`` in order, each reading the one
+    before's output (the first reads the input). ``dtype`` and ``max_blocks`` only key the
+    cache (the bound launches' argument types, the grids)."""
+    steps: list = []
+    outputs = int(np.prod([d for i, d in enumerate(shape) if i not in axes]))
+    _plan(steps, kind, shape, axes, outputs, acc_dtype, threads, True)
+    return tuple(steps)
+
+
+def _plan(steps: list, kind: str, shape: tuple, axes: tuple, outputs: int,
+          acc_dtype: np.dtype, threads: int, split: bool) -> None:
     kept_shape, kept_strides, red_shape, red_strides = split_dims(shape, axes)
     m = int(np.prod([shape[a] for a in axes])) if axes else 1
     # (lines where the innermost dim is kept, unless there are too few outputs to fill a warp)
-    lines = m < threads or (kept_strides[-1] == 1 and out.size >= 32)
-    splits = _splits(out.size, m, lines, threads) if split else 1
-    partial = out if splits == 1 else empty((splits, out.size) if lines else
-                                            (out.size, splits), acc_dtype)
-    args = (partial, x, identity(kind, acc_dtype), kept_shape, kept_strides, red_shape,
-            red_strides, m, -(-m // splits), splits)
+    lines = m < threads or (kept_strides[-1] == 1 and outputs >= 32)
+    splits = _splits(outputs, m, lines, threads) if split else 1
+    partial_shape = None if splits == 1 else (splits, outputs) if lines else (outputs, splits)
+    tail = (identity(kind, acc_dtype), kept_shape, kept_strides, red_shape, red_strides, m,
+            -(-m // splits), splits)
     if lines:
-        launch(_line_kernel(kind), grid(partial.size), *args)
+        bound = Bound(_line_kernel(kind), grid(outputs * splits))
     else:
-        blocks = max(1, min(partial.size, config.MAX_BLOCKS))
-        launch(_tree_kernel(kind, acc_dtype, threads), (blocks, threads), *args)
-    if splits > 1:   # (the partials, reduced into ``out`` in one more launch)
-        _reduce_into(out, kind, partial, (0,) if lines else (1,), acc_dtype, threads, False)
+        blocks = max(1, min(outputs * splits, config.MAX_BLOCKS))
+        bound = Bound(_tree_kernel(kind, acc_dtype, threads), (blocks, threads))
+    steps.append((bound, partial_shape, tail))
+    if partial_shape is not None:   # (the partials, reduced into the output in one more launch)
+        _plan(steps, kind, partial_shape, (0,) if lines else (1,), outputs, acc_dtype, threads,
+              False)
 
 
 def _splits(outputs: int, m: int, lines: bool, threads: int) -> int:
