@@ -41,6 +41,7 @@ from stagecraft.backends.numba_cuda.kernels import pooling
 from stagecraft.backends.numba_cuda.kernels import conv
 from stagecraft.backends.numba_cuda.kernels import decompositions
 from stagecraft.backends.numba_cuda.kernels import half
+from stagecraft.backends.numba_cuda.op_replay import Replayed
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.ops import Kind
@@ -139,14 +140,15 @@ class _Plan:
             values, kept = [memory.to_device(x) for x in values], [False] * len(values)
         uploads = tuple(i for i, (x, v) in enumerate(zip(inputs, values)) if x is not v)
         if half_call:
-            return _Plan(impl, uploads, _half_call(op, impl, types, attrs)), values
+            return _Plan(impl, uploads, Replayed(_half_call(op, impl, types, attrs))), values
         out = op.infer(types, **attrs)
         if direct:
             call = elementwise.prepared(op.name, tuple(
                 elementwise.signature(x, keep) for x, keep in zip(values, kept)),
                 out[0].dtype, tuple(out[0].shape))
             return _Plan(impl, uploads, call), values
-        return _Plan(impl, uploads, lambda xs: impl(list(xs), attrs, out)), values
+        # (replayed from its recorded launches once it has run: op_replay.py)
+        return _Plan(impl, uploads, Replayed(lambda xs: impl(list(xs), attrs, out))), values
 
 
 def _half_call(op: Any, impl: Impl, types: list, attrs: dict) -> Callable[[list], Any]:

@@ -120,11 +120,15 @@ class Bound:
     array([3., 3., 3.])
     """
 
-    __slots__ = ("kernel", "dims", "_ready")
+    __slots__ = ("kernel", "dims", "_ready", "_kept")
 
     def __init__(self, kernel: Any, dims: tuple):
         self.kernel, self.dims = kernel, tuple(dims)
         self._ready: Any = None  # (core launch, function, config, packers); False: never
+        # Per argument other than an array: the last value passed and its packed parameters.
+        # Callers pass the same tuples and numbers again and again (a plan's, a replayed
+        # op's), and packing a tuple costs a ctypes object per element.
+        self._kept: list = []
 
     def __call__(self, *args: Any) -> None:
         ready = self._ready
@@ -132,11 +136,23 @@ class Bound:
             launch(self.kernel, self.dims, *args)
             if ready is None:
                 self._ready = self._prepare(args)
+                self._kept = [None] * len(args)
             return
         core_launch, function, config, packers = ready
         params: list = []
-        for pack, a in zip(packers, args):
-            pack(a, params)
+        kept = self._kept
+        for i, (pack, a) in enumerate(zip(packers, args)):
+            if pack is _pack_flat_array:   # (an array keeps its own: see _pack_flat_array)
+                pack(a, params)
+                continue
+            last = kept[i]
+            if last is not None and last[0] is a:
+                params.extend(last[1])
+                continue
+            own: list = []
+            pack(a, own)
+            params.extend(own)
+            kept[i] = (a, own)
         core_launch(_default_stream(), config, function, *params)
 
     def _prepare(self, args: Sequence[Any]) -> Any:

@@ -121,6 +121,9 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
         ("gpu    m + y  (4x1000 + 1000)", 1, lambda: m + y),
         ("gpu    10-op expression", 10, lambda: expression(x, y)),
         ("gpu    reduce_sum(64x64, axis=0)", 1, lambda: tf.reduce_sum(sq, axis=0)),
+        ("gpu    transpose 64x64", 1, lambda: tf.transpose(sq)),
+        ("gpu    slice m[1:, :500]", 1, lambda: m[1:, :500]),
+        ("gpu    softmax 64x64 (whole call)", 1, lambda: tf.nn.softmax(sq)),
         ("gpu    matmul 64x64 (cuBLAS)", 1, lambda: tf.matmul(sq, sq)),
         ("gpu    MLP training step (whole step)", 1, mlp_step),
     ]

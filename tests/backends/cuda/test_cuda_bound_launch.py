@@ -93,3 +93,18 @@ def test_kernels_that_are_not_compiled_dispatchers_always_use_launch(monkeypatch
     bound(1)
     bound(2)
     assert seen == [((2, 4), (1,)), ((2, 4), (2,))] and bound._ready is False
+
+
+def test_arguments_passed_again_reuse_their_packed_parameters(gpu):
+    kernel = Kernel((("array", fake_array((3,)).dtype), (int, int), int),
+                    (types.Array(types.float32, 1, "C"), types.UniTuple(types.int64, 2),
+                     types.int32))
+    bound = launcher.Bound(kernel, (1, 32))
+    shape, out = (2, 5), fake_array((3,), pointer=4096)
+    bound(out, shape, 7)
+    bound(out, shape, 7)
+    packed = bound._kept[1][1]
+    bound(out, shape, 7)
+    assert bound._kept[1][1] is packed   # (the same tuple: packed once)
+    bound(out, (6, 1), 8)                # (other values: packed afresh)
+    assert [call[3][-3:] for call in gpu["core"]] == [[2, 5, 7], [2, 5, 7], [6, 1, 8]]

@@ -1,0 +1,271 @@
+"""Eager ops replayed from a recording of their own device work: once an op's plan has run for
+one input signature, later calls issue the same launches on new buffers without running the
+op's Python code again (its layout planning, launch typing and argument packing), which is most
+of the host cost of an eager GPU op that is not elementwise.
+
+An op's second and third calls with one signature are recorded (``recording.py``) and each
+becomes a :class:`Template`: its launches (kernel, grid, arguments) and device copies in order,
+every device array among their arguments and the op's results being one of the call's inputs,
+one of the buffers the call made (uploads keep their bytes), a whole-buffer reshape of either,
+or a fixed array the op library keeps (a constant, the shared error flag). The op is replayed
+only when the two templates are equal, which shows that its work depends on the signature and
+nothing else (a seed, a size or any scalar computed from anything else would differ), and only
+when its recordings hold nothing but launches, uploads and copies: an op that reads a value on
+the host (an error flag, a data-dependent size), calls a library (cuBLAS) or runs host work
+runs its code on every call. Templates are kept per signature by the eager plans
+(``eager.py``), for the backend settings they were made under.
+
+>>> import numpy as np
+>>> from stagecraft.backends.numba_cuda import memory
+>>> from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+>>> op = Replayed(lambda xs: copy_view(xs[0], lambda a: a.T))
+>>> outs = [memory.to_host(op([memory.to_device(np.arange(6.0).reshape(2, 3) + i)]))
+...         for i in range(4)]
+>>> op.replaying, outs[3]
+(True, array([[3., 6.],
+       [4., 7.],
+       [5., 8.]]))
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from stagecraft.backends.numba_cuda import config, memory
+from stagecraft.backends.numba_cuda.launch import RECORDING
+from stagecraft.backends.numba_cuda.launcher import Bound
+from stagecraft.backends.numba_cuda.recording import (Allocations, Copy, Launch, Recording,
+                                                      Upload, recording, same)
+
+_NOWHERE = Allocations([])
+
+
+class Replayed:
+    """``run(inputs) -> result`` (an op's plan: device arrays in, a device array or a tuple of
+    them out) replayed from its recordings as described above; ``replaying`` says whether
+    calls replay now."""
+
+    __slots__ = ("_run", "_calls", "_first", "_template", "_off")
+
+    def __init__(self, run: Callable[[Sequence[Any]], Any]):
+        self._run = run
+        self._calls = 0
+        self._first: Template | None = None
+        self._template: Template | None = None
+        self._off = False
+
+    @property
+    def replaying(self) -> bool:
+        return self._template is not None
+
+    def __call__(self, inputs: Sequence[Any]) -> Any:
+        template = self._template
+        if template is not None and RECORDING[0] is None:
+            if template.settings == _settings():
+                result = template.replay(inputs)
+                if result is not None:
+                    return result
+                return self._run(inputs)   # (inputs that share buffers otherwise)
+            self._template = self._first = None   # (made under other settings: record again)
+            self._calls = 1
+        if self._off or RECORDING[0] is not None:
+            return self._run(inputs)
+        self._calls += 1
+        if self._calls == 1:   # (the first call compiles kernels and fills caches)
+            return self._run(inputs)
+        with recording() as rec:
+            result = self._run(inputs)
+        made = Template.of(rec, inputs, result)
+        if made is None or self._first is not None and not made.equals(self._first):
+            self._off = True
+        elif self._first is None:
+            self._first = made
+        else:
+            self._template, self._first = made, None
+        return result
+
+
+class Template:
+    """One recorded call of an op, with its arrays as slots: ``("in", i, shape)`` an input,
+    ``("new", k, shape)`` the k-th buffer the call made (``shape``: a whole-buffer reshape, or
+    None for the array itself), ``("fixed", array)`` an array kept by the op library, or
+    ``("value", v)`` any other argument."""
+
+    def __init__(self, buffers: list, steps: list, result: Any, several: bool,
+                 sharing: tuple | None):
+        self.buffers = buffers   # (shape, dtype, host bytes of an upload or None) per buffer
+        # ("launch", kernel, dims, slots, Bound, constants, substitutions) (``_split``) or
+        # ("copy", dst slot, src slot)
+        self.steps = steps
+        self.result = result     # a slot, or a tuple of slots (several)
+        self.several = several
+        # Which inputs shared a buffer (``_sharing``), None if none did: a slot then names the
+        # first of them, so the template holds only for calls whose inputs share the same way.
+        self.sharing = sharing
+        self.settings = _settings()
+
+    @staticmethod
+    def of(rec: Recording, inputs: Sequence[Any], result: Any) -> "Template | None":
+        """The template of recording ``rec`` of a call on ``inputs`` that gave ``result``;
+        None when the call cannot be replayed."""
+        if rec.spoiled is not None:
+            return None
+        places = [memory.address(x) if memory.is_device_array(x) else 0 for x in inputs]
+        uploads = {id(i.device): i.host for i in rec.items if isinstance(i, Upload)}
+        buffers = [(tuple(a.shape), np.dtype(a.dtype), uploads.get(id(a)))
+                   for a in rec.allocations]
+        finder = _Finder(inputs, places, rec.allocations)
+        steps: list = []
+        for item in rec.items:
+            if isinstance(item, Launch):
+                slots = tuple(finder.slot(a) for a in item.args)
+                steps.append(("launch", item.kernel, item.dims, slots,
+                              Bound(item.kernel, item.dims)) + _split(slots))
+            elif isinstance(item, Copy):
+                steps.append(("copy", finder.slot(item.dst), finder.slot(item.src)))
+            elif not isinstance(item, Upload):   # (a guard, a library call, a host step)
+                return None
+        several = isinstance(result, tuple)
+        slots = tuple(finder.slot(r) for r in result) if several else finder.slot(result)
+        if finder.unplaced:
+            return None
+        return Template(buffers, steps, slots, several, _sharing(places))
+
+    def equals(self, other: "Template") -> bool:
+        """Whether two recorded calls issued the same work (kernels, grids, slots, scalars,
+        buffers and uploaded bytes)."""
+        if len(self.steps) != len(other.steps) or len(self.buffers) != len(other.buffers):
+            return False
+        for (shape, dtype, host), (shape2, dtype2, host2) in zip(self.buffers, other.buffers):
+            if shape != shape2 or dtype != dtype2 or (host is None) != (host2 is None) or \
+                    host is not None and not _same(host, host2):
+                return False
+        for a, b in zip(self.steps, other.steps):
+            if a[0] != b[0] or not _same(a[1:4] if a[0] == "launch" else a[1:],
+                                         b[1:4] if b[0] == "launch" else b[1:]):
+                return False
+        return (self.several == other.several and self.sharing == other.sharing
+                and _same(self.result, other.result))
+
+    def replay(self, inputs: Sequence[Any]) -> Any:
+        """The recorded work on ``inputs``: new buffers, the launches and copies, the
+        results; None when ``inputs`` share buffers otherwise than the recorded call's."""
+        if self.sharing is not None and _sharing(
+                [memory.address(x) if memory.is_device_array(x) else 0 for x in inputs]) \
+                != self.sharing:
+            return None
+        made = [memory.empty(shape, dtype) if host is None else memory.to_device(host)
+                for shape, dtype, host in self.buffers]
+        for step in self.steps:
+            if step[0] == "launch":
+                args = list(step[5])
+                for position, kind, index, shape in step[6]:
+                    if kind == "tuple":   # (``index``: the tuple's slot)
+                        args[position] = _array(index, inputs, made)
+                        continue
+                    array = inputs[index] if kind == "in" else made[index]
+                    args[position] = array if shape is None else array.reshape(shape)
+                step[4](*args)
+            else:
+                memory.copy_into(_array(step[1], inputs, made), _array(step[2], inputs, made))
+        if self.several:
+            return tuple(_array(s, inputs, made) for s in self.result)
+        return _array(self.result, inputs, made)
+
+
+def _sharing(places: list) -> tuple | None:
+    """For each input, the first input at the same address (``places``; 0: no buffer), or
+    None when no two inputs share a buffer.
+
+    >>> _sharing([16, 32, 0, 0]), _sharing([16, 32, 16])
+    (None, (0, 1, 2))
+    """
+    first: dict = {}
+    pattern = tuple(first.setdefault(p, i) if p else i for i, p in enumerate(places))
+    return None if pattern == tuple(range(len(places))) else pattern
+
+
+class _Finder:
+    """The slot of each array of one recorded call (see :class:`Template`); ``unplaced`` is
+    set when an array is a part of a buffer (a slice), which a slot cannot name."""
+
+    def __init__(self, inputs: Sequence[Any], places: list, made: list):
+        self.owners = [("in", i, x, p) for i, (x, p) in enumerate(zip(inputs, places))]
+        self.owners += [("new", k, a, memory.address(a)) for k, a in enumerate(made)]
+        self.unplaced = False
+
+    def slot(self, value: Any) -> tuple:
+        if isinstance(value, tuple):
+            return ("tuple", tuple(self.slot(v) for v in value))
+        if not memory.is_device_array(value):
+            return ("value", value)
+        for kind, index, array, _ in self.owners:
+            if value is array:
+                return (kind, index, None)
+        where = memory.address(value)
+        for kind, index, array, place in self.owners:
+            if where and where == place and value.nbytes == array.nbytes and \
+                    np.dtype(value.dtype) == np.dtype(array.dtype) and memory.contiguous(value):
+                return (kind, index, tuple(value.shape))
+        if value.size == 0 or any(where and place <= where < place + array.nbytes
+                                  for _, _, array, place in self.owners):
+            self.unplaced = True   # (an empty array, or a slice of a buffer)
+        return ("fixed", value)
+
+
+def _split(slots: tuple) -> tuple[tuple, tuple]:
+    """A launch's arguments as ``(constants, substitutions)``: every argument that is not an
+    input or a made buffer (a value, a fixed array, a tuple of them) resolved once, and
+    ``(position, kind, index, shape)`` for the others; a tuple holding an input or a made
+    buffer (no kernel of this backend takes one) is left for :func:`_array`."""
+    constants: list = []
+    subs: list = []
+    for position, slot in enumerate(slots):
+        if slot[0] in ("in", "new"):
+            constants.append(None)
+            subs.append((position, *slot))
+        elif slot[0] == "tuple" and not _constant(slot):
+            constants.append(None)
+            subs.append((position, "tuple", slot, None))
+        else:
+            constants.append(_array(slot, (), []))
+    return tuple(constants), tuple(subs)
+
+
+def _constant(slot: tuple) -> bool:
+    if slot[0] == "tuple":
+        return all(_constant(s) for s in slot[1])
+    return slot[0] in ("value", "fixed")
+
+
+def _array(slot: tuple, inputs: Sequence[Any], made: list) -> Any:
+    kind = slot[0]
+    if kind == "value":
+        return slot[1]
+    if kind == "fixed":
+        return slot[1]
+    if kind == "tuple":
+        return tuple(_array(s, inputs, made) for s in slot[1])
+    array = inputs[slot[1]] if kind == "in" else made[slot[1]]
+    return array if slot[2] is None else array.reshape(slot[2])
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Equal values (``recording.same``), device arrays only when they are the same array."""
+    if memory.is_device_array(x) or memory.is_device_array(y):
+        return x is y
+    if isinstance(x, tuple):
+        return type(y) is tuple and len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y))
+    if isinstance(x, Bound):
+        return x is y
+    return same(x, y, _NOWHERE, _NOWHERE)
+
+
+def _settings() -> tuple:
+    """The backend settings that select kernels and grids: a template made under others is
+    made again."""
+    from stagecraft.backends.numba_cuda.kernels import elementwise
+    return (config.THREADS_PER_BLOCK, config.MAX_BLOCKS, tuple(config.MATMUL_TILE),
+            tuple(config.MATMUL_WORK), config.TENSOR_FLOAT_32, config.USE_CUBLAS,
+            elementwise.FORCE_DEVICE_NUMPY)

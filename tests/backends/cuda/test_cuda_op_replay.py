@@ -1,0 +1,113 @@
+"""Eager ops replayed from the recording of their launches (``numba_cuda/op_replay.py``), for
+every op of the op table: five calls with one signature (the fourth and fifth replay where the
+op can be), each on new input buffers, must all give what the op gives when run plainly. After
+each call its inputs and result are overwritten with other bytes and kept alive, so a replay
+that read or returned a buffer of an earlier call would show."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stagecraft.backends.numba_cuda import eager, memory
+from stagecraft.backends.numba_cuda.op_replay import Replayed, Template
+from stagecraft.backends.numba_cuda.recording import recording
+from stagecraft.ir import OPS
+
+from support.compare import assert_arrays_match
+from support.op_examples import as_list, cases
+
+pytestmark = pytest.mark.cuda
+
+
+def _spoil(array) -> None:
+    """Overwrites a device array with bytes no op example holds (0x5A in every byte)."""
+    if array.size:
+        if array.dtype.kind == "V":   # (bfloat16: written as its bits)
+            array = memory.view_as(array, np.uint16)
+        raw = np.full(array.size * array.dtype.itemsize, 0x5A, np.uint8)
+        memory.copy_into(array, memory.to_device(raw.view(array.dtype).reshape(array.shape)))
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_five_calls_of_one_signature_equal_a_plain_run(name):
+    every = cases(name)   # (the first and the last dtype: a half-precision one for some ops)
+    for d, ex in {id(c): c for c in (every[0], every[-1])}.values():
+        _five_calls(name, d, ex)
+
+
+def _five_calls(name, d, ex) -> None:
+    op = OPS[name]
+    kept = []
+    for call in range(5):
+        inputs = [memory.to_device(np.asarray(x)) for x in ex.inputs]
+        actual = eager.run(name, inputs, dict(ex.attrs))
+        # what a new plan's first call gives on copies of the inputs (it runs plainly)
+        fresh = [memory.to_device(memory.to_host(x)) for x in inputs]
+        plan, values = eager._Plan.make(op, eager.TABLE[name], fresh, dict(ex.attrs))
+        expected = plan.run(values)
+        where = f"{name}[{d.name}] call {call + 1}"
+        for a, e in zip(as_list(actual), as_list(expected)):
+            assert_arrays_match(memory.to_host(a), memory.to_host(e), where)
+        for array in inputs + as_list(actual):
+            if memory.is_device_array(array):
+                _spoil(array)
+        kept.append((inputs, actual))
+
+
+def test_layout_reduction_and_gather_free_ops_replay():
+    """The ops whose host code is the longest replay (those that read a value on the host do
+    not: their recordings hold guards)."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    calls = [("transpose", [x], {"perm": (1, 0)}),
+             ("reduce_max", [x], {"axes": (1,), "keepdims": False}),
+             ("concat", [x, x + 1], {"axis": 0})]
+    for name, values, attrs in calls:
+        for _ in range(4):
+            eager.run(name, [memory.to_device(v) for v in values], dict(attrs))
+        plans = [p for key, p in eager._PLANS.items() if key[0] == name]
+        assert any(isinstance(p.run, Replayed) and p.run.replaying for p in plans), name
+
+
+def test_a_call_whose_inputs_share_a_buffer_is_replayed_only_for_such_calls():
+    from stagecraft.backends.numba_cuda.kernels.shape import concat
+    op = Replayed(lambda xs: concat(list(xs), 0, (4,)))
+    a = memory.to_device(np.float32([1, 2]))
+    for _ in range(3):
+        op([a, a])
+    assert op.replaying
+    b = memory.to_device(np.float32([5, 6]))
+    assert memory.to_host(op([a, b])).tolist() == [1, 2, 5, 6]   # (run plainly)
+    assert memory.to_host(op([b, b])).tolist() == [5, 6, 5, 6]   # (replayed)
+
+
+def test_recordings_with_host_reads_are_not_replayed():
+    def reads(xs):
+        n = int(memory.scalar(xs[0]))
+        return memory.to_device(np.arange(n, dtype=np.int32))
+    op = Replayed(reads)
+    for n in (2, 3, 4, 5):
+        assert memory.to_host(op([memory.to_device(np.int32(n))])).tolist() == list(range(n))
+    assert not op.replaying
+
+
+def test_two_recordings_that_differ_end_replaying():
+    seeds = iter(range(10))
+
+    def seeded(xs):   # (a value from outside the signature, as a host-side seed would be)
+        return memory.to_device(np.int64(next(seeds)) + memory.to_host(xs[0]))
+    op = Replayed(seeded)
+    outs = [int(memory.to_host(op([memory.to_device(np.int64(0))]))) for _ in range(5)]
+    assert outs == [0, 1, 2, 3, 4] and not op.replaying
+
+
+def test_a_template_names_inputs_made_buffers_reshapes_and_fixed_arrays():
+    fixed = memory.to_device(np.float32([9]))
+    x = memory.to_device(np.zeros((2, 3), np.float32))
+    with recording() as rec:
+        made = memory.empty((6,), np.float32)
+        result = (made.reshape((3, 2)), x.reshape((6,)), fixed)
+    template = Template.of(rec, [x], result)
+    assert template.result == (("new", 0, (3, 2)), ("in", 0, (6,)), ("fixed", fixed))
+    with recording() as rec:
+        part = memory.empty((6,), np.float32)
+    assert Template.of(rec, [x], part[2:]) is None   # (a slice of a buffer has no slot)
