@@ -179,7 +179,7 @@ def _sharing(places: list) -> tuple | None:
     None when no two inputs share a buffer.
 
     >>> _sharing([16, 32, 0, 0]), _sharing([16, 32, 16])
-    (None, (0, 1, 2))
+    (None, (0, 1, 0))
     """
     first: dict = {}
     pattern = tuple(first.setdefault(p, i) if p else i for i, p in enumerate(places))
