@@ -14,6 +14,8 @@ def as_dims(shape: Any) -> Dims:
     """Normalizes a TensorShape, list, tuple or None into the IR's tuple form."""
     if shape is None:
         return None
+    if type(shape) is tuple and all(type(d) is int for d in shape):
+        return shape   # (the common case, a tensor's own shape: every tensor.shape makes one)
     if isinstance(shape, TensorShape):
         return shape.dims_tuple
     if isinstance(shape, int):

@@ -262,7 +262,7 @@ for _name in ("matrix_inverse", "matrix_determinant", "matrix_solve"):
 @implements("reshape", "reshape_like", "expand_dims", "squeeze")
 def _reshape(xs, attrs, types):
     # A view, like NumPy's: contiguous buffers reshape without moving data.
-    return xs[0].reshape(types[0].shape)
+    return memory.reshape(xs[0], tuple(types[0].shape))
 
 
 TABLE["transpose"] = lambda xs, a, t: shape.copy_view(xs[0], lambda v: np.transpose(v, a["perm"]))
@@ -403,7 +403,7 @@ def _dims(op: str, xs: list, attrs: dict, minus_one: bool = False) -> tuple:
 @implements("reshape_dynamic")
 def _reshape_dynamic(xs, attrs, types):
     dims = resolve_reshape("reshape", tuple(xs[0].shape), _dims("reshape", xs, attrs, True))
-    return xs[0].reshape(dims)
+    return memory.reshape(xs[0], tuple(dims))
 
 
 @implements("broadcast_to_dynamic")

@@ -28,15 +28,16 @@ runs its code on every call. Templates are kept per signature by the eager plans
 """
 from __future__ import annotations
 
+from types import CellType, FunctionType
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config, memory
 from stagecraft.backends.numba_cuda.launch import RECORDING
-from stagecraft.backends.numba_cuda.launcher import Bound
-from stagecraft.backends.numba_cuda.recording import (Allocations, Copy, Launch, Recording,
-                                                      Upload, recording, same)
+from stagecraft.backends.numba_cuda.launcher import Bound, library_call
+from stagecraft.backends.numba_cuda.recording import (Allocations, Copy, Launch, LibraryCall,
+                                                      Recording, Upload, recording, same)
 
 _NOWHERE = Allocations([])
 
@@ -95,8 +96,8 @@ class Template:
     def __init__(self, buffers: list, steps: list, result: Any, several: bool,
                  sharing: tuple | None):
         self.buffers = buffers   # (shape, dtype, host bytes of an upload or None) per buffer
-        # ("launch", kernel, dims, slots, Bound, constants, substitutions) (``_split``) or
-        # ("copy", dst slot, src slot)
+        # ("launch", kernel, dims, slots, Bound, constants, substitutions) (``_split``),
+        # ("library", code, slots of its closure's cells, function) or ("copy", dst, src)
         self.steps = steps
         self.result = result     # a slot, or a tuple of slots (several)
         self.several = several
@@ -124,8 +125,14 @@ class Template:
                               Bound(item.kernel, item.dims)) + _split(slots))
             elif isinstance(item, Copy):
                 steps.append(("copy", finder.slot(item.dst), finder.slot(item.src)))
-            elif not isinstance(item, Upload):   # (a guard, a library call, a host step)
+            elif isinstance(item, LibraryCall):   # (its closure's arrays become slots)
+                call = item.call
+                cells = tuple(finder.slot(c.cell_contents) for c in call.__closure__ or ())
+                steps.append(("library", call.__code__, cells, call))
+            elif not isinstance(item, Upload):   # (a guard, a host step)
                 return None
+        if not any(step[0] == "launch" for step in steps):
+            return None   # (a library call alone, a matmul's, is lean already: cublas.py)
         several = isinstance(result, tuple)
         slots = tuple(finder.slot(r) for r in result) if several else finder.slot(result)
         if finder.unplaced:
@@ -142,8 +149,8 @@ class Template:
                     host is not None and not _same(host, host2):
                 return False
         for a, b in zip(self.steps, other.steps):
-            if a[0] != b[0] or not _same(a[1:4] if a[0] == "launch" else a[1:],
-                                         b[1:4] if b[0] == "launch" else b[1:]):
+            if a[0] != b[0] or not _same(a[1:3 if a[0] == "library" else 4],
+                                         b[1:3 if b[0] == "library" else 4]):
                 return False
         return (self.several == other.several and self.sharing == other.sharing
                 and _same(self.result, other.result))
@@ -165,8 +172,13 @@ class Template:
                         args[position] = _array(index, inputs, made)
                         continue
                     array = inputs[index] if kind == "in" else made[index]
-                    args[position] = array if shape is None else array.reshape(shape)
+                    args[position] = array if shape is None else memory.reshape(array, shape)
                 step[4](*args)
+            elif step[0] == "library":   # (the recorded function over this call's arrays)
+                call = step[3]
+                cells = tuple(CellType(_array(s, inputs, made)) for s in step[2])
+                library_call(FunctionType(call.__code__, call.__globals__, call.__name__,
+                                          call.__defaults__, cells))
             else:
                 memory.copy_into(_array(step[1], inputs, made), _array(step[2], inputs, made))
         if self.several:
@@ -248,7 +260,7 @@ def _array(slot: tuple, inputs: Sequence[Any], made: list) -> Any:
     if kind == "tuple":
         return tuple(_array(s, inputs, made) for s in slot[1])
     array = inputs[slot[1]] if kind == "in" else made[slot[1]]
-    return array if slot[2] is None else array.reshape(slot[2])
+    return array if slot[2] is None else memory.reshape(array, slot[2])
 
 
 def _same(x: Any, y: Any) -> bool:
@@ -265,7 +277,13 @@ def _same(x: Any, y: Any) -> bool:
 def _settings() -> tuple:
     """The backend settings that select kernels and grids: a template made under others is
     made again."""
-    from stagecraft.backends.numba_cuda.kernels import elementwise
+    elementwise = _ELEMENTWISE[0]
+    if elementwise is None:   # (imported here: the kernel modules import this one's users)
+        from stagecraft.backends.numba_cuda.kernels import elementwise
+        _ELEMENTWISE[0] = elementwise
     return (config.THREADS_PER_BLOCK, config.MAX_BLOCKS, tuple(config.MATMUL_TILE),
             tuple(config.MATMUL_WORK), config.TENSOR_FLOAT_32, config.USE_CUBLAS,
             elementwise.FORCE_DEVICE_NUMPY)
+
+
+_ELEMENTWISE: list = [None]

@@ -21,7 +21,7 @@ from stagecraft.backends.numba_cpu.kernels.conv import geometry
 from stagecraft.backends.numba_cuda.kernels import matmul, shape
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
-from stagecraft.backends.numba_cuda.memory import empty
+from stagecraft.backends.numba_cuda.memory import empty, reshape
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
 cuda: Any = None
@@ -127,15 +127,15 @@ def _by_group(a: Any, rows: int, groups: int) -> Any:
     (a view when there is one group, else a copy)."""
     k = math.prod(a.shape) // (rows * groups)
     if groups == 1:
-        return a.reshape((1, rows, k))
+        return reshape(a, (1, rows, k))
     return shape.copy_view(a, lambda v: v.reshape(rows, groups, k).transpose(1, 0, 2))
 
 
 def _ungroup(a: Any, out_shape: tuple) -> Any:
     """``[groups, rows, k]`` -> ``[rows, groups * k]`` viewed as ``out_shape``."""
     if a.shape[0] == 1:
-        return a.reshape(out_shape)
-    return shape.copy_view(a, lambda v: v.transpose(1, 0, 2)).reshape(out_shape)
+        return reshape(a, tuple(out_shape))
+    return reshape(shape.copy_view(a, lambda v: v.transpose(1, 0, 2)), tuple(out_shape))
 
 
 def conv(x: Any, w: Any, attrs: dict, out_shape: tuple) -> Any:

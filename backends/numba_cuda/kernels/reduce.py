@@ -30,7 +30,7 @@ from stagecraft.backends.numba_cuda import config, layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
 from stagecraft.backends.numba_cuda.launcher import Bound, launch
-from stagecraft.backends.numba_cuda.memory import empty
+from stagecraft.backends.numba_cuda.memory import empty, reshape
 
 # numba.cuda, bound by the kernel factories on first use (see launch.bind_cuda).
 cuda: Any = None
@@ -471,5 +471,5 @@ def sum_like(x: Any, like_shape: tuple) -> Any:
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(like_shape)
                                       if d == 1 and tuple(x.shape)[lead + i] != 1)
     if not axes:
-        return x.reshape(like_shape) if tuple(x.shape) != tuple(like_shape) else x
-    return reduce("sum", x, axes, True).reshape(like_shape)
+        return reshape(x, tuple(like_shape)) if tuple(x.shape) != tuple(like_shape) else x
+    return reshape(reduce("sum", x, axes, True), tuple(like_shape))

@@ -81,33 +81,60 @@ def test_a_call_whose_inputs_share_a_buffer_is_replayed_only_for_such_calls():
 
 
 def test_recordings_with_host_reads_are_not_replayed():
-    def reads(xs):
-        n = int(memory.scalar(xs[0]))
-        return memory.to_device(np.arange(n, dtype=np.int32))
+    from stagecraft.backends.numba_cuda.kernels.shape import full
+
+    def reads(xs):   # (a value read on the host decides the work: a guard)
+        return full((2,), 1 if memory.scalar(xs[0]) > 0 else 2, np.int32)
     op = Replayed(reads)
-    for n in (2, 3, 4, 5):
-        assert memory.to_host(op([memory.to_device(np.int32(n))])).tolist() == list(range(n))
-    assert not op.replaying
+    outs = [memory.to_host(op([memory.to_device(np.int32(n))])).tolist() for n in (5, 6, 7, -1)]
+    assert outs == [[1, 1]] * 3 + [[2, 2]] and not op.replaying and op._off
 
 
 def test_two_recordings_that_differ_end_replaying():
+    from stagecraft.backends.numba_cuda.kernels.shape import full
     seeds = iter(range(10))
 
-    def seeded(xs):   # (a value from outside the signature, as a host-side seed would be)
-        return memory.to_device(np.int64(next(seeds)) + memory.to_host(xs[0]))
+    def seeded(xs):   # (a scalar from outside the signature, as a host-side seed would be)
+        return full((1,), next(seeds), np.int64)
     op = Replayed(seeded)
-    outs = [int(memory.to_host(op([memory.to_device(np.int64(0))]))) for _ in range(5)]
-    assert outs == [0, 1, 2, 3, 4] and not op.replaying
+    outs = [int(memory.to_host(op([memory.to_device(np.int64(0))]))[0]) for _ in range(5)]
+    assert outs == [0, 1, 2, 3, 4] and not op.replaying and op._off
 
 
 def test_a_template_names_inputs_made_buffers_reshapes_and_fixed_arrays():
+    from stagecraft.backends.numba_cuda.kernels.shape import copy_view
     fixed = memory.to_device(np.float32([9]))
     x = memory.to_device(np.zeros((2, 3), np.float32))
     with recording() as rec:
-        made = memory.empty((6,), np.float32)
+        made = copy_view(x, lambda a: a.reshape(6))   # (a made buffer, one launch)
         result = (made.reshape((3, 2)), x.reshape((6,)), fixed)
     template = Template.of(rec, [x], result)
     assert template.result == (("new", 0, (3, 2)), ("in", 0, (6,)), ("fixed", fixed))
     with recording() as rec:
-        part = memory.empty((6,), np.float32)
+        part = copy_view(x, lambda a: a.reshape(6))
     assert Template.of(rec, [x], part[2:]) is None   # (a slice of a buffer has no slot)
+    with recording() as rec:
+        alone = memory.empty((6,), np.float32)
+    assert Template.of(rec, [x], alone) is None      # (no launch: nothing to gain)
+
+
+def test_a_library_call_is_replayed_over_the_new_calls_arrays():
+    """A library call (cuBLAS's, in conv) is a closure over its arrays: the replay calls the
+    same code with this call's arrays in their places."""
+    from stagecraft.backends.numba_cuda import launcher
+    from stagecraft.backends.numba_cuda.kernels.shape import _copy_kernel, copy_view
+    from stagecraft.backends.numba_cuda.launch import grid
+
+    def run(xs):
+        staged = copy_view(xs[0], lambda a: a[::-1])    # (a launch of its own)
+        out = memory.empty((3,), np.float32)
+
+        def call(stream):   # (a "library" copying staged into out, issued outside recordings)
+            launcher.launch_now(_copy_kernel(), grid(3), [out, staged, 0, (3,), (1,)])
+        launcher.library_call(call)
+        return out
+    op = Replayed(run)
+    for i in range(5):
+        x = memory.to_device(np.float32([1, 2, 3]) * (i + 1))
+        assert memory.to_host(op([x])).tolist() == [3.0 * (i + 1), 2.0 * (i + 1), i + 1.0]
+    assert op.replaying
