@@ -95,6 +95,8 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
         params = [tf.Variable(np.full(s, 0.01 if len(s) == 2 else 0.0, np.float32))
                   for s in [(64, 128), (128,), (128, 64), (64,)]]
         xb, yb = (tf.constant(np.ones((32, 64), np.float32)) for _ in range(2))
+        img = tf.constant(np.ones((8, 16, 16, 8), np.float32))
+        kernel = tf.constant(np.ones((3, 3, 8, 16), np.float32))
     w1, b1, w2, b2 = params
 
     def in_scope() -> Any:
@@ -125,6 +127,7 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
         ("gpu    slice m[1:, :500]", 1, lambda: m[1:, :500]),
         ("gpu    softmax 64x64 (whole call)", 1, lambda: tf.nn.softmax(sq)),
         ("gpu    matmul 64x64 (cuBLAS)", 1, lambda: tf.matmul(sq, sq)),
+        ("gpu    conv2d 8x16x16x8, 3x3x8x16", 1, lambda: tf.nn.conv2d(img, kernel, 1, "SAME")),
         ("gpu    MLP training step (whole step)", 1, mlp_step),
     ]
 
