@@ -9,11 +9,14 @@ every device array among their arguments and the op's results being one of the c
 one of the buffers the call made (uploads keep their bytes), a whole-buffer reshape of either,
 or a fixed array the op library keeps (a constant, the shared error flag). The op is replayed
 only when the two templates are equal, which shows that its work depends on the signature and
-nothing else (a seed, a size or any scalar computed from anything else would differ), and only
-when its recordings hold nothing but launches, uploads and copies: an op that reads a value on
-the host (an error flag, a data-dependent size), calls a library (cuBLAS) or runs host work
-runs its code on every call. Templates are kept per signature by the eager plans
-(``eager.py``), for the backend settings they were made under.
+nothing else (a seed, a size or any scalar computed from anything else would differ; arrays
+compare by identity wherever they sit, in lists and closures too), and only when its
+recordings hold nothing but launches, library calls, uploads and copies: an op that reads a
+value on the host (an error flag, a data-dependent size) or runs host work runs its code on
+every call, and so does one whose only work is a library call (a matmul: its cuBLAS wrapper
+is the lean path already). A library call is a closure over its arrays (``cublas.py``): a
+replay calls the same code over the new call's arrays. Templates are kept per signature by the
+eager plans (``eager.py``), for the backend settings they were made under.
 
 >>> import numpy as np
 >>> from stagecraft.backends.numba_cuda import memory
@@ -39,7 +42,19 @@ from stagecraft.backends.numba_cuda.launcher import Bound, library_call
 from stagecraft.backends.numba_cuda.recording import (Allocations, Copy, Launch, LibraryCall,
                                                       Recording, Upload, recording, same)
 
-_NOWHERE = Allocations([])
+class _Identity(Allocations):
+    """Locates every device array at itself: ``recording.same`` then compares arrays by
+    identity wherever they sit (lists, closures), so two recordings whose work involved
+    different arrays in any place a slot does not name never agree."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def locate(self, array: Any) -> Any:
+        return id(array)
+
+
+_IDENTITY = _Identity()
 
 
 class Replayed:
@@ -265,13 +280,7 @@ def _array(slot: tuple, inputs: Sequence[Any], made: list) -> Any:
 
 def _same(x: Any, y: Any) -> bool:
     """Equal values (``recording.same``), device arrays only when they are the same array."""
-    if memory.is_device_array(x) or memory.is_device_array(y):
-        return x is y
-    if isinstance(x, tuple):
-        return type(y) is tuple and len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y))
-    if isinstance(x, Bound):
-        return x is y
-    return same(x, y, _NOWHERE, _NOWHERE)
+    return same(x, y, _IDENTITY, _IDENTITY)
 
 
 def _settings() -> tuple:
