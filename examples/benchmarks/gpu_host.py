@@ -5,7 +5,7 @@ the GPU, so no device work is done or timed. Prints a table of medians; --json w
 
     python examples/benchmarks/gpu_host.py [--json out.json] [--repeat 7] [--number 2000]
 
-The stand-in (:func:`stand_in_gpu`): device memory is a caching pool over one fake address,
+The stand-in (:func:`stand_in_gpu`): device memory is a caching pool of fake addresses,
 uploads make arrays over it without copying, kernels are typed but not compiled, and the
 driver's launch (``cuda.core.launch``) and cuBLAS's calls do nothing. What a GPU adds is the
 driver's launch itself (a few us, PyTorch pays it too) and cuBLAS's own host work; ops that
@@ -15,6 +15,7 @@ real GPU, and ``gpu_profile.py`` splits an add's cost there.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -40,7 +41,8 @@ def stand_in_gpu() -> None:
     from stagecraft.backends.numba_cuda import cublas, detect, launcher, memory, pool
     from stagecraft.backends.numba_cuda.kernels import elementwise
     detect._probe = lambda: ("gpu", "stand-in (no device work)")
-    blocks = pool.BlockPool(lambda nbytes: types.SimpleNamespace(device_pointer=1 << 20),
+    places = itertools.count(1 << 40, 1 << 32)   # (a fake address per block, none overlapping)
+    blocks = pool.BlockPool(lambda nbytes: types.SimpleNamespace(device_pointer=next(places)),
                             lambda block, size, back: pool.lease_class()(
                                 None, block.device_pointer, size, back))
     memory.device_pool = lambda: blocks

@@ -138,3 +138,56 @@ def test_a_library_call_is_replayed_over_the_new_calls_arrays():
         x = memory.to_device(np.float32([1, 2, 3]) * (i + 1))
         assert memory.to_host(op([x])).tolist() == [3.0 * (i + 1), 2.0 * (i + 1), i + 1.0]
     assert op.replaying
+
+
+# The GPU path of a replay (launches packed into driver parameters by launcher.Bound), checked
+# without a GPU: gpu_host.py's stand-in runs Numba's real array classes over fake addresses, and
+# cuda.core's launch is replaced by a list of the parameters it was given.
+STAND_IN = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import gpu_host
+gpu_host.stand_in_gpu()
+import cuda.core
+import numpy as np
+from stagecraft.backends.numba_cuda import eager, memory
+launches = []
+cuda.core.launch = lambda stream, config, function, *params: launches.append(
+    [getattr(p, "value", p) for p in params])
+calls = [("transpose", 1, {"perm": (1, 0)}), ("reduce_max", 1, {"axes": (1,), "keepdims": False}),
+         ("concat", 2, {"axis": 0})]
+seen = {}
+for name, n, attrs in calls:
+    for _ in range(5):
+        xs = [memory.to_device(np.ones((4, 300), np.float32)) for _ in range(n)]
+        del launches[:]
+        y = eager.run(name, xs, attrs)
+        seen.setdefault(name, []).append(([memory.address(x) for x in xs], memory.address(y),
+                                          [list(p) for p in launches]))
+print(json.dumps(seen))
+"""
+
+
+def test_replayed_launches_pack_the_new_calls_buffers_like_a_plain_launch():
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", STAND_IN,
+                          os.path.join(root, "examples", "benchmarks")],
+                         env=env, capture_output=True, text=True, timeout=300, check=True)
+    for name, runs in json.loads(out.stdout).items():
+        shapes = set()
+        for inputs, result, launches in runs:
+            marks = {a: f"input {i}" for i, a in enumerate(inputs)}
+            marks[result] = "result"
+            # (the parameters with this call's buffers named: a launch reading an earlier
+            # call's buffer, or a replay packing anything else differently, would differ)
+            named = [[marks.get(p, p) for p in launch] for launch in launches]
+            assert "result" in str(named) and all(f"input {i}" in str(named)
+                                                  for i in range(len(inputs))), name
+            shapes.add(json.dumps([[p if isinstance(p, str) or abs(p) < 1 << 39 else "other"
+                                    for p in launch] for launch in named]))
+        assert len(shapes) == 1, f"{name}: calls packed differently: {shapes}"
