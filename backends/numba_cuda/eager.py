@@ -18,6 +18,10 @@ matrix of ``matrix_inverse``/``matrix_solve``/``cholesky`` (singular, not positi
 ``qr``, ``svd`` and ``eigh`` are the exception: a host round trip through the reference
 kernels (see ``kernels/decompositions.py``).
 
+Each input signature gets a plan (the inferred output types; for an elementwise op its kernel
+and launch ready). An op that is not elementwise replays its recorded launches from the fourth
+call of a signature on, skipping its Python code (``op_replay.py``).
+
 >>> import numpy as np
 >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
 >>> x = to_device(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
