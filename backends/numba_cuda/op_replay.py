@@ -10,11 +10,13 @@ one of the buffers the call made (uploads keep their bytes), a whole-buffer resh
 or a fixed array the op library keeps (a constant, the shared error flag). The op is replayed
 only when the two templates are equal, which shows that its work depends on the signature and
 nothing else (a seed, a size or any scalar computed from anything else would differ; arrays
-compare by identity wherever they sit, in lists and closures too), and only when its
-recordings hold nothing but launches, library calls, uploads and copies: an op that reads a
-value on the host (an error flag, a data-dependent size) or runs host work runs its code on
-every call, and so does one whose only work is a library call (a matmul: its cuBLAS wrapper
-is the lean path already). A library call is a closure over its arrays (``cublas.py``): a
+compare by identity wherever they sit, in lists and closures too). A value the host code read
+(a guard: an error flag, a size) is read again at the same point of a replay, which goes on
+only if it is the recorded one: otherwise the op's code runs, raising its error or taking
+its other path (the work replayed so far wrote only buffers made for it: this backend's ops
+never write their inputs), and two such misses in a row end replaying. An op whose only work
+is a library call (a matmul: its cuBLAS wrapper is the lean path already) runs its code on
+every call, as does one that runs host work. A library call is a closure over its arrays (``cublas.py``): a
 replay calls the same code over the new call's arrays. Templates are kept per signature by the
 eager plans (``eager.py``), for the backend settings they were made under.
 
@@ -39,8 +41,9 @@ import numpy as np
 from stagecraft.backends.numba_cuda import config, memory
 from stagecraft.backends.numba_cuda.launch import RECORDING
 from stagecraft.backends.numba_cuda.launcher import Bound, library_call
-from stagecraft.backends.numba_cuda.recording import (Allocations, Copy, Launch, LibraryCall,
-                                                      Recording, Upload, recording, same)
+from stagecraft.backends.numba_cuda.recording import (Allocations, Copy, Guard, Launch,
+                                                      LibraryCall, Recording, Upload, recording,
+                                                      same)
 
 class _Identity(Allocations):
     """Locates every device array at itself: ``recording.same`` then compares arrays by
@@ -62,7 +65,7 @@ class Replayed:
     them out) replayed from its recordings as described above; ``replaying`` says whether
     calls replay now."""
 
-    __slots__ = ("_run", "_calls", "_first", "_template", "_off")
+    __slots__ = ("_run", "_calls", "_first", "_template", "_off", "_misses")
 
     def __init__(self, run: Callable[[Sequence[Any]], Any]):
         self._run = run
@@ -70,6 +73,7 @@ class Replayed:
         self._first: Template | None = None
         self._template: Template | None = None
         self._off = False
+        self._misses = 0   # consecutive replays stopped by a guard
 
     @property
     def replaying(self) -> bool:
@@ -80,9 +84,15 @@ class Replayed:
         if template is not None and RECORDING[0] is None:
             if template.settings == _settings():
                 result = template.replay(inputs)
-                if result is not None:
+                if result is None:   # (inputs that share buffers otherwise)
+                    return self._run(inputs)
+                if result is not _MISSED:
+                    self._misses = 0
                     return result
-                return self._run(inputs)   # (inputs that share buffers otherwise)
+                self._misses += 1   # (a guard read another value: the op's code decides)
+                if self._misses >= 2:   # (data-dependent work, not a rare error: stop)
+                    self._template, self._off = None, True
+                return self._run(inputs)
             self._template = self._first = None   # (made under other settings: record again)
             self._calls = 1
         if self._off or RECORDING[0] is not None:
@@ -112,7 +122,8 @@ class Template:
                  sharing: tuple | None):
         self.buffers = buffers   # (shape, dtype, host bytes of an upload or None) per buffer
         # ("launch", kernel, dims, slots, Bound, constants, substitutions) (``_split``),
-        # ("library", code, slots of its closure's cells, function) or ("copy", dst, src)
+        # ("library", code, slots of its closure's cells, function), ("guard", slot, value)
+        # or ("copy", dst, src)
         self.steps = steps
         self.result = result     # a slot, or a tuple of slots (several)
         self.several = several
@@ -144,7 +155,9 @@ class Template:
                 call = item.call
                 cells = tuple(finder.slot(c.cell_contents) for c in call.__closure__ or ())
                 steps.append(("library", call.__code__, cells, call))
-            elif not isinstance(item, Upload):   # (a guard, a host step)
+            elif type(item) is Guard:   # (a value the host code read, then acted on)
+                steps.append(("guard", finder.slot(item.array), item.value))
+            elif not isinstance(item, Upload):   # (a staged call's branch, a host step)
                 return None
         if not any(step[0] == "launch" for step in steps):
             return None   # (a library call alone, a matmul's, is lean already: cublas.py)
@@ -164,15 +177,16 @@ class Template:
                     host is not None and not _same(host, host2):
                 return False
         for a, b in zip(self.steps, other.steps):
-            if a[0] != b[0] or not _same(a[1:3 if a[0] == "library" else 4],
-                                         b[1:3 if b[0] == "library" else 4]):
+            if a[0] != b[0] or not _same(a[1:_COMPARED.get(a[0], 4)],
+                                         b[1:_COMPARED.get(b[0], 4)]):
                 return False
         return (self.several == other.several and self.sharing == other.sharing
                 and _same(self.result, other.result))
 
     def replay(self, inputs: Sequence[Any]) -> Any:
         """The recorded work on ``inputs``: new buffers, the launches and copies, the
-        results; None when ``inputs`` share buffers otherwise than the recorded call's."""
+        results; None when ``inputs`` share buffers otherwise than the recorded call's,
+        ``_MISSED`` when a guard reads another value than the recorded one."""
         if self.sharing is not None and _sharing(
                 [memory.address(x) if memory.is_device_array(x) else 0 for x in inputs]) \
                 != self.sharing:
@@ -194,11 +208,25 @@ class Template:
                 cells = tuple(CellType(_array(s, inputs, made)) for s in step[2])
                 library_call(FunctionType(call.__code__, call.__globals__, call.__name__,
                                           call.__defaults__, cells))
+            elif step[0] == "guard":
+                # The host code read this value here and issued the rest because of it: go on
+                # only if it reads the same (else the caller runs the op's code, which also
+                # raises its error; the work so far only wrote buffers made here).
+                value = np.asarray(memory.scalar(_array(step[1], inputs, made)))
+                if value.dtype != step[2].dtype or value.tobytes() != step[2].tobytes():
+                    return _MISSED
             else:
                 memory.copy_into(_array(step[1], inputs, made), _array(step[2], inputs, made))
         if self.several:
             return tuple(_array(s, inputs, made) for s in self.result)
         return _array(self.result, inputs, made)
+
+
+# How much of each kind of step two recordings must agree on (``Template.equals``): a launch's
+# kernel, grid and slots; a library call's code and slots; a guard's slot and value read.
+_COMPARED = {"launch": 4, "library": 3, "guard": 3, "copy": 3}
+# What Template.replay gives when a guard read another value than the recorded one.
+_MISSED = object()
 
 
 def _sharing(places: list) -> tuple | None:

@@ -53,8 +53,11 @@ def stand_in_gpu() -> None:
         host = np.asarray(value)
         if not host.flags.c_contiguous:
             host = host.copy(order="C")
-        return memory.pooled_array(host.shape, host.strides, host.dtype,
-                                   blocks.take(max(host.nbytes, 1)))
+        device = memory.pooled_array(host.shape, host.strides, host.dtype,
+                                     blocks.take(max(host.nbytes, 1)))
+        if memory.RECORDING[0] is not None:   # (as memory.to_device: an op replay's upload)
+            memory._recorder().upload(host, device)
+        return device
     memory.to_device = cuda.to_device = elementwise.to_device = to_device
     launcher._THREAD.has_context = True
     launcher._STREAM[:] = [None]

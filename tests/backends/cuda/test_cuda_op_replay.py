@@ -80,14 +80,35 @@ def test_a_call_whose_inputs_share_a_buffer_is_replayed_only_for_such_calls():
     assert memory.to_host(op([b, b])).tolist() == [5, 6, 5, 6]   # (replayed)
 
 
-def test_recordings_with_host_reads_are_not_replayed():
+def test_a_replay_reads_each_guard_again_and_goes_on_only_if_it_is_the_recorded_value():
     from stagecraft.backends.numba_cuda.kernels.shape import full
 
     def reads(xs):   # (a value read on the host decides the work: a guard)
         return full((2,), 1 if memory.scalar(xs[0]) > 0 else 2, np.int32)
     op = Replayed(reads)
-    outs = [memory.to_host(op([memory.to_device(np.int32(n))])).tolist() for n in (5, 6, 7, -1)]
-    assert outs == [[1, 1]] * 3 + [[2, 2]] and not op.replaying and op._off
+    outs = [memory.to_host(op([memory.to_device(np.int32(n))])).tolist() for n in (5, 5, 5, 5)]
+    assert outs == [[1, 1]] * 4 and op.replaying
+    assert memory.to_host(op([memory.to_device(np.int32(-1))])).tolist() == [2, 2]
+    assert op.replaying   # (one miss: an error, say, is no reason to stop)
+    assert memory.to_host(op([memory.to_device(np.int32(5))])).tolist() == [1, 1]
+    assert op.replaying and not op._off
+    for n in (-1, 3):     # (two misses in a row, as data-dependent work gives: stop)
+        expected = [2, 2] if n < 0 else [1, 1]
+        assert memory.to_host(op([memory.to_device(np.int32(n))])).tolist() == expected
+    assert not op.replaying and op._off
+
+
+def test_a_gather_with_a_bad_index_raises_when_replayed():
+    good = np.array([0, 2], np.int32)
+    params = memory.to_device(np.arange(3.0, dtype=np.float32))
+    attrs = {"axis": 0, "batch_dims": 0}
+    for _ in range(4):
+        eager.run("gather", [params, memory.to_device(good)], attrs)
+    assert any(p.run.replaying for key, p in eager._PLANS.items() if key[0] == "gather")
+    with pytest.raises(IndexError, match=r"indices\[1\] = 3 is not in \[0, 3\)"):
+        eager.run("gather", [params, memory.to_device(np.array([0, 3], np.int32))], attrs)
+    out = eager.run("gather", [params, memory.to_device(np.array([2, 1], np.int32))], attrs)
+    assert memory.to_host(out).tolist() == [2.0, 1.0]
 
 
 def test_two_recordings_that_differ_end_replaying():
