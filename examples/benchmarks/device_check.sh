@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU device check (issue 19): the one script a session runs when it is lent a GPU. It runs
 # examples/benchmarks/gpu_backend.py (every target of the issue against PyTorch/CuPy on the
-# same machine, ending with its TARGETS table), gpu_profile.py (where the time goes), then the
-# CUDA tests, each part under its own time limit, and writes everything under $OUT. Worst case
+# same machine, ending with its TARGETS table), gpu_profile.py (where the time goes),
+# gpu_host.py (the host work of eager ops on this machine's CPU, to set beside the development
+# machine's figures in the README), then the CUDA tests, each part under its own time limit,
+# and writes everything under $OUT. Worst case
 # about 9.5 minutes; on an H100 (2026-11-27) about 4.
 #
 # A lent machine starts bare (PyTorch, CuPy, numba-cuda and NVIDIA's libraries, none of
@@ -15,17 +17,18 @@
 #     command: bash examples/benchmarks/device_check.sh     carry: [".whl"]     timeout_s: 600
 # The reply's output tail ends with a summary (test counts, failures, the TARGETS table); the
 # files under $OUT come back: env.txt (nvidia-smi, versions), gpu_backend.log,
-# gpu_backend.json, profile.log, pytest_cuda.log, pytest_cuda_unmarked.log. The tests run
+# gpu_backend.json, profile.log, host.log, pytest_cuda.log, pytest_cuda_unmarked.log. The tests run
 # verbose, so a part cut off by its limit still names every test that failed or hung.
 #
 # Settings (environment variables):
-#   PARTS         which parts, in order (default "bench profile tests unmarked"): bench =
-#                 gpu_backend.py --json $OUT/gpu_backend.json, profile = gpu_profile.py, tests =
+#   PARTS         which parts, in order (default "bench profile host tests unmarked"): bench =
+#                 gpu_backend.py --json $OUT/gpu_backend.json, profile = gpu_profile.py, host =
+#                 gpu_host.py (no device work: a stand-in GPU), tests =
 #                 `pytest -m cuda tests` (the issue's "pytest -m cuda all green"), unmarked = the
 #                 tests of tests/backends/cuda that carry no cuda marker (launcher, pool,
 #                 complex, decompositions)
-#   BENCH_LIMIT, PROFILE_LIMIT, TESTS_LIMIT, UNMARKED_LIMIT   seconds per part (180, 90, 240,
-#                 40; the H100 took 80, 40, 110 and 20)
+#   BENCH_LIMIT, PROFILE_LIMIT, HOST_LIMIT, TESTS_LIMIT, UNMARKED_LIMIT   seconds per part
+#                 (180, 90, 40, 240, 40; the H100 took 80, 40, -, 110 and 20)
 #   WORKERS       pytest-xdist workers (14, for the lent machines' 16 cores; without
 #                 pytest-xdist the tests run in one process)
 #   MAXFAIL       stop the tests after this many failures (20: a rare GPU run should show
@@ -40,7 +43,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/stagecraft-device-check}
 PY=${PYTHON:-python3}
-PARTS=${PARTS:-bench profile tests unmarked}
+PARTS=${PARTS:-bench profile host tests unmarked}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 # One private compile cache for every test worker and the benchmark (stagecraft refuses to
@@ -141,7 +144,9 @@ for p in $PARTS; do
                    "${BENCH_EXTRA[@]}" ;;
         profile) part profile "${PROFILE_LIMIT:-90}" profile.log \
                      "$PY" examples/benchmarks/gpu_profile.py ;;
-        *) echo "device_check.sh: unknown part '$p' (bench, profile, tests, unmarked)" >&2
+        host) part host "${HOST_LIMIT:-40}" host.log \
+                  "$PY" examples/benchmarks/gpu_host.py --number 500 --repeat 3 ;;
+        *) echo "device_check.sh: unknown part '$p' (bench, profile, host, tests, unmarked)" >&2
            exit 2 ;;
     esac
 done
@@ -155,11 +160,12 @@ for p in $PARTS; do
         unmarked) log=pytest_cuda_unmarked.log ;;
         bench) log=gpu_backend.log ;;
         profile) log=profile.log ;;
+        host) log=host.log ;;
     esac
     if [ "$p" = bench ]; then
         sed -n '/^TARGETS/,$p' "$OUT/$log"
-    elif [ "$p" = profile ]; then
-        head -n 12 "$OUT/$log"
+    elif [ "$p" = profile ] || [ "$p" = host ]; then
+        head -n 17 "$OUT/$log"
     else
         grep -oE "(FAILED|ERROR) tests/[^ ]+" "$OUT/$log" | sort -u | head -n 30
         tail -n 1 "$OUT/$log"
