@@ -142,7 +142,7 @@ class Template:
         uploads = {id(i.device): i.host for i in rec.items if isinstance(i, Upload)}
         buffers = [(tuple(a.shape), np.dtype(a.dtype), uploads.get(id(a)))
                    for a in rec.allocations]
-        finder = _Finder(inputs, places, rec.allocations)
+        finder = _Finder(inputs, rec.allocations)
         steps: list = []
         for item in rec.items:
             if isinstance(item, Launch):
@@ -243,11 +243,12 @@ def _sharing(places: list) -> tuple | None:
 
 class _Finder:
     """The slot of each array of one recorded call (see :class:`Template`); ``unplaced`` is
-    set when an array is a part of a buffer (a slice), which a slot cannot name."""
+    set when an array is a part of a buffer (a slice) or empty, which a slot cannot name."""
 
-    def __init__(self, inputs: Sequence[Any], places: list, made: list):
-        self.owners = [("in", i, x, p) for i, (x, p) in enumerate(zip(inputs, places))]
-        self.owners += [("new", k, a, memory.address(a)) for k, a in enumerate(made)]
+    def __init__(self, inputs: Sequence[Any], made: list):
+        owners = [("in", i, x) for i, x in enumerate(inputs) if memory.is_device_array(x)]
+        self.owners = owners + [("new", k, a) for k, a in enumerate(made)]
+        self.where = Allocations([array for _, _, array in self.owners])
         self.unplaced = False
 
     def slot(self, value: Any) -> tuple:
@@ -255,17 +256,18 @@ class _Finder:
             return ("tuple", tuple(self.slot(v) for v in value))
         if not memory.is_device_array(value):
             return ("value", value)
-        for kind, index, array, _ in self.owners:
+        for kind, index, array in self.owners:
             if value is array:
                 return (kind, index, None)
-        where = memory.address(value)
-        for kind, index, array, place in self.owners:
-            if where and where == place and value.nbytes == array.nbytes and \
-                    np.dtype(value.dtype) == np.dtype(array.dtype) and memory.contiguous(value):
+        found = self.where.locate(value)
+        if found[0] == "alloc":   # (in a buffer: the whole of it, reshaped, has a slot)
+            kind, index, array = self.owners[found[1]]
+            if found[2] == 0 and value.nbytes == array.nbytes and memory.contiguous(value) \
+                    and np.dtype(value.dtype) == np.dtype(array.dtype):
                 return (kind, index, tuple(value.shape))
-        if value.size == 0 or any(where and place <= where < place + array.nbytes
-                                  for _, _, array, place in self.owners):
-            self.unplaced = True   # (an empty array, or a slice of a buffer)
+            self.unplaced = True
+        elif value.size == 0:
+            self.unplaced = True
         return ("fixed", value)
 
 
