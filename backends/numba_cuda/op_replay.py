@@ -196,12 +196,13 @@ class Template:
         for step in self.steps:
             if step[0] == "launch":
                 args = list(step[5])
-                for position, kind, index, shape in step[6]:
-                    if kind == "tuple":   # (``index``: the tuple's slot)
-                        args[position] = _array(index, inputs, made)
+                for position, slot in step[6]:   # (_array inlined for the common slots)
+                    kind = slot[0]
+                    if kind == "tuple":
+                        args[position] = _array(slot, inputs, made)
                         continue
-                    array = inputs[index] if kind == "in" else made[index]
-                    args[position] = array if shape is None else memory.reshape(array, shape)
+                    array = inputs[slot[1]] if kind == "in" else made[slot[1]]
+                    args[position] = array if slot[2] is None else memory.reshape(array, slot[2])
                 step[4](*args)
             elif step[0] == "library":   # (the recorded function over this call's arrays)
                 call = step[3]
@@ -272,21 +273,17 @@ class _Finder:
 
 
 def _split(slots: tuple) -> tuple[tuple, tuple]:
-    """A launch's arguments as ``(constants, substitutions)``: every argument that is not an
-    input or a made buffer (a value, a fixed array, a tuple of them) resolved once, and
-    ``(position, kind, index, shape)`` for the others; a tuple holding an input or a made
-    buffer (no kernel of this backend takes one) is left for :func:`_array`."""
+    """A launch's arguments as ``(constants, substitutions)``: every argument that names no
+    input or made buffer (a value, a fixed array, a tuple of them) resolved once, and
+    ``(position, slot)`` for the others, resolved per call."""
     constants: list = []
     subs: list = []
     for position, slot in enumerate(slots):
-        if slot[0] in ("in", "new"):
-            constants.append(None)
-            subs.append((position, *slot))
-        elif slot[0] == "tuple" and not _constant(slot):
-            constants.append(None)
-            subs.append((position, "tuple", slot, None))
-        else:
+        if _constant(slot):
             constants.append(_array(slot, (), []))
+        else:
+            constants.append(None)
+            subs.append((position, slot))
     return tuple(constants), tuple(subs)
 
 
@@ -298,9 +295,7 @@ def _constant(slot: tuple) -> bool:
 
 def _array(slot: tuple, inputs: Sequence[Any], made: list) -> Any:
     kind = slot[0]
-    if kind == "value":
-        return slot[1]
-    if kind == "fixed":
+    if kind == "value" or kind == "fixed":
         return slot[1]
     if kind == "tuple":
         return tuple(_array(s, inputs, made) for s in slot[1])
