@@ -236,7 +236,8 @@ def reshape(array: Any, shape: tuple) -> Any:
     array([[0., 1., 2.],
            [3., 4., 5.]])
     """
-    if simulated() or not array.size:
+    # (the kept layouts are those of Numba's own class; any other array reshapes itself)
+    if simulated() or not array.size or type(array) is not _device_ndarray():
         return array.reshape(shape)
     try:
         shape, dtype, nbytes, strides = _LAYOUTS[shape, array.dtype]

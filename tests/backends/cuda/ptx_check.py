@@ -36,6 +36,14 @@ CC = (9, 0)
 class FakeDeviceArray(np.ndarray):
     """A host array standing in for a device array (what the eager path calls on it)."""
 
+    __cuda_ndarray__ = True   # what memory.is_device_array reads (Numba's classes carry it)
+
+    @property
+    def gpu_data(self) -> types.SimpleNamespace:
+        # memory.address reads the first element's address here (a host address will do:
+        # nothing is launched)
+        return types.SimpleNamespace(device_pointer_value=self.ctypes.data)
+
     def is_c_contiguous(self) -> bool:
         return bool(self.flags.c_contiguous)
 

@@ -101,7 +101,7 @@ def main(quick: bool = False) -> int:
     from stagecraft.backends.numba_cuda.staged import runtime
     config.THREADS_PER_BLOCK = 4
     flips = itertools.cycle([True, False])   # both branches; loops run one iteration
-    runtime.predicate = lambda x: next(flips)
+    runtime.predicate = lambda *test, **where: next(flips)
     start = time.time()
     errors = []
     for label, graph, args in _graphs(quick):
