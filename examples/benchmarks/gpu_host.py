@@ -7,14 +7,16 @@ the GPU, so no device work is done or timed. Prints a table of medians; --json w
 
 The stand-in (:func:`stand_in_gpu`): device memory is a caching pool of fake addresses,
 uploads make arrays over it without copying, kernels are typed but not compiled, and the
-driver's launch (``cuda.core.launch``) and cuBLAS's calls do nothing. What a GPU adds is the
-driver's launch itself (a few us, PyTorch pays it too) and cuBLAS's own host work; ops that
+driver's launch (``cuLaunchKernel``, and ``cuda.core.launch`` for launches not bound to a
+plan) and cuBLAS's calls do nothing. What a GPU adds is the driver's launch itself (a few us,
+PyTorch pays it too) and cuBLAS's own host work; ops that
 read a value back (error checks) cannot run here. ``gpu_backend.py`` times ops end to end on a
 real GPU, and ``gpu_profile.py`` splits an add's cost there.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import itertools
 import json
 import os
@@ -63,11 +65,20 @@ def stand_in_gpu() -> None:
     launcher._STREAM[:] = [None]
     import cuda.core
     cuda.core.launch = lambda *args: None
+    launcher._DRIVER[:] = [lambda *args: (0,), 0]   # cuLaunchKernel, CUDA_SUCCESS
+    launcher._driver_function = lambda function: function
 
     def typed_only(self: Any, args: Any) -> tuple:   # (_Launcher._compile without NVVM)
         views = [memory.flat(a) if memory.is_device_array(a) else a for a in args]
         kinds = tuple(self.kernel.typeof_pyval(v) for v in views)
-        return object(), [launcher._packer(t) for t in kinds]
+        packers = [launcher._packer(t) for t in kinds]
+        params: list = []
+        for pack, a in zip(packers, args):
+            pack(a, params)
+        # (the function: the ctypes of its parameters, which a driver reads from the image)
+        return types.SimpleNamespace(param_types=[
+            ctypes.c_bool if isinstance(p, bool) else ctypes.c_uint64 if isinstance(p, int)
+            else type(p) for p in params]), packers
     launcher._Launcher._compile = typed_only
 
     class Names(dict):   # (every enum name of the bindings resolves, to 0)
@@ -156,8 +167,8 @@ def main() -> None:
             / number * 1e6 / ops
         rows.append({"call": name, "ops_per_call": ops, "host_us": us})
         print(f"{name:40s} {us:10.2f}")
-    print("Not in these figures: the driver's launch (cuda.core, a few µs per kernel on a GPU) "
-          "and cuBLAS's own host work.")
+    print("Not in these figures: the driver's launch (a few µs per kernel on a GPU) and "
+          "cuBLAS's own host work.")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"machine": platform.platform(), "python": platform.python_version(),

@@ -126,8 +126,9 @@ def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
 def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float]]:
     """Per-call us of an eager add of two ``n``-element float32 GPU tensors, layer by layer
     (a loop of calls, then one synchronize, as gpu_backend.py times the add): the operator,
-    the GPU op library (``eager.run``), the output allocation, the driver launch of the
-    recorded kernel alone (``launcher.enqueue``; not on the simulator), and PyTorch's add."""
+    the GPU op library (``eager.run``), the output allocation, the launch of the recorded
+    kernel alone, through cuda.core (``launcher.enqueue``) and straight to the driver as eager
+    ops launch (``launcher.Bound``; neither on the simulator), and PyTorch's add."""
     a = np.linspace(-1.0, 1.0, n, dtype=np.float32)
     with tf.device("/gpu:0"):
         x, y = tf.constant(a), tf.constant(a[::-1].copy())
@@ -140,8 +141,10 @@ def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float]]:
         ("eager.run('add')", lambda: eager.run("add", [xv, yv], {}), synchronize),
         ("memory.empty", lambda: memory.empty((n,), np.float32), synchronize)]
     if launches:
-        calls.append(("launcher.enqueue", lambda: launcher.enqueue(launches[0].prepared),
-                      synchronize))
+        first = launches[0]
+        bound = launcher.Bound(first.kernel, first.dims)
+        calls += [("launcher.enqueue", lambda: launcher.enqueue(first.prepared), synchronize),
+                  ("launcher.Bound", lambda: bound(*first.args), synchronize)]
     if torch is not None:
         la, lb = torch.from_numpy(a).cuda(), torch.from_numpy(a).cuda()
         calls.append(("torch x + y", lambda: la + lb, torch.cuda.synchronize))

@@ -162,18 +162,27 @@ def test_a_library_call_is_replayed_over_the_new_calls_arrays():
 
 # The GPU path of a replay (launches packed into driver parameters by launcher.Bound), checked
 # without a GPU: gpu_host.py's stand-in runs Numba's real array classes over fake addresses, and
-# cuda.core's launch is replaced by a list of the parameters it was given.
+# cuda.core's launch and the driver's cuLaunchKernel are replaced by a list of the parameters
+# they were given (the driver's read through its parameter pointers).
 STAND_IN = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import gpu_host
 gpu_host.stand_in_gpu()
+import ctypes
 import cuda.core
 import numpy as np
-from stagecraft.backends.numba_cuda import eager, memory
+from stagecraft.backends.numba_cuda import eager, launcher, memory
 launches = []
 cuda.core.launch = lambda stream, config, function, *params: launches.append(
     [getattr(p, "value", p) for p in params])
+
+def cu_launch_kernel(function, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+    pointers = [ctypes.c_void_p.from_address(params + 8 * j).value
+                for j in range(len(function.param_types))]
+    launches.append([t.from_address(p).value for t, p in zip(function.param_types, pointers)])
+    return (0,)
+launcher._DRIVER[:] = [cu_launch_kernel, 0]
 calls = [("transpose", 1, {"perm": (1, 0)}), ("reduce_max", 1, {"axes": (1,), "keepdims": False}),
          ("concat", 2, {"axis": 0})]
 seen = {}
