@@ -161,23 +161,24 @@ class _DriverLaunch:
     sends the others through :func:`launch`, so no two launches share a block at once.
     """
 
-    __slots__ = ("function", "grid", "packers", "starts", "values", "base", "pointers",
-                 "address", "kept", "owner", "call", "success")
+    __slots__ = ("grid", "arrays", "others", "values", "base", "pointers",
+                 "driver_args", "kept", "owner", "call", "success")
 
     def __init__(self, function: Any, dims: tuple, packers: list, args: Sequence[Any]):
-        self.function = _driver_function(function)
         self.grid = _three(dims[0]) + _three(dims[1])
-        self.packers = packers
         params: list = []
-        self.starts = []
-        for pack, a in zip(packers, args):
-            self.starts.append(len(params))
+        self.arrays: list = []   # (argument index, first slot) of each array
+        self.others: list = []   # (argument index, packer, first slot) of the other arguments
+        for i, (pack, a) in enumerate(zip(packers, args)):
+            if pack is _pack_flat_array:
+                self.arrays.append((i, len(params)))
+            else:
+                self.others.append((i, pack, len(params)))
             pack(a, params)
         self.values = (ctypes.c_uint64 * max(len(params), 1))()
         self.base = ctypes.addressof(self.values)
         self.pointers = (ctypes.c_void_p * max(len(params), 1))(
             *[self.base + 8 * i for i in range(len(params))])
-        self.address = ctypes.addressof(self.pointers)
         self._store(0, params)
         # The object each argument's slots hold, but arrays': theirs are written every call
         # (and an array kept here would keep its memory).
@@ -185,25 +186,28 @@ class _DriverLaunch:
                            for pack, a in zip(packers, args)]
         self.owner = _thread_id()
         self.call, self.success = _driver()
+        # cuLaunchKernel's arguments: function, grid, block, shared memory, stream (0: the
+        # legacy default stream, where this backend's work runs), parameters, extra
+        self.driver_args = (_driver_function(function), *self.grid, 0, 0,
+                            ctypes.addressof(self.pointers), 0)
 
     def __call__(self, args: Sequence[Any]) -> None:
-        values, kept = self.values, self.kept
-        for i, (pack, start, a) in enumerate(zip(self.packers, self.starts, args)):
-            if pack is _pack_flat_array:
-                packed = a.__dict__.get("_stagecraft_params")
-                if packed is None:
-                    packed = []
-                    pack(a, packed)
-                values[start:start + 7] = packed
-            elif kept[i] is not a:   # (plans pass the same tuples and numbers again)
-                own: list = []
-                pack(a, own)
-                self._store(start, own)
-                kept[i] = a
-        g = self.grid
-        err, = self.call(self.function, g[0], g[1], g[2], g[3], g[4], g[5], 0, 0,
-                         self.address, 0)
+        values = self.values
+        for i, start in self.arrays:
+            a = args[i]
+            values[start:start + 7] = a.__dict__.get("_stagecraft_params") or _array_params(a)
+        if self.others:
+            kept = self.kept
+            for i, pack, start in self.others:
+                a = args[i]
+                if kept[i] is not a:   # (plans pass the same tuples and numbers again)
+                    own: list = []
+                    pack(a, own)
+                    self._store(start, own)
+                    kept[i] = a
+        err, = self.call(*self.driver_args)
         if err != self.success:
+            g = self.grid
             raise RuntimeError(f"the CUDA driver refused a kernel launch: {err!r} "
                                f"(grid {g[:3]}, block {g[3:]})")
 
@@ -348,19 +352,23 @@ def _packer(ty: Any) -> Callable[[Any, list], None]:
 
 
 def _pack_flat_array(array: Any, params: list) -> None:
-    # An array's layout and memory never change, so its parameters are kept on it: inputs and
-    # error flags are passed again and again (about 1 us each of an eager op's host cost).
-    packed = array.__dict__.get("_stagecraft_params")
-    if packed is None:
-        n = array.size
-        itemsize = array.dtype.itemsize
-        # (unit strides of a 1-D array, the common case, need no call to tell contiguity)
-        if n > 1 and array.strides != (itemsize,) and not contiguous(array):
-            flat(array)  # raises the error that says what to do
-        pointer = array.gpu_data.device_pointer_value if n else 0
-        packed = array.__dict__["_stagecraft_params"] = (0, 0, n, itemsize, pointer or 0, n,
-                                                          itemsize)
-    params.extend(packed)
+    params.extend(array.__dict__.get("_stagecraft_params") or _array_params(array))
+
+
+def _array_params(array: Any) -> tuple:
+    """A device array's parameters as its flat view: ``(meminfo, parent, nitems, itemsize,
+    data, shape, strides)``. An array's layout and memory never change, so they are kept on
+    it: inputs and error flags are passed again and again (about 1 us each of an eager op's
+    host cost)."""
+    n = array.size
+    itemsize = array.dtype.itemsize
+    # (unit strides of a 1-D array, the common case, need no call to tell contiguity)
+    if n > 1 and array.strides != (itemsize,) and not contiguous(array):
+        flat(array)  # raises the error that says what to do
+    pointer = array.gpu_data.device_pointer_value if n else 0
+    packed = array.__dict__["_stagecraft_params"] = (0, 0, n, itemsize, pointer or 0, n,
+                                                      itemsize)
+    return packed
 
 
 def _launch_config(blocks: Any, threads: Any) -> Any:

@@ -153,9 +153,9 @@ def test_arguments_passed_again_are_not_packed_again(gpu, monkeypatch):
     shape, out = (2, 5), fake_array((3,), pointer=4096)
     bound(out, shape, 7)
     packed = []
-    packers = bound._ready.packers
-    packers[1] = lambda value, params, pack=packers[1]: packed.append(value) or pack(value,
-                                                                                     params)
+    i, pack, start = bound._ready.others[0]
+    bound._ready.others[0] = (i, lambda value, params: packed.append(value) or pack(value, params),
+                              start)
     bound(out, shape, 7)
     bound(out, shape, 7)
     bound(out, (6, 1), 8)                # (other values: packed afresh)
