@@ -225,8 +225,9 @@ def test_gpu_profile_runs_on_the_cuda_simulator() -> None:
     assert {"matmul", "relu", "reduce_mean", "sum_like", "broadcast_like"} <= ops
     at = lines.index("eager add of 8 float32, us per call by layer (loop of calls, one "
                      "synchronize):")
-    assert [line[:24].strip() for line in lines[at + 1:at + 4]] == [
-        "x + y", "eager.run('add')", "memory.empty"]
+    assert [line[:24].strip() for line in lines[at + 1:at + 5]] == [
+        "layer", "x + y", "eager.run('add')", "memory.empty"]
+    assert lines[at + 1].split() == ["layer", "host", "total"]
     at = lines.index("matmul 8x8 float32, TF32 off, interleaved rounds, median ms:")
     assert [line.split()[0] for line in lines[at + 1:at + 3]] == [
         "stagecraft_eager", "stagecraft_staged"]

@@ -123,12 +123,14 @@ def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float]]:
-    """Per-call us of an eager add of two ``n``-element float32 GPU tensors, layer by layer
-    (a loop of calls, then one synchronize, as gpu_backend.py times the add): the operator,
-    the GPU op library (``eager.run``), the output allocation, the launch of the recorded
-    kernel alone, through cuda.core (``launcher.enqueue``) and straight to the driver as eager
-    ops launch (``launcher.Bound``; neither on the simulator), and PyTorch's add."""
+def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float, float]]:
+    """(layer, host us, total us) per call of an eager add of two ``n``-element float32 GPU
+    tensors, layer by layer (a loop of calls, then one synchronize, as gpu_backend.py times
+    the add): the operator, the GPU op library (``eager.run``), the output allocation, the
+    launch of the recorded kernel alone, through cuda.core (``launcher.enqueue``) and straight
+    to the driver as eager ops launch (``launcher.Bound``; neither on the simulator), and
+    PyTorch's add. Host us ends when the loop has issued its calls: where it is the total,
+    the host is the bound (below the driver's queue depth, so ``loop`` stays under 1000)."""
     a = np.linspace(-1.0, 1.0, n, dtype=np.float32)
     with tf.device("/gpu:0"):
         x, y = tf.constant(a), tf.constant(a[::-1].copy())
@@ -150,16 +152,18 @@ def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float]]:
         calls.append(("torch x + y", lambda: la + lb, torch.cuda.synchronize))
     rows = []
     for name, call, sync in calls:
-        samples = []
+        host, total = [], []
         for _ in range(5):
             call()
             sync()
             start = time.perf_counter()
             for _ in range(loop):
                 call()
+            issued = time.perf_counter()
             sync()
-            samples.append((time.perf_counter() - start) / loop * 1e6)
-        rows.append((name, statistics.median(samples)))
+            host.append((issued - start) / loop * 1e6)
+            total.append((time.perf_counter() - start) / loop * 1e6)
+        rows.append((name, statistics.median(host), statistics.median(total)))
     return rows
 
 
@@ -201,7 +205,10 @@ def main() -> None:
             for name, step_fn in [("torch MLP step", lambda: tstep(tparams, lx, lt, 1e-3)),
                                   ("stagecraft staged MLP step", staged_step),
                                   ("stagecraft eager MLP step", step),
-                                  ("stagecraft eager matmul", lambda: tf.matmul(a, a))]:
+                                  ("stagecraft eager matmul", lambda: tf.matmul(a, a)),
+                                  ("stagecraft eager add x100", lambda: [tx + tx for _ in
+                                                                         range(100)]),
+                                  ("torch add x100", lambda: [lx + lx for _ in range(100)])]:
                 for _ in range(3):   # (a staged step replays its CUDA graph from call 4)
                     step_fn()
                 rows = kernels(torch, step_fn, args.steps)
@@ -211,8 +218,9 @@ def main() -> None:
                     print(f"  {kernel:62s}{calls:6.0f}{per_step:10.1f}")
     n = 8 if args.quick else 1000
     print(f"eager add of {n} float32, us per call by layer (loop of calls, one synchronize):")
-    for name, us in add_layers(torch, n, 2 if args.quick else 1000):
-        print(f"  {name:22s}{us:10.2f}")
+    print(f"  {'layer':22s}{'host':>10s}{'total':>10s}")
+    for name, host, total in add_layers(torch, n, 2 if args.quick else 500):
+        print(f"  {name:22s}{host:10.2f}{total:10.2f}")
     n = 8 if args.quick else 4096
     print(f"matmul {n}x{n} float32, TF32 off, interleaved rounds, median ms:")
     for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
