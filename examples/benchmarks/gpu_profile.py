@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import ctypes
 import statistics
 import time
 from typing import Any, Callable
@@ -147,6 +148,15 @@ def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float, float]]:
         bound = launcher.Bound(first.kernel, first.dims)
         calls += [("launcher.enqueue", lambda: launcher.enqueue(first.prepared), synchronize),
                   ("launcher.Bound", lambda: bound(*first.args), synchronize)]
+        bound(*first.args)
+        if bound._ready:   # (the driver's call alone, through cuda.bindings and ctypes)
+            driver_call, driver_args = bound._ready.call, bound._ready.driver_args
+            calls.append(("cuLaunchKernel", lambda: driver_call(*driver_args), synchronize))
+            raw = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+            raw.restype = ctypes.c_int
+            raw.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+            raw_args = (int(driver_args[0]), *driver_args[1:8], None, driver_args[9], None)
+            calls.append(("cuLaunchKernel, ctypes", lambda: raw(*raw_args), synchronize))
     if torch is not None:
         la, lb = torch.from_numpy(a).cuda(), torch.from_numpy(a).cuda()
         calls.append(("torch x + y", lambda: la + lb, torch.cuda.synchronize))
@@ -191,6 +201,11 @@ def main() -> None:
     for op, shapes, calls, per_call, per_step in rows:
         print(f"  {op:22s}{shapes[:33]:34s}{calls:6.0f}{per_call:10.1f}{per_step:10.1f}")
     print(f"  {'sum of ops':62s}{sum(r[4] for r in rows):10.1f}")
+    n = 8 if args.quick else 1000   # (before torch.profiler: its hooks slow launches)
+    print(f"eager add of {n} float32, us per call by layer (loop of calls, one synchronize):")
+    print(f"  {'layer':22s}{'host':>10s}{'total':>10s}")
+    for name, host, total in add_layers(torch, n, 2 if args.quick else 500):
+        print(f"  {name:22s}{host:10.2f}{total:10.2f}")
     if torch is not None:
         from gpu_small_ops import _mlp_step_torch
         lx, lt = (torch.from_numpy(v).cuda() for v in (x, target))
@@ -216,11 +231,6 @@ def main() -> None:
                       f"{sum(r[2] for r in rows):.1f} in the {len(rows)} largest")
                 for kernel, calls, per_step in rows:
                     print(f"  {kernel:62s}{calls:6.0f}{per_step:10.1f}")
-    n = 8 if args.quick else 1000
-    print(f"eager add of {n} float32, us per call by layer (loop of calls, one synchronize):")
-    print(f"  {'layer':22s}{'host':>10s}{'total':>10s}")
-    for name, host, total in add_layers(torch, n, 2 if args.quick else 500):
-        print(f"  {name:22s}{host:10.2f}{total:10.2f}")
     n = 8 if args.quick else 4096
     print(f"matmul {n}x{n} float32, TF32 off, interleaved rounds, median ms:")
     for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
