@@ -162,7 +162,7 @@ class _DriverLaunch:
     """
 
     __slots__ = ("grid", "arrays", "others", "values", "base", "pointers",
-                 "driver_args", "kept", "owner", "call", "success")
+                 "driver_args", "kept", "held", "owner", "call", "success")
 
     def __init__(self, function: Any, dims: tuple, packers: list, args: Sequence[Any]):
         self.grid = _three(dims[0]) + _three(dims[1])
@@ -184,6 +184,9 @@ class _DriverLaunch:
         # (and an array kept here would keep its memory).
         self.kept: list = [None if pack is _pack_flat_array else a
                            for pack, a in zip(packers, args)]
+        # Per array: the parameters its slots hold (a tuple kept on the array, which stays the
+        # same object while the array lives: an op's inputs and flags are passed again).
+        self.held: list = [None] * len(self.arrays)
         self.owner = _thread_id()
         self.call, self.success = _driver()
         # cuLaunchKernel's arguments: function, grid, block, shared memory, stream (0: the
@@ -192,10 +195,13 @@ class _DriverLaunch:
                             ctypes.addressof(self.pointers), 0)
 
     def __call__(self, args: Sequence[Any]) -> None:
-        values = self.values
-        for i, start in self.arrays:
+        values, held = self.values, self.held
+        for k, (i, start) in enumerate(self.arrays):
             a = args[i]
-            values[start:start + 7] = a.__dict__.get("_stagecraft_params") or _array_params(a)
+            packed = a.__dict__.get("_stagecraft_params") or _array_params(a)
+            if packed is not held[k]:
+                values[start:start + 7] = packed
+                held[k] = packed
         if self.others:
             kept = self.kept
             for i, pack, start in self.others:

@@ -161,3 +161,13 @@ def test_arguments_passed_again_are_not_packed_again(gpu, monkeypatch):
     bound(out, (6, 1), 8)                # (other values: packed afresh)
     assert packed == [(6, 1)]
     assert [call[-1][-3:] for call in gpu["driver"]] == [[2, 5, 7], [2, 5, 7], [6, 1, 8]]
+
+
+def test_arrays_passed_again_keep_their_slots_and_other_arrays_rewrite_them(gpu):
+    bound = launcher.Bound(float_kernel(), (1, 32))
+    a, b = fake_array((3,), pointer=4096), fake_array((5,), pointer=8192)
+    bound(a, 1.0)
+    for x in (a, b, b, a):
+        bound(x, 1.0)
+    assert [call[-1][2:5] for call in gpu["driver"]] == [
+        [3, 4, 4096], [5, 4, 8192], [5, 4, 8192], [3, 4, 4096]]
