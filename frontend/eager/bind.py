@@ -290,18 +290,11 @@ def _run_gpu(op: OpDef, inputs: Sequence[Any], attrs: dict, state: Any,
              values: list | None = None) -> Any:
     if values is None:
         values = [x._value for x in inputs]
-    unify = range(len(values)) if op.unify == "all" else op.unify_indices
-    dtype = None
-    for i in unify:
-        if i < len(values):
-            d = values[i].dtype
-            if dtype is None:
-                dtype = d
-            elif d is not dtype and d != dtype:
-                dtype = False
-                break
-    if dtype is False or dtype is not None and dtype not in op.np_dtypes:
-        raise diagnose(op, [_placement.to_host_array(v) for v in values], attrs, None)
+    if len(values) == 2 and values[0].dtype is values[1].dtype and \
+            values[0].dtype in op.np_dtypes:
+        pass   # (the common binary op: one dtype, which the op takes)
+    else:
+        _check_gpu_dtypes(op, values, attrs)
     try:
         out = _placement.kernels().run(op.name, values, attrs)
     except NotImplementedError as e:   # (a Python number among the inputs becomes a tensor)
@@ -320,6 +313,23 @@ def _run_gpu(op: OpDef, inputs: Sequence[Any], attrs: dict, state: Any,
     for tape in state.tapes:
         tape.record(op, attrs, inputs, results)
     return results
+
+
+def _check_gpu_dtypes(op: OpDef, values: list, attrs: dict) -> None:
+    """Raises the reference error when the inputs ``op`` unifies differ in dtype or the op
+    does not take their dtype."""
+    unify = range(len(values)) if op.unify == "all" else op.unify_indices
+    dtype = None
+    for i in unify:
+        if i < len(values):
+            d = values[i].dtype
+            if dtype is None:
+                dtype = d
+            elif d is not dtype and d != dtype:
+                dtype = False
+                break
+    if dtype is False or dtype is not None and dtype not in op.np_dtypes:
+        raise diagnose(op, [_placement.to_host_array(v) for v in values], attrs, None)
 
 
 def _run_remote(op: OpDef, inputs: list, attrs: dict, state: Any, target: str) -> Any:

@@ -94,6 +94,16 @@ def test_dtype_mismatches_raise_the_cpu_error():
         tf.exp(gpu([1, 2]))
 
 
+@pytest.mark.parametrize("values", [([True], [False]), ([1], [1.0])])
+def test_binary_ops_on_dtypes_they_refuse_raise_before_the_op_library(values, library_calls):
+    with pytest.raises(tf.errors.InvalidArgumentError) as cpu_error:
+        tf.add(tf.constant(values[0]), tf.constant(values[1]))
+    with pytest.raises(tf.errors.InvalidArgumentError) as gpu_error:
+        tf.add(gpu(values[0]), gpu(values[1]))
+    assert str(gpu_error.value).splitlines()[0] == str(cpu_error.value).splitlines()[0]
+    assert library_calls == []
+
+
 def test_other_scopes_and_inputs_take_the_general_path():
     x = gpu([1.0, 2.0])
     with tf.device("/cpu:0"):
