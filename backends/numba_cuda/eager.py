@@ -108,7 +108,12 @@ def _signature(op_name: str, inputs: Sequence[Any], attrs: dict) -> tuple:
     """The key of a call's plan: the op, each input's type, shape and dtype, and the attrs
     with their types (1 and True are different attrs). Raises AttributeError for an input
     without a shape (a Python scalar); the key may be unhashable (a list attr)."""
-    return (op_name, tuple([(type(x), x.shape, x.dtype) for x in inputs]),
+    if len(inputs) == 2:   # (binary ops, the most frequent: one flat tuple, no inner ones;
+        x, y = inputs      # its first item, a type, tells it from a list of input tuples)
+        described: tuple = (type(x), x.shape, x.dtype, type(y), y.shape, y.dtype)
+    else:
+        described = tuple([(type(x), x.shape, x.dtype) for x in inputs])
+    return (op_name, described,
             tuple([(k, type(v), v) for k, v in attrs.items()]) if attrs else ())
 
 
