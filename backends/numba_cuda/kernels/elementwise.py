@@ -17,11 +17,12 @@ import cmath
 import functools
 from typing import Any, Callable, Sequence
 
+import numba
 import numpy as np
 
 from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.numba_cuda import config, layout
-from stagecraft.backends.numba_cuda.kernels.index import offset_function
+from stagecraft.backends.numba_cuda.kernels.index import grid_stride_loop, offset_function
 from stagecraft.backends.numba_cuda.launch import cuda_module, grid, jit_source, simulated
 from stagecraft.backends.numba_cuda.launcher import Bound
 from stagecraft.backends.numba_cuda.memory import empty, scalar, to_device
@@ -43,22 +44,26 @@ def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequenc
 
     >>> print(source("add", [dt.float32, dt.float32], dt.float32, ["same", "scalar"]))
     def kernel(out, x0, x1, err):
-        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            a0 = x0[i]
+        step = cuda.gridsize(1)
+        nxt = cuda.grid(1)
+        while nxt < out.size:
+            i = nxt
+            nxt += step
+            u = uint64(i)
+            a0 = x0[u]
             a1 = x1[0]
-            out[i] = np.float32((a0 + a1))
-    >>> print(source("multiply", [dt.int32, dt.int32], dt.int32, ["same", "value"]).splitlines()[3])
+            out[u] = np.float32((a0 + a1))
+    >>> print(source("multiply", [dt.int32, dt.int32], dt.int32, ["same", "value"]).splitlines()[8])
             a1 = x1
     """
     in_d = in_dtypes[-1] if in_dtypes else out_dtype
     names = [f"x{k}" for k in range(len(in_dtypes))]
     strided = [k for k, m in enumerate(modes) if m == "strided"]
     params = ["out", *names] + (["shape"] + [f"s{k}" for k in strided] if strided else [])
-    lines = [f"def kernel({', '.join(params + ['err'])}):",
-             "    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):"]
+    lines = [f"def kernel({', '.join(params + ['err'])}):", *grid_stride_loop("out.size")]
     args = []
     for k, mode in enumerate(modes):
-        index = {"same": "[i]", "scalar": "[0]", "value": ""}.get(mode,
+        index = {"same": "[u]", "scalar": "[0]", "value": ""}.get(mode,
                                                                    f"[offset(i, shape, s{k})]")
         lines.append(f"        a{k} = x{k}{index}")
         args.append(f"a{k}")
@@ -66,7 +71,7 @@ def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequenc
     if checked is not None:
         lines += [f"        if {checked[0]}:", "            err[0] = 1", "            continue"]
     expr = scalar_ops.SCALAR[op](args, in_d)
-    lines.append(f"        out[i] = {scalar_ops.convert(expr, in_d, out_dtype)}")
+    lines.append(f"        out[u] = {scalar_ops.convert(expr, in_d, out_dtype)}")
     return "\n".join(lines)
 
 
@@ -81,7 +86,8 @@ def _kernel(op: str, in_dtypes: tuple, out_dtype: DType, modes: tuple, device_np
     text = source(op, in_dtypes, out_dtype, modes).replace("def kernel", f"def {name}", 1)
     from stagecraft.backends.numba_cuda.kernels.device_special import module as special
     return jit_source(name, text, {"np": np_module, "cmath": cmath, "cuda": cuda_module(),
-                                   "offset": offset_function(), "K": special()})
+                                   "offset": offset_function(), "K": special(),
+                                   "uint64": numba.uint64})
 
 
 def _mode(shape: tuple | None, out: tuple) -> str:

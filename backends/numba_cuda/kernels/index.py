@@ -22,6 +22,28 @@ def offset(i, shape, strides):
     return o
 
 
+def grid_stride_loop(size: str) -> list[str]:
+    """The opening lines of a generated kernel's grid-stride loop over ``size`` items (Python
+    source, indented for the kernel's body). In the loop body ``i`` is the item's flat index
+    (int64, for :func:`offset`) and ``u`` the same index unsigned, for indexing flat arrays:
+    Numba makes every access through a signed index handle negative indices, and a Python
+    ``range`` loop counts its trips, so the usual ``for i in range(cuda.grid(1), n,
+    cuda.gridsize(1))`` compiles to about twice the PTX per item (an add on sm_90: 186 lines
+    of PTX against 97, the loop unrolled). The next index is taken first, so ``continue`` is
+    safe. The kernel's globals must hold ``uint64`` (Numba's) and ``cuda``.
+
+    >>> print("\\n".join(grid_stride_loop("out.size")))
+        step = cuda.gridsize(1)
+        nxt = cuda.grid(1)
+        while nxt < out.size:
+            i = nxt
+            nxt += step
+            u = uint64(i)
+    """
+    return ["    step = cuda.gridsize(1)", "    nxt = cuda.grid(1)", f"    while nxt < {size}:",
+            "        i = nxt", "        nxt += step", "        u = uint64(i)"]
+
+
 @functools.lru_cache(maxsize=None)
 def offset_function() -> Callable:
     """:func:`offset` as a CUDA device function."""

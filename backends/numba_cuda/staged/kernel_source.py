@@ -3,7 +3,8 @@ group's output, reading each input by its broadcast mode and computing the group
 with the shared scalar expressions (``codegen.scalar_ops``: exact IR dtypes, integer
 checks), storing the values used after the group.
 
-Input modes: ``same`` (the output's shape: the flat index), ``scalar`` (one element),
+The loop is ``kernels/index.py``'s ``grid_stride_loop``. Input modes: ``same`` (the output's
+shape: the flat index), ``scalar`` (one element),
 ``strided`` (broadcast: ``offset(i, shape, strides)`` with strides 0 along broadcast dims).
 Literal operands are inline typed constants.
 """
@@ -14,6 +15,7 @@ from typing import Sequence
 
 from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.codegen.source import literal
+from stagecraft.backends.numba_cuda.kernels.index import grid_stride_loop
 from stagecraft.ir.graph import Eqn, Literal, Value
 
 
@@ -41,19 +43,24 @@ def fused_kernel(group: Sequence[Eqn], inputs: Sequence[Value], modes: Sequence[
     >>> e = Eqn("multiply", (x, Literal(2.0, TensorType(dt.float32, ()))), (y,))
     >>> k = fused_kernel([e], [x], ["same"], [y], 1)
     >>> print("\\n".join(k.lines))
-        for i in range(cuda.grid(1), o0.size, cuda.gridsize(1)):
-            x0 = a0[i]
+        step = cuda.gridsize(1)
+        nxt = cuda.grid(1)
+        while nxt < o0.size:
+            i = nxt
+            nxt += step
+            u = uint64(i)
+            x0 = a0[u]
             e0 = np.float32((x0 * np.float32(2.0)))
-            o0[i] = e0
+            o0[u] = e0
     """
     outs = [f"o{k}" for k in range(len(keep))]
     ins = [f"a{k}" for k in range(len(inputs))]
     strided = [k for k, m in enumerate(modes) if m == "strided"]
     params = outs + ins + (["shape"] + [f"s{k}" for k in strided] if strided else [])
-    lines = ["    for i in range(cuda.grid(1), o0.size, cuda.gridsize(1)):"]
+    lines = grid_stride_loop("o0.size")
     elem: dict[int, str] = {}
     for k, (x, mode) in enumerate(zip(inputs, modes)):
-        index = {"same": "i", "scalar": "0"}.get(mode, f"offset(i, shape, s{k})")
+        index = {"same": "u", "scalar": "0"}.get(mode, f"offset(i, shape, s{k})")
         lines.append(f"        x{k} = a{k}[{index}]")
         elem[x.uid] = f"x{k}"
     checks: list[str] = []
@@ -72,7 +79,7 @@ def fused_kernel(group: Sequence[Eqn], inputs: Sequence[Value], modes: Sequence[
         lines.append(f"        e{n} = {scalar_ops.convert(expr, in_d, out_d)}")
         elem[e.outputs[0].uid] = f"e{n}"
     for o, v in zip(outs, keep):
-        lines.append(f"        {o}[i] = {elem[v.uid]}")
+        lines.append(f"        {o}[u] = {elem[v.uid]}")
     if checks:
         params.append("err")
     return KernelText(params, lines, checks)
