@@ -42,14 +42,11 @@ FORCE_DEVICE_NUMPY = False
 def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequence[str]) -> str:
     """The Python source of the kernel ``kernel(out, x0.., shape, strides0.., err)``.
 
-    >>> print(source("add", [dt.float32, dt.float32], dt.float32, ["same", "scalar"]))
-    def kernel(out, x0, x1, err):
-        step = cuda.gridsize(1)
-        nxt = cuda.grid(1)
-        while nxt < out.size:
-            i = nxt
-            nxt += step
-            u = uint64(i)
+    The loop is ``index.grid_stride_loop``'s; its body, for an add of an array and a
+    one-element array, and for a product with a host scalar:
+
+    >>> print("\\n".join(source("add", [dt.float32, dt.float32], dt.float32,
+    ...                         ["same", "scalar"]).splitlines()[7:]))
             a0 = x0[u]
             a1 = x1[0]
             out[u] = np.float32((a0 + a1))
