@@ -10,16 +10,21 @@ from stagecraft.backends.numba_cuda.launch import cuda_module
 
 def offset(i, shape, strides):
     """Offset of the element at flat C-order position ``i`` of ``shape`` through ``strides``
-    (tuples of equal length; a stride of 0 repeats, a negative one walks backwards).
+    (tuples of equal length; a stride of 0 repeats, a negative one walks backwards), for
+    ``0 <= i < prod(shape)``: the outermost coordinate is what is left of ``i`` and needs no
+    remainder, so a one-dimensional shape costs one multiplication (a reduction's inner loop
+    reads every element this way) instead of a 64-bit remainder.
 
     >>> offset(5, (2, 3), (1, 2))   # coordinates (1, 2) of a transposed 3x2 buffer
     5
+    >>> offset(7, (12,), (3,))
+    21
     """
     o = 0
-    for d in range(len(shape) - 1, -1, -1):
+    for d in range(len(shape) - 1, 0, -1):
         o += (i % shape[d]) * strides[d]
         i //= shape[d]
-    return o
+    return o + i * strides[0]
 
 
 def grid_stride_loop(size: str) -> list[str]:
