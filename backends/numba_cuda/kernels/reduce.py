@@ -25,6 +25,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numba import uint64
 
 from stagecraft.backends.numba_cuda import config, layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
@@ -102,7 +103,7 @@ def _tree_kernel(kind: str, acc_dtype: np.dtype, threads: int) -> Callable:
             base = offset(o, kept_shape, kept_strides)
             acc = start
             for r in range(c * chunk + t, min(m, (c + 1) * chunk), threads):
-                acc = combine(acc, x[base + offset(r, red_shape, red_strides)])
+                acc = combine(acc, x[uint64(base + offset(r, red_shape, red_strides))])
             buf[t] = acc
             cuda.syncthreads()
             s = threads // 2
@@ -134,7 +135,8 @@ def _line_kernel(kind: str) -> Callable:
             base = offset(o, kept_shape, kept_strides)
             acc = start
             for r in range(c * chunk, min(m, (c + 1) * chunk)):
-                acc = combine(acc, x[base + offset(r, red_shape, red_strides)])
+                # (an unsigned index: see index.grid_stride_loop)
+                acc = combine(acc, x[uint64(base + offset(r, red_shape, red_strides))])
             out[p] = acc
     return reduce_lines
 

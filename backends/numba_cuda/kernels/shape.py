@@ -11,6 +11,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numba import uint64
 
 from stagecraft.backends.numba_cuda import layout
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
@@ -36,8 +37,12 @@ def _copy_kernel() -> Callable:
 
     @cuda.jit
     def copy(out, src, base, shape, strides):
-        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            out[i] = src[base + offset(i, shape, strides)]
+        # (unsigned indices: see index.grid_stride_loop)
+        step = cuda.gridsize(1)
+        i = cuda.grid(1)
+        while i < out.size:
+            out[uint64(i)] = src[uint64(base + offset(i, shape, strides))]
+            i += step
     return copy
 
 
@@ -67,8 +72,11 @@ def _scatter_kernel() -> Callable:
 
     @cuda.jit
     def scatter(out, src, base, shape, strides):
-        for i in range(cuda.grid(1), src.size, cuda.gridsize(1)):
-            out[base + offset(i, shape, strides)] = src[i]
+        step = cuda.gridsize(1)
+        i = cuda.grid(1)
+        while i < src.size:
+            out[uint64(base + offset(i, shape, strides))] = src[uint64(i)]
+            i += step
     return scatter
 
 
