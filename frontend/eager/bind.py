@@ -290,10 +290,9 @@ def _run_gpu(op: OpDef, inputs: Sequence[Any], attrs: dict, state: Any,
              values: list | None = None) -> Any:
     if values is None:
         values = [x._value for x in inputs]
-    if len(values) == 2 and values[0].dtype is values[1].dtype and \
-            values[0].dtype in op.np_dtypes:
-        pass   # (the common binary op: one dtype, which the op takes)
-    else:
+    # (the common binary op, one dtype which the op takes, needs no general check)
+    if not (len(values) == 2 and values[0].dtype is values[1].dtype and
+            values[0].dtype in op.np_dtypes):
         _check_gpu_dtypes(op, values, attrs)
     try:
         out = _placement.kernels().run(op.name, values, attrs)
