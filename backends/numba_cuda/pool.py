@@ -8,7 +8,7 @@ Reuse is safe because every kernel and copy of this backend runs on the default 
 that used the block before is ordered before work that uses it next.
 
 A block is handed out as a *lease*: a Numba ``MemoryPointer`` over the block that puts the
-block back when it dies (when the last array or view using it does; ``lease_class``). At most
+block back when it dies (when the last array or view using it does; ``leases``). At most
 ``config.POOL_BYTES`` of idle blocks are kept; beyond that they are released to the driver,
 and when an allocation fails for lack of memory the idle blocks are released and it is tried
 once more.
@@ -38,24 +38,26 @@ def block_size(nbytes: int) -> int:
 
 class BlockPool:
     """Idle device blocks by size. ``allocate(size)`` makes a new block (an object that owns
-    device memory, released when garbage-collected); ``lease(block, size, give_back)`` wraps a
-    block for one array, calling ``give_back`` when that array is gone.
+    device memory, released when garbage-collected); ``leases(give_back)`` gives the function
+    ``lease(block, size, key)`` that wraps a block for one array, which calls
+    ``give_back(key, size)`` when that array is gone.
 
     >>> made = []
     >>> pool = BlockPool(lambda n: made.append(n) or f"block{len(made)}",
-    ...                  lambda block, n, back: (block, back), limit=4096)
-    >>> block, back = pool.take(600)
+    ...                  lambda give_back: lambda block, n, key: (block, n, key), limit=4096)
+    >>> block, size, key = pool.take(600)
     >>> block, made
     ('block1', [1024])
-    >>> back()                      # the array using it died: the block is idle, kept
+    >>> pool.give_back(key, size)   # the array using it died: the block is idle, kept
     >>> pool.take(1000)[0], made    # the same size class reuses it
     ('block1', [1024])
     """
 
-    def __init__(self, allocate: Callable[[int], Any], lease: Callable[..., Any],
+    def __init__(self, allocate: Callable[[int], Any],
+                 leases: Callable[[Callable[[int, int], None]], Callable[[Any, int, int], Any]],
                  limit: int | None = None):
         self._allocate = allocate
-        self._lease = lease
+        self._lease = leases(self.give_back)
         self._limit = limit
         self.idle: dict[int, list] = {}
         self.idle_bytes = 0
@@ -64,10 +66,15 @@ class BlockPool:
         # would be unreachable too and its own finalizer (Numba's, which frees the memory)
         # would run before the lease's give_back put the freed block back in the pool.
         self._leased: dict[int, Any] = {}
+        self._sizes: dict[int, int] = {}   # block_size by request: eager ops repeat sizes
 
     def take(self, nbytes: int) -> Any:
         """A lease over a block of at least ``nbytes`` (``nbytes`` > 0)."""
-        size = block_size(nbytes)
+        size = self._sizes.get(nbytes)
+        if size is None:
+            size = block_size(nbytes)
+            if len(self._sizes) < 4096:
+                self._sizes[nbytes] = size
         blocks = self.idle.get(size)
         if blocks:
             try:
@@ -77,8 +84,9 @@ class BlockPool:
                 block = self._new(size)
         else:
             block = self._new(size)
-        self._leased[id(block)] = block
-        return self._lease(block, size, functools.partial(self._give_back, id(block), size))
+        key = id(block)
+        self._leased[key] = block
+        return self._lease(block, size, key)
 
     def release_idle(self) -> None:
         """Lets every idle block go back to the driver."""
@@ -94,7 +102,9 @@ class BlockPool:
             self.release_idle()
             return self._allocate(size)
 
-    def _give_back(self, key: int, size: int) -> None:
+    def give_back(self, key: int, size: int) -> None:
+        """Makes the block leased under ``key`` idle (kept for the next ``take`` of its size,
+        within the limit): a lease calls it when it dies."""
         # Runs from a finalizer, possibly in the middle of take() on this thread: no locks;
         # list and dict operations are atomic.
         block = self._leased.pop(key)
@@ -109,43 +119,62 @@ def device_pool() -> BlockPool:
     """The pool of the current CUDA context (one GPU; real hardware only)."""
     from numba.cuda.cudadrv import devices
     context = devices.get_context()
-    lease_type = lease_class()
-
-    def lease(block: Any, size: int, give_back: Callable[[], None]) -> Any:
-        # No owner: the lease owns itself, so Numba's views of it (slices) keep the lease,
-        # not just the block, alive; the pool keeps the block alive while it is leased.
-        return lease_type(context, block.device_pointer, size, give_back)
-    return BlockPool(context.memalloc, lease)
+    # (no owner: a lease owns itself, so Numba's views of it (slices) keep the lease, not
+    # just the block, alive; the pool keeps the block alive while it is leased)
+    return BlockPool(context.memalloc, functools.partial(leases, context))
 
 
-@functools.lru_cache(maxsize=None)
-def lease_class(pointer_type: type | None = None) -> type:
-    """Numba's ``MemoryPointer`` (or ``pointer_type``) over a pooled block that gives the
-    block back when it dies. It runs ``give_back`` from ``__del__``: Numba's own ``finalizer``
-    argument makes a ``weakref.finalize`` per pointer, about 1 us of every eager op's
-    allocation. Not a *managed* pointer (``free()`` does nothing): only its death returns
-    the block.
+def leases(context: Any, give_back: Callable[[int, int], None],
+           pointer_type: type | None = None) -> Callable[[Any, int, int], Any]:
+    """``lease(block, size, key)``: Numba's ``MemoryPointer`` (or ``pointer_type``) of
+    ``context`` over a pooled block that calls ``give_back(key, size)`` when it dies. Not a
+    *managed* pointer (``free()`` does nothing): only its death returns the block.
+
+    A lease is a copy of the attributes Numba's constructor gives a pointer of its size, with
+    the block's address: Numba's own ``finalizer`` argument would make a
+    ``weakref.finalize`` per pointer, about 1 us of every eager op's allocation, and its
+    constructor is half of the rest.
 
     >>> class Pointer:
     ...     def __init__(self, context, pointer, size):
     ...         self.device_pointer, self.size = pointer, size
+    >>> class Block:
+    ...     device_pointer = 4096
     >>> back = []
-    >>> lease = lease_class(Pointer)(None, 4096, 512, lambda: back.append("block"))
-    >>> lease.device_pointer, back
-    (4096, [])
+    >>> lease = leases(None, lambda key, size: back.append((key, size)), Pointer)(Block, 512, 7)
+    >>> type(lease).__mro__[1] is Pointer, lease.device_pointer, back
+    (True, 4096, [])
     >>> del lease
     >>> back
-    ['block']
+    [(7, 512)]
     """
+    cls = _lease_class(pointer_type)
+    base = cls.__mro__[1]
+    prototypes: dict[int, dict] = {}
+
+    def lease(block: Any, size: int, key: int) -> Any:
+        prototype = prototypes.get(size)
+        if prototype is None:   # (the base class's own attributes for this size)
+            prototype = prototypes[size] = dict(vars(base(context, 0, size)), _back=give_back)
+        made = _new(cls)
+        attributes = made.__dict__ = prototype.copy()
+        attributes["device_pointer"] = attributes["handle"] = block.device_pointer
+        attributes["_key"] = key
+        return made
+    return lease
+
+
+@functools.lru_cache(maxsize=None)
+def _lease_class(pointer_type: type | None) -> type:
     if pointer_type is None:
         from numba.cuda.cudadrv.driver import MemoryPointer as pointer_type
 
     class Lease(pointer_type):  # type: ignore[misc,valid-type]
-        def __init__(self, context: Any, pointer: Any, size: int,
-                     give_back: Callable[[], None]):
-            super().__init__(context, pointer, size)
-            self._give_back = give_back
+        __doc__ = f"A {pointer_type.__name__} over a pooled block (pool.leases)."
 
         def __del__(self) -> None:
-            self._give_back()
+            self._back(self._key, self.size)
     return Lease
+
+
+_new = object.__new__

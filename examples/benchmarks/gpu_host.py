@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import itertools
 import json
 import os
@@ -45,8 +46,7 @@ def stand_in_gpu() -> None:
     detect._probe = lambda: ("gpu", "stand-in (no device work)")
     places = itertools.count(1 << 40, 1 << 32)   # (a fake address per block, none overlapping)
     blocks = pool.BlockPool(lambda nbytes: types.SimpleNamespace(device_pointer=next(places)),
-                            lambda block, size, back: pool.lease_class()(
-                                None, block.device_pointer, size, back))
+                            functools.partial(pool.leases, None))
     memory.device_pool = lambda: blocks
 
     def to_device(value: Any, stream: int = 0) -> Any:

@@ -3,6 +3,7 @@ class, the idle limit, and the retry after an out-of-memory error. Its use for r
 memory runs with every CUDA test on a GPU (memory.empty)."""
 from __future__ import annotations
 
+import functools
 import gc
 import weakref
 
@@ -19,7 +20,7 @@ class Lease:
         weakref.finalize(self, give_back)
 
 
-def make_pool(limit=1 << 20, fail=()):
+def make_pool(limit=1 << 20, fail=(), lease=Lease):
     made = []
 
     def allocate(n):
@@ -28,7 +29,8 @@ def make_pool(limit=1 << 20, fail=()):
             raise RuntimeError("Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY")
         made.append(n)
         return object()
-    return BlockPool(allocate, Lease, limit=limit), made
+    return BlockPool(allocate, lambda give_back: lambda block, size, key: lease(
+        block, size, functools.partial(give_back, key, size)), limit=limit), made
 
 
 @pytest.mark.parametrize("nbytes, size", [(1, 512), (512, 512), (513, 1024), (1 << 20, 1 << 20),
@@ -98,7 +100,8 @@ def test_a_lease_collected_in_a_cycle_gives_back_a_block_that_was_not_freed():
 
         def __del__(self):
             self._give_back()
-    pool = BlockPool(Block, CyclicLease, limit=1 << 20)
+    pool, made = make_pool(lease=CyclicLease)
+    pool._allocate = Block
     lease = pool.take(100)
     block = id(lease.block)
     del lease
@@ -108,32 +111,38 @@ def test_a_lease_collected_in_a_cycle_gives_back_a_block_that_was_not_freed():
 
 
 def test_leases_are_numbas_pointers_that_give_their_block_back_when_they_die():
-    """pool.lease_class on Numba's real MemoryPointer (a child process without the simulator;
-    no GPU needed to make pointers to given addresses): the attributes Numba's constructor
-    sets, a view keeping the lease alive, and the block given back once, when the last user
-    dies."""
+    """pool.leases on Numba's real MemoryPointer (a child process without the simulator; no
+    GPU needed to make pointers to given addresses): the attributes Numba's constructor sets,
+    each lease its own, a view keeping the lease alive, and the block given back once, when
+    the last user dies."""
     import os
     import subprocess
     import sys
     code = """
 import gc
+from types import SimpleNamespace
 from numba.cuda.cudadrv.driver import MemoryPointer
-from stagecraft.backends.numba_cuda.pool import lease_class
+from stagecraft.backends.numba_cuda.pool import leases
 back = []
-lease = lease_class()("context", 1 << 20, 4096, lambda: back.append("block"))
+lease = leases("context", lambda key, size: back.append((key, size)))
+a = lease(SimpleNamespace(device_pointer=1 << 20), 4096, 7)
+other = lease(SimpleNamespace(device_pointer=1 << 24), 4096, 8)
 made = MemoryPointer("context", 1 << 20, 4096)
-assert isinstance(lease, MemoryPointer)
+assert isinstance(a, MemoryPointer)
 for name, value in vars(made).items():
-    assert getattr(lease, name) == value, name
-assert lease.device_pointer_value == 1 << 20 and lease.owner is lease and not lease.is_managed
-view = lease.view(1024, 2048)
-del lease
+    assert getattr(a, name) == value, name
+assert a.device_pointer_value == 1 << 20 and a.owner is a and not a.is_managed
+assert other.device_pointer_value == 1 << 24 and vars(other) is not vars(a)
+view = a.view(1024, 2048)
+del a
 gc.collect()
 assert back == [], back
 assert view.device_pointer_value == (1 << 20) + 1024
 del view
 gc.collect()
-assert back == ["block"], back
+assert back == [(7, 4096)], back
+del other
+assert back == [(7, 4096), (8, 4096)], back
 print("ok")
 """
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
