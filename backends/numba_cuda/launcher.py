@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, grid, simulated
-from stagecraft.backends.numba_cuda.memory import contiguous, flat, is_device_array
+from stagecraft.backends.numba_cuda.memory import flat, flat_params, is_device_array
 
 def launch(kernel: Any, dims: tuple, *args: Any) -> None:
     """Launches ``kernel`` (a ``cuda.jit`` dispatcher) over ``dims = (blocks, threads)``
@@ -169,14 +169,15 @@ class _DriverLaunch:
     def __init__(self, function: Any, dims: tuple, packers: list, args: Sequence[Any]):
         self.grid = _three(dims[0]) + _three(dims[1])
         params: list = []
-        self.arrays: list = []   # (argument index, first slot) of each array
+        arrays: list = []        # (k, argument index, first slot) of the k-th array
         self.others: list = []   # (argument index, packer, first slot) of the other arguments
         for i, (pack, a) in enumerate(zip(packers, args)):
             if pack is _pack_flat_array:
-                self.arrays.append((i, len(params)))
+                arrays.append((len(arrays), i, len(params)))
             else:
                 self.others.append((i, pack, len(params)))
             pack(a, params)
+        self.arrays = tuple(arrays)
         self.values = (ctypes.c_uint64 * max(len(params), 1))()
         self.base = ctypes.addressof(self.values)
         self.pointers = (ctypes.c_void_p * max(len(params), 1))(
@@ -198,9 +199,9 @@ class _DriverLaunch:
 
     def __call__(self, args: Sequence[Any]) -> None:
         values, held = self.values, self.held
-        for k, (i, start) in enumerate(self.arrays):
+        for k, i, start in self.arrays:
             a = args[i]
-            packed = a.__dict__.get("_stagecraft_params") or _array_params(a)
+            packed = a.__dict__.get("_stagecraft_params") or flat_params(a)
             if packed is not held[k]:
                 values[start:start + 7] = packed
                 held[k] = packed
@@ -360,23 +361,7 @@ def _packer(ty: Any) -> Callable[[Any, list], None]:
 
 
 def _pack_flat_array(array: Any, params: list) -> None:
-    params.extend(array.__dict__.get("_stagecraft_params") or _array_params(array))
-
-
-def _array_params(array: Any) -> tuple:
-    """A device array's parameters as its flat view: ``(meminfo, parent, nitems, itemsize,
-    data, shape, strides)``. An array's layout and memory never change, so they are kept on
-    it: inputs and error flags are passed again and again (about 1 us each of an eager op's
-    host cost)."""
-    n = array.size
-    itemsize = array.dtype.itemsize
-    # (unit strides of a 1-D array, the common case, need no call to tell contiguity)
-    if n > 1 and array.strides != (itemsize,) and not contiguous(array):
-        flat(array)  # raises the error that says what to do
-    pointer = array.gpu_data.device_pointer_value if n else 0
-    packed = array.__dict__["_stagecraft_params"] = (0, 0, n, itemsize, pointer or 0, n,
-                                                      itemsize)
-    return packed
+    params.extend(array.__dict__.get("_stagecraft_params") or flat_params(array))
 
 
 def _launch_config(blocks: Any, threads: Any) -> Any:

@@ -25,7 +25,7 @@ from stagecraft.backends.numba_cuda import config, layout
 from stagecraft.backends.numba_cuda.kernels.index import grid_stride_loop, offset_function
 from stagecraft.backends.numba_cuda.launch import cuda_module, grid, jit_source, simulated
 from stagecraft.backends.numba_cuda.launcher import Bound
-from stagecraft.backends.numba_cuda.memory import empty, scalar, to_device
+from stagecraft.backends.numba_cuda.memory import allocator, scalar, to_device
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.dtypes import DType
 
@@ -154,13 +154,15 @@ class Call:
     (array([2, 4, 6], dtype=int32), array([-1, -2, -3], dtype=int32))
     """
 
-    __slots__ = ("op", "inputs", "dtype", "shape", "size", "setting", "launch", "extra", "checked")
+    __slots__ = ("op", "inputs", "dtype", "shape", "size", "setting", "launch", "extra", "checked",
+                 "allocate", "flag")
 
     def __init__(self, op: str, inputs: tuple, out_dtype: DType, out_shape: tuple):
         self.op, self.inputs, self.shape = op, inputs, out_shape
         self.dtype = out_dtype.np
         self.size = int(np.prod(out_shape, dtype=np.int64))
-        self.setting: tuple = ()
+        self.setting: tuple = ()   # (stays so for an empty output: nothing to launch)
+        self.allocate = allocator(out_shape, self.dtype)
 
     def _ready(self) -> None:
         """Kernel, arguments and grid for the current launch parameters."""
@@ -179,22 +181,27 @@ class Call:
                       for s, m in zip(shapes, modes) if m == "strided"]
         self.extra = tuple(extra)
         self.checked = scalar_ops.check(self.op, ["a0", "a1"], in_dtypes[-1])
+        # Only kernels with a check get a fresh flag per call (see __call__)
+        self.flag = None if self.checked else _no_error()
         self.launch = Bound(kernel, grid(self.size))
         self.setting = setting
 
     def __call__(self, inputs: Sequence[Any]) -> Any:
-        out = empty(self.shape, self.dtype)
-        if not self.size:
-            return out
+        out = self.allocate()
         if self.setting != (config.THREADS_PER_BLOCK, config.MAX_BLOCKS, FORCE_DEVICE_NUMPY):
+            if not self.size:
+                return out
             self._ready()
-        checked = self.checked
-        # Only kernels with a check get a fresh flag, and only they cost a read-back (an
-        # upload a recorded call records: a replay must clear the flag again).
-        err = to_device(np.zeros(1, np.int8)) if checked else _no_error()
+        flag = self.flag
+        if flag is not None:   # (a kernel without a check: the shared flag it never sets)
+            self.launch(out, *inputs, *self.extra, flag)
+            return out
+        # A fresh flag, and a read-back (an upload a recorded call records: a replay must
+        # clear the flag again).
+        err = to_device(np.zeros(1, np.int8))
         self.launch(out, *inputs, *self.extra, err)
-        if checked and scalar(err):
-            raise _ERRORS[self.op](checked[1])
+        if scalar(err):
+            raise _ERRORS[self.op](self.checked[1])
         return out
 
 

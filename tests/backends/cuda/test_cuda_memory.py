@@ -93,6 +93,42 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+def test_allocated_arrays_equal_numbas_construction_with_their_launch_parameters():
+    """memory.allocator's arrays (prototype copies over pool leases, their flat launch
+    parameters made with them) on Numba's real classes and a pool of fake addresses (a child
+    process without the simulator): each array equals Numba's construction over its lease,
+    and the parameters it carries equal those flat_params computes from the array."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import itertools, types
+import numpy as np
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
+from stagecraft.backends.numba_cuda import memory, pool
+places = itertools.count(1 << 40, 1 << 32)
+blocks = pool.BlockPool(lambda n: types.SimpleNamespace(device_pointer=next(places)),
+                        lambda back: pool.leases(None, back))
+memory.device_pool = lambda: blocks
+for shape, dtype in [((3, 4), np.float32), ((), np.int64), ((5,), np.bool_)]:
+    allocate = memory.allocator(shape, dtype)
+    arrays = [allocate(), memory.empty(shape, dtype)]
+    assert arrays[0].gpu_data is not arrays[1].gpu_data
+    for a in arrays:
+        made = DeviceNDArray(a.shape, a.strides, a.dtype, gpu_data=a.gpu_data)
+        kept = vars(a).pop("_stagecraft_params")
+        assert kept == memory.flat_params(a), (kept, memory.flat_params(a))
+        for name, value in vars(made).items():
+            if name != "_dummy":
+                assert getattr(a, name) == value, name
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_view_as_reads_the_same_bits_as_another_dtype_of_the_same_size():
     d = memory.to_device(np.array([1.5, -2.0], np.float16))
     np.testing.assert_array_equal(memory.to_host(memory.view_as(d, np.uint16)),
