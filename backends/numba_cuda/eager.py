@@ -81,7 +81,12 @@ def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
     IndexError: indices[0] = 3 is not in [0, 3). Indices must be valid positions; ...
     """
     try:
-        key: tuple | None = _signature(op_name, inputs, attrs)
+        if len(inputs) == 2 and not attrs:   # (_signature's key, inlined for binary ops)
+            x, y = inputs
+            key: tuple | None = (op_name, (type(x), x.shape, x.dtype, type(y), y.shape,
+                                           y.dtype), ())
+        else:
+            key = _signature(op_name, inputs, attrs)
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # a Python scalar input, an unhashable attr
         key = plan = None

@@ -57,6 +57,8 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
                 _exact_scalar(a, b._value.dtype):
             values = (b._value.dtype.type(a), b._value)
             inputs = (wrap(values[0]), b)
+        elif ta is DeviceTensor and tb is DeviceTensor and state.device is None:
+            return _run_gpu(op, inputs, attrs, state, (a._value, b._value))   # (as execute)
         elif ta is DeviceTensor or tb is DeviceTensor or _gpu_variable(a) or _gpu_variable(b):
             return execute(op, inputs, attrs, state)   # (it normalizes: reads variables once)
         else:
@@ -255,8 +257,19 @@ def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | Non
     is read: the general path decides."""
     if len(inputs) == 2:
         a, b = inputs
-        if type(a) is DeviceTensor and type(b) is DeviceTensor:
+        ta, tb = type(a), type(b)
+        if ta is DeviceTensor and tb is DeviceTensor:
             return [a, b], [a._value, b._value]
+        if (ta is DeviceTensor and (tb is float or tb is int) or
+                tb is DeviceTensor and (ta is float or ta is int)) and \
+                op.unify_indices == (0, 1) and not state.tapes:   # (`x * 2.0`, `1.0 - x`)
+            if ta is DeviceTensor:
+                number = _device_scalar(b, a._value.dtype)
+                values = [a._value, number]
+            else:
+                number = _device_scalar(a, b._value.dtype)
+                values = [number, b._value]
+            return None if number is None else ([a, b], values)
     number = None
     for i, x in enumerate(inputs):
         kind = type(x)
@@ -279,6 +292,28 @@ def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | Non
                for i, x in enumerate(inputs)]
     values = [dtype.type(x) if i == number else x._value for i, x in enumerate(tensors)]
     return tensors, values
+
+
+def _device_scalar(x: Any, dtype: np.dtype) -> Any:
+    """Python number ``x`` as a NumPy scalar of ``dtype`` (an elementwise GPU kernel's
+    argument), or None where it does not convert exactly (see :func:`_exact_scalar`). The
+    same number object gives the same scalar object: a constant of the user's code (``x *
+    0.5`` in a loop) is then a launch argument passed again, which is not packed again."""
+    key = (id(x), dtype)
+    kept = _DEVICE_SCALARS.get(key)
+    if kept is not None and kept[0] is x:
+        return kept[1]
+    if not _exact_scalar(x, dtype):
+        return None
+    value = dtype.type(x)
+    if len(_DEVICE_SCALARS) >= 256:
+        _DEVICE_SCALARS.clear()
+    # (x is kept with it: while the entry lives, no other object can have x's id)
+    _DEVICE_SCALARS[key] = (x, value)
+    return value
+
+
+_DEVICE_SCALARS: dict = {}
 
 
 def _gpu_variable(x: Any) -> bool:

@@ -65,6 +65,25 @@ def test_python_numbers_stay_host_scalars_of_the_tensors_dtype(dtype, number, li
     assert len(scalars) == 2 and all(s.dtype == dtype.as_numpy_dtype for s in scalars)
 
 
+def test_a_number_object_passed_again_is_the_same_scalar_and_signed_zeros_stay_apart(
+        library_calls):
+    """Python numbers become kernel scalars kept by the number object's identity (a launch
+    passing the same scalar object skips packing it): a number passed again gives the same
+    scalar, and numbers that compare equal but differ (0.0 and -0.0, 1 and 1.0) do not."""
+    x = gpu([1.0, 2.0])
+    half = 0.5
+    a, b = x * half, half * x
+    zeros = [x * 0.0, x * -0.0, x * float("-0")]
+    assert [np.signbit(z.numpy()).tolist() for z in zeros] == [[False] * 2, [True] * 2,
+                                                                [True] * 2]
+    scalars = [inputs[1] if isinstance(inputs[1], np.generic) else inputs[0]
+               for _, inputs in library_calls]
+    assert scalars[0] is scalars[1] and a.numpy().tolist() == b.numpy().tolist() == [0.5, 1.0]
+    y = gpu([1.0, 2.0], tf.float64)
+    assert (y * half).dtype == tf.float64   # (the same number for another dtype: its own)
+    assert library_calls[-1][1][1].dtype == np.float64
+
+
 def test_numbers_a_dtype_cannot_hold_raise_as_on_the_cpu():
     for number in (1.5, 2 ** 40):
         with pytest.raises(TypeError) as cpu_error:
