@@ -81,10 +81,13 @@ def run(op_name: str, inputs: Sequence[Any], attrs: dict) -> Any:
     IndexError: indices[0] = 3 is not in [0, 3). Indices must be valid positions; ...
     """
     try:
-        if len(inputs) == 2 and not attrs:   # (_signature's key, inlined for binary ops)
-            x, y = inputs
+        if len(inputs) == 2 and not attrs:   # (_signature's keys, inlined for binary and
+            x, y = inputs                    # unary ops without attrs)
             key: tuple | None = (op_name, (type(x), x.shape, x.dtype, type(y), y.shape,
                                            y.dtype), ())
+        elif len(inputs) == 1 and not attrs:
+            x, = inputs
+            key = (op_name, (type(x), x.shape, x.dtype), ())
         else:
             key = _signature(op_name, inputs, attrs)
         plan = _PLANS.get(key)
@@ -113,9 +116,12 @@ def _signature(op_name: str, inputs: Sequence[Any], attrs: dict) -> tuple:
     """The key of a call's plan: the op, each input's type, shape and dtype, and the attrs
     with their types (1 and True are different attrs). Raises AttributeError for an input
     without a shape (a Python scalar); the key may be unhashable (a list attr)."""
-    if len(inputs) == 2:   # (binary ops, the most frequent: one flat tuple, no inner ones;
-        x, y = inputs      # its first item, a type, tells it from a list of input tuples)
-        described: tuple = (type(x), x.shape, x.dtype, type(y), y.shape, y.dtype)
+    if len(inputs) == 2:   # (binary and unary ops, the most frequent: one flat tuple, no
+        x, y = inputs      # inner ones; its first item, a type, tells it from a list of
+        described: tuple = (type(x), x.shape, x.dtype, type(y), y.shape, y.dtype)   # tuples)
+    elif len(inputs) == 1:
+        x, = inputs
+        described = (type(x), x.shape, x.dtype)
     else:
         described = tuple([(type(x), x.shape, x.dtype) for x in inputs])
     return (op_name, described,

@@ -65,6 +65,8 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
             values = [x._value for x in inputs if type(x) is Tensor]
     elif len(inputs) == 1 and type(inputs[0]) is Tensor:
         values = (inputs[0]._value,)
+    elif len(inputs) == 1 and type(inputs[0]) is DeviceTensor and state.device is None:
+        return _run_gpu(op, inputs, attrs, state, (inputs[0]._value,))   # (as execute)
     elif len(inputs) == 1 and (type(inputs[0]) is DeviceTensor or _gpu_variable(inputs[0])):
         return execute(op, inputs, attrs, state)
     else:
