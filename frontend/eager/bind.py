@@ -327,12 +327,13 @@ def _run_gpu(op: OpDef, inputs: Sequence[Any], attrs: dict, state: Any,
              values: list | None = None) -> Any:
     if values is None:
         values = [x._value for x in inputs]
-    # (the common binary op, one dtype which the op takes, needs no general check)
-    if not (len(values) == 2 and values[0].dtype is values[1].dtype and
-            values[0].dtype in op.np_dtypes):
+    # (the common unary or binary op, one dtype which the op takes, needs no general check)
+    n = len(values)
+    if not (n == 2 and values[0].dtype is values[1].dtype and values[0].dtype in op.np_dtypes
+            or n == 1 and values[0].dtype in op.np_dtypes):
         _check_gpu_dtypes(op, values, attrs)
     try:
-        out = _placement.kernels().run(op.name, values, attrs)
+        out = (_placement._cuda_eager or _placement.kernels()).run(op.name, values, attrs)
     except NotImplementedError as e:   # (a Python number among the inputs becomes a tensor)
         return _no_gpu_kernel(op, normalize(op, tuple(inputs)), attrs, state, e)
     except (ValueError, IndexError, TypeError, ZeroDivisionError) as e:

@@ -123,6 +123,18 @@ def test_binary_ops_on_dtypes_they_refuse_raise_before_the_op_library(values, li
     assert library_calls == []
 
 
+@pytest.mark.parametrize("op, values", [(tf.exp, [1, 2]), (tf.math.negative, [True]),
+                                        (tf.math.logical_not, [1.0])])
+def test_unary_ops_on_dtypes_they_refuse_raise_before_the_op_library(op, values,
+                                                                      library_calls):
+    with pytest.raises(tf.errors.InvalidArgumentError) as cpu_error:
+        op(tf.constant(values))
+    with pytest.raises(tf.errors.InvalidArgumentError) as gpu_error:
+        op(gpu(values))
+    assert str(gpu_error.value).splitlines()[0] == str(cpu_error.value).splitlines()[0]
+    assert library_calls == []
+
+
 def test_other_scopes_and_inputs_take_the_general_path():
     x = gpu([1.0, 2.0])
     with tf.device("/cpu:0"):
