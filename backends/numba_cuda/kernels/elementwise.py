@@ -40,7 +40,8 @@ FORCE_DEVICE_NUMPY = False
 
 
 def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequence[str]) -> str:
-    """The Python source of the kernel ``kernel(out, x0.., shape, strides0.., err)``.
+    """The Python source of the kernel ``kernel(out, x0.., shape, strides0.., err)`` (``err``,
+the error flag, only for ops with a check: a parameter less for the others to pass).
 
     The loop is ``index.grid_stride_loop``'s; its body, for an add of an array and a
     one-element array, and for a product with a host scalar:
@@ -57,14 +58,14 @@ def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequenc
     names = [f"x{k}" for k in range(len(in_dtypes))]
     strided = [k for k, m in enumerate(modes) if m == "strided"]
     params = ["out", *names] + (["shape"] + [f"s{k}" for k in strided] if strided else [])
-    lines = [f"def kernel({', '.join(params + ['err'])}):", *grid_stride_loop("out.size")]
-    args = []
+    args = [f"a{k}" for k in range(len(modes))]
+    checked = scalar_ops.check(op, args, in_d)
+    lines = [f"def kernel({', '.join(params + (['err'] if checked is not None else []))}):",
+             *grid_stride_loop("out.size")]
     for k, mode in enumerate(modes):
         index = {"same": "[u]", "scalar": "[0]", "value": ""}.get(mode,
                                                                    f"[offset(i, shape, s{k})]")
         lines.append(f"        a{k} = x{k}{index}")
-        args.append(f"a{k}")
-    checked = scalar_ops.check(op, args, in_d)
     if checked is not None:
         lines += [f"        if {checked[0]}:", "            err[0] = 1", "            continue"]
     expr = scalar_ops.SCALAR[op](args, in_d)
@@ -155,7 +156,7 @@ class Call:
     """
 
     __slots__ = ("op", "inputs", "dtype", "shape", "size", "setting", "launch", "extra", "checked",
-                 "allocate", "flag")
+                 "allocate")
 
     def __init__(self, op: str, inputs: tuple, out_dtype: DType, out_shape: tuple):
         self.op, self.inputs, self.shape = op, inputs, out_shape
@@ -181,8 +182,6 @@ class Call:
                       for s, m in zip(shapes, modes) if m == "strided"]
         self.extra = tuple(extra)
         self.checked = scalar_ops.check(self.op, ["a0", "a1"], in_dtypes[-1])
-        # Only kernels with a check get a fresh flag per call (see __call__)
-        self.flag = None if self.checked else _no_error()
         self.launch = Bound(kernel, grid(self.size))
         self.setting = setting
 
@@ -192,9 +191,8 @@ class Call:
             if not self.size:
                 return out
             self._ready()
-        flag = self.flag
-        if flag is not None:   # (a kernel without a check: the shared flag it never sets)
-            self.launch(out, *inputs, *self.extra, flag)
+        if self.checked is None:   # (a kernel without a check has no error flag)
+            self.launch(out, *inputs, *self.extra)
             return out
         # A fresh flag, and a read-back (an upload a recorded call records: a replay must
         # clear the flag again).
@@ -208,8 +206,3 @@ class Call:
 def _setting() -> tuple:
     return config.THREADS_PER_BLOCK, config.MAX_BLOCKS, FORCE_DEVICE_NUMPY
 
-
-@functools.lru_cache(maxsize=None)
-def _no_error() -> Any:
-    # A shared flag for kernels that never set it (a kernel argument must exist either way).
-    return cuda_module().to_device(np.zeros(1, np.int8))
