@@ -283,9 +283,9 @@ class GradientTape:
         for t, s in zip(targets, seeds):
             if not hasattr(t, "dtype") or not is_float(t):
                 continue
-            if s is None:
-                s = wrap(np.ones(t.shape.as_list(), t.dtype.np)) if t._value is not None \
-                    else ones_like(t)
+            if s is None:   # (made where t is: a GPU target's seed is a fill, not an upload)
+                s = wrap(np.ones(t.shape.as_list(), t.dtype.np)) \
+                    if type(t) is Tensor and t._value is not None else ones_like(t)
             else:
                 s = cast(convert_to_tensor(s), t.dtype)
             k = key(t)

@@ -103,6 +103,28 @@ def test_under_a_tape_numbers_become_gpu_tensors_and_gradients_flow(library_call
     assert not [v for _, inputs in library_calls for v in inputs if isinstance(v, np.generic)]
 
 
+def test_the_backward_pass_of_a_gpu_loss_uploads_nothing(monkeypatch):
+    """The seed of a GPU target's gradient (ones) is made on the GPU: an upload would be a
+    synchronous host-to-device copy in the middle of every training step, the host waiting
+    for the whole forward pass."""
+    uploads = []
+    real = placement.to_device_array
+    monkeypatch.setattr(placement, "to_device_array",
+                        lambda value: uploads.append(np.shape(value)) or real(value))
+    w = tf.Variable(np.ones((3, 2), np.float32))
+    with tf.device("/gpu:0"):
+        w_gpu = tf.Variable(np.ones((3, 2), np.float32))
+    x = gpu(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w_gpu)))
+    uploads.clear()
+    grad = tape.gradient(loss, w_gpu)
+    assert uploads == [] and grad.device == GPU
+    with tf.GradientTape() as tape:   # (the same on the CPU, for the values)
+        cpu_loss = tf.reduce_mean(tf.square(tf.matmul(tf.constant(x.numpy()), w)))
+    np.testing.assert_allclose(grad.numpy(), tape.gradient(cpu_loss, w).numpy(), rtol=1e-6)
+
+
 def test_dtype_mismatches_raise_the_cpu_error():
     with pytest.raises(tf.errors.InvalidArgumentError) as cpu_error:
         tf.constant([1]) + tf.constant([1.0])
