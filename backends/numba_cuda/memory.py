@@ -21,6 +21,15 @@ def to_device(array: Any) -> Any:
     """A device copy of ``array`` (anything ``np.asarray`` accepts; NumPy scalars and rank-0
     arrays become rank-0 device arrays). Device arrays are returned as they are.
 
+    On a GPU the copy goes into a buffer of the pool (:func:`empty`) and is enqueued on the
+    default stream (``cuMemcpyHtoDAsync``), where every kernel of this backend runs after it:
+    from pageable host memory the driver stages the bytes before it returns, without waiting
+    for the device (CUDA's API synchronization behavior). Numba's ``cuda.to_device`` issues
+    the synchronous ``cuMemcpyHtoD``, which first waits for all the work queued on the device,
+    into memory of its own (``cuMemAlloc``, and a ``cuMemFree`` later that waits too): an
+    eager program that uploads anything per step (a batch, a number under a gradient tape)
+    would make the host wait for the GPU at every upload.
+
     >>> d = to_device(np.array([1.5, 2.0], np.float32))
     >>> is_device_array(d), d.shape, d.dtype
     (True, (2,), dtype('float32'))
@@ -30,18 +39,37 @@ def to_device(array: Any) -> Any:
     host = np.asarray(array)
     if not host.flags.c_contiguous:   # (np.ascontiguousarray would turn rank 0 into rank 1)
         host = host.copy(order="C")
-    if host.dtype.kind == "V" and host.dtype.itemsize in _BITS:
-        # ml_dtypes' bfloat16 has no buffer-protocol code, which Numba's upload needs on a GPU
-        device = view_as(cuda_module().to_device(host.view(_BITS[host.dtype.itemsize])),
-                         host.dtype)
-    else:
-        device = cuda_module().to_device(host)
+    # (ml_dtypes' bfloat16 has no buffer-protocol code, which Numba's upload needs on a GPU:
+    # its bits go up)
+    bits = host.view(_BITS[host.dtype.itemsize]) \
+        if host.dtype.kind == "V" and host.dtype.itemsize in _BITS else host
+    if RECORDING[0] is None and host.nbytes and config.POOL_BYTES and not simulated():
+        device = empty(bits.shape, bits.dtype)
+        _upload(device, bits)
+    else:   # (a recording keeps the upload's bytes and its buffer itself)
+        device = cuda_module().to_device(bits)
+    if bits is not host:
+        device = view_as(device, host.dtype)
     if RECORDING[0] is not None:
         _recorder().upload(host, device)
     return device
 
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _upload(device: Any, host: np.ndarray) -> None:
+    """Enqueues the copy of ``host`` into ``device`` (of its size) on the default stream."""
+    if not _UPLOAD:
+        from numba.cuda.cudadrv import driver
+        _UPLOAD[:] = [driver.host_to_device, cuda_module().default_stream()]
+    copy, stream = _UPLOAD
+    copy(device, host, host.nbytes, stream=stream)
+
+
+# Numba's host_to_device and the default stream (which makes it cuMemcpyHtoDAsync), looked
+# up on the first upload.
+_UPLOAD: list = []
 
 
 def view_as(array: Any, dtype: Any) -> Any:
@@ -188,7 +216,8 @@ def allocator(shape: Sequence[int], dtype: Any) -> Callable[[], Any]:
             nonlocal take
             if not config.POOL_BYTES:
                 return unpooled()
-            if take is None:
+            if take is None:   # (cuda_module raises the clear error where CUDA is missing)
+                cuda_module()
                 take = device_pool().take
             array = _new(cls)
             attributes = array.__dict__ = prototype.copy()

@@ -6,7 +6,7 @@ the GPU, so no device work is done or timed. Prints a table of medians; --json w
     python examples/benchmarks/gpu_host.py [--json out.json] [--repeat 7] [--number 2000]
 
 The stand-in (:func:`stand_in_gpu`): device memory is a caching pool of fake addresses,
-uploads make arrays over it without copying, kernels are typed but not compiled, and the
+uploads copy nothing, kernels are typed but not compiled, and the
 driver's launch (``cuLaunchKernel``, and ``cuda.core.launch`` for launches not bound to a
 plan) and cuBLAS's calls do nothing. What a GPU adds is the driver's launch itself (a few us,
 PyTorch pays it too) and cuBLAS's own host work; ops that
@@ -42,25 +42,21 @@ def stand_in_gpu() -> None:
     this benchmark's process only: nothing it makes holds data."""
     from numba import cuda
     from stagecraft.backends.numba_cuda import cublas, detect, launcher, memory, pool
-    from stagecraft.backends.numba_cuda.kernels import elementwise
     detect._probe = lambda: ("gpu", "stand-in (no device work)")
     places = itertools.count(1 << 40, 1 << 32)   # (a fake address per block, none overlapping)
     blocks = pool.BlockPool(lambda nbytes: types.SimpleNamespace(device_pointer=next(places)),
                             functools.partial(pool.leases, None))
     memory.device_pool = lambda: blocks
 
-    def to_device(value: Any, stream: int = 0) -> Any:
-        if memory.is_device_array(value):
-            return value
+    # Uploads: memory.to_device's own code, with the driver's copy doing nothing, and Numba's
+    # upload (which it calls while a recording is in progress) an array over the pool.
+    memory._UPLOAD[:] = [lambda device, host, nbytes, stream: None, 0]
+
+    def numba_to_device(value: Any, stream: int = 0) -> Any:
         host = np.asarray(value)
-        if not host.flags.c_contiguous:
-            host = host.copy(order="C")
-        device = memory.pooled_array(host.shape, host.strides, host.dtype,
-                                     blocks.take(max(host.nbytes, 1)))
-        if memory.RECORDING[0] is not None:   # (as memory.to_device: an op replay's upload)
-            memory._recorder().upload(host, device)
-        return device
-    memory.to_device = cuda.to_device = elementwise.to_device = to_device
+        return memory.pooled_array(host.shape, host.strides, host.dtype,
+                                   blocks.take(max(host.nbytes, 1)))
+    cuda.to_device = numba_to_device
     launcher._THREAD.has_context = True
     launcher._STREAM[:] = [None]
     import cuda.core
@@ -89,7 +85,7 @@ def stand_in_gpu() -> None:
         Operation=Names(), ComputeType=Names(), GemmAlgo=types.SimpleNamespace(DEFAULT=-1),
         create=lambda: 1, set_stream=nothing, set_workspace=nothing, gemm_ex=nothing,
         gemm_strided_batched_ex=nothing)
-    handle = cublas._Handle(bindings, Names(), to_device(np.zeros(256, np.uint8)))
+    handle = cublas._Handle(bindings, Names(), memory.to_device(np.zeros(256, np.uint8)))
     cublas._handle = lambda: handle
 
 
@@ -121,6 +117,10 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
                 out = x + y
         return out
 
+    def upload() -> Any:
+        with tf.device("/gpu:0"):
+            return tf.constant(a)
+
     def mlp_step() -> Any:   # 64 -> 128 -> 64, batch 32: gpu_backend.py's MLP step, small
         with tf.device("/gpu:0"):
             with tf.GradientTape() as tape:
@@ -144,6 +144,7 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
         ("gpu    softmax 64x64 (whole call)", 1, lambda: tf.nn.softmax(sq)),
         ("gpu    matmul 64x64 (cuBLAS)", 1, lambda: tf.matmul(sq, sq)),
         ("gpu    conv2d 8x16x16x8, 3x3x8x16", 1, lambda: tf.nn.conv2d(img, kernel, 1, "SAME")),
+        ("gpu    upload 1000 float32 (tf.constant)", 1, upload),
         ("gpu    MLP training step (whole step)", 1, mlp_step),
     ]
 

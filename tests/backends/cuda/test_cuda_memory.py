@@ -105,7 +105,8 @@ def test_allocated_arrays_equal_numbas_construction_with_their_launch_parameters
 import itertools, types
 import numpy as np
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
-from stagecraft.backends.numba_cuda import memory, pool
+from stagecraft.backends.numba_cuda import detect, memory, pool
+detect._probe = lambda: ("gpu", "stand-in")   # (no driver here: no work reaches one)
 places = itertools.count(1 << 40, 1 << 32)
 blocks = pool.BlockPool(lambda n: types.SimpleNamespace(device_pointer=next(places)),
                         lambda back: pool.leases(None, back))
@@ -121,6 +122,44 @@ for shape, dtype in [((3, 4), np.float32), ((), np.int64), ((5,), np.bool_)]:
         for name, value in vars(made).items():
             if name != "_dummy":
                 assert getattr(a, name) == value, name
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_uploads_go_into_pooled_buffers_as_copies_enqueued_on_the_default_stream():
+    """memory.to_device on a GPU (a child process without the simulator: Numba's real array
+    classes, a pool of fake addresses, the driver's copy replaced by a recorder): every
+    upload is an asynchronous copy on the default stream into a buffer of the pool, of the
+    host's bytes (bfloat16's bits, viewed back)."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import itertools, types
+import numpy as np
+import ml_dtypes
+from stagecraft.backends.numba_cuda import detect, memory, pool
+detect._probe = lambda: ("gpu", "stand-in")   # (no driver here: no work reaches one)
+places = itertools.count(1 << 40, 1 << 32)
+blocks = pool.BlockPool(lambda n: types.SimpleNamespace(device_pointer=next(places)),
+                        lambda back: pool.leases(None, back))
+memory.device_pool = lambda: blocks
+copies = []
+memory._UPLOAD[:] = [lambda device, host, n, stream: copies.append(
+    (device.gpu_data.device_pointer, host.tobytes(), n, stream)), "the default stream"]
+for value in (np.arange(6, dtype=np.float32).reshape(2, 3), np.int64(7),
+              np.array([1.5, -2.0], ml_dtypes.bfloat16), [[True], [False]]):
+    host = np.asarray(value)
+    device = memory.to_device(value)
+    assert (device.shape, device.dtype) == (host.shape, host.dtype), (device.shape, device.dtype)
+    pointer, data, n, stream = copies.pop()
+    assert isinstance(device.gpu_data, pool._lease_class(None)), type(device.gpu_data)
+    assert pointer == device.gpu_data.device_pointer and data == host.tobytes()
+    assert n == host.nbytes and stream == "the default stream"
 print("ok")
 """
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
