@@ -254,9 +254,10 @@ def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | Non
     """``(tensors, device values)`` of an op that runs on the GPU with no copy or conversion:
     its inputs are GPU tensors or GPU variables (read as ``normalize`` reads them: tapes see
     the reads), or two inputs one of which is a Python number the other's dtype holds exactly
-    (``x * 2.0``; outside gradient tapes, which record tensors, the number stays a NumPy
-    scalar that the elementwise kernel takes as an argument). None otherwise, before anything
-    is read: the general path decides."""
+    (``x * 2.0``: outside gradient tapes the number is a NumPy scalar that the elementwise
+    kernel takes as an argument; tapes record tensors, so under them it is a GPU constant,
+    see :func:`_device_constant`). None otherwise, before anything is read: the general path
+    decides."""
     if len(inputs) == 2:
         a, b = inputs
         ta, tb = type(a), type(b)
@@ -279,21 +280,45 @@ def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | Non
                 getattr(x, "_device", None) == GPU_DEVICE:
             continue
         if (kind is float or kind is int) and number is None and len(inputs) == 2 and \
-                op.unify_indices == (0, 1) and not state.tapes:
+                op.unify_indices == (0, 1):
             number = i
             continue
         return None
     if not inputs:
         return None
-    dtype = None
-    if number is not None:
-        dtype = inputs[1 - number]._value.dtype   # a GPU tensor's or variable's device array
-        if not _exact_scalar(inputs[number], dtype):
+    made = None
+    if number is not None:   # (a GPU tensor's or variable's device array gives the dtype)
+        dtype = inputs[1 - number]._value.dtype
+        made = (_device_constant if state.tapes else _device_scalar)(inputs[number], dtype)
+        if made is None:
             return None
-    tensors = [x if i == number or type(x) is DeviceTensor else CONVERTERS[type(x)](x, None)
+    tensors = [made if i == number and state.tapes else x
+               if i == number or type(x) is DeviceTensor else CONVERTERS[type(x)](x, None)
                for i, x in enumerate(inputs)]
-    values = [dtype.type(x) if i == number else x._value for i, x in enumerate(tensors)]
+    values = [made if i == number and not state.tapes else x._value
+              for i, x in enumerate(tensors)]
     return tensors, values
+
+
+def _device_constant(x: Any, dtype: np.dtype) -> DeviceTensor | None:
+    """Python number ``x`` as a rank-0 GPU tensor of ``dtype`` (what a gradient tape records
+    of ``x * 2.0``), or None where it does not convert exactly. The same number object gives
+    the same tensor (device arrays are never written once made): a constant of the user's
+    code is uploaded once, not at every step."""
+    key = (id(x), dtype)
+    kept = _DEVICE_CONSTANTS.get(key)
+    if kept is not None and kept[0] is x:
+        return kept[1]
+    if not _exact_scalar(x, dtype):
+        return None
+    tensor = wrap_device(_placement.to_device_array(np.asarray(dtype.type(x))))
+    if len(_DEVICE_CONSTANTS) >= 256:
+        _DEVICE_CONSTANTS.clear()
+    _DEVICE_CONSTANTS[key] = (x, tensor)   # (x kept with it: see _device_scalar)
+    return tensor
+
+
+_DEVICE_CONSTANTS: dict = {}
 
 
 def _device_scalar(x: Any, dtype: np.dtype) -> Any:

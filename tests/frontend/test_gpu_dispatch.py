@@ -103,6 +103,30 @@ def test_under_a_tape_numbers_become_gpu_tensors_and_gradients_flow(library_call
     assert not [v for _, inputs in library_calls for v in inputs if isinstance(v, np.generic)]
 
 
+def test_under_a_tape_a_number_object_is_uploaded_once(monkeypatch):
+    """Tapes record tensors, so under one a Python number becomes a GPU constant; the same
+    number object gives the same constant (a training loop's `w * 0.5` uploads once, not at
+    every step), and numbers that compare equal but differ (0.0 and -0.0) stay apart."""
+    uploads = []
+    real = placement.to_device_array
+    monkeypatch.setattr(placement, "to_device_array",
+                        lambda value: uploads.append(np.shape(value)) or real(value))
+    monkeypatch.setattr(bind_module, "_DEVICE_CONSTANTS", {})   # (small ints are shared)
+    with tf.device("/gpu:0"):
+        w = tf.Variable([1.0, -2.0])
+    half, zero, minus_zero = 0.5, 0.0, -0.0
+    for _ in range(3):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * half * w + zero * w) + 2 * tf.reduce_sum(minus_zero * w)
+        grad = tape.gradient(loss, w)
+        assert grad.device == GPU and grad.numpy().tolist() == [1.0, -2.0]
+    assert len(uploads) == 4   # (0.5, 0.0, -0.0 and the int 2 for float32, once each)
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        signs = np.signbit([(zero * w).numpy(), (minus_zero * w).numpy()])
+    assert signs.tolist() == [[False, True], [True, False]]
+
+
 def test_the_backward_pass_of_a_gpu_loss_uploads_nothing(monkeypatch):
     """The seed of a GPU target's gradient (ones) is made on the GPU: an upload would be a
     synchronous host-to-device copy in the middle of every training step, the host waiting
