@@ -229,12 +229,7 @@ def allocator(shape: Sequence[int], dtype: Any) -> Callable[[], Any]:
                 _recorder().allocated(array)
             return array
     if type(shape) is tuple:
-        if len(_ALLOCATORS) >= 4096:
-            _ALLOCATORS.clear()
-        try:
-            _ALLOCATORS[shape, dtype] = allocate
-        except TypeError:   # an unhashable dtype argument
-            pass
+        _keep(_ALLOCATORS, (shape, dtype), allocate)
     return allocate
 
 
@@ -254,13 +249,19 @@ def _layout(shape: Sequence[int], dtype: Any) -> tuple:
     found = (dims, np_dtype, math.prod(dims) * itemsize,
              tuple(math.prod(dims[i + 1:]) * itemsize for i in range(len(dims))))
     if type(shape) is tuple:
-        if len(_LAYOUTS) >= 4096:
-            _LAYOUTS.clear()
-        try:
-            _LAYOUTS[shape, dtype] = found
-        except TypeError:   # an unhashable dtype argument
-            pass
+        _keep(_LAYOUTS, (shape, dtype), found)
     return found
+
+
+def _keep(kept: dict, key: tuple, value: Any) -> None:
+    """Stores ``value`` under ``key`` in a cache of at most 4096 entries (cleared when full);
+    a key with an unhashable part (a dtype argument) is not kept."""
+    if len(kept) >= 4096:
+        kept.clear()
+    try:
+        kept[key] = value
+    except TypeError:
+        pass
 
 
 def pooled_array(shape: tuple, strides: tuple, dtype: np.dtype, gpu_data: Any,

@@ -6,7 +6,7 @@ code gets (NumPy already checks shapes, so the hot path does not repeat that wor
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -302,44 +302,41 @@ def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | Non
 
 def _device_constant(x: Any, dtype: np.dtype) -> DeviceTensor | None:
     """Python number ``x`` as a rank-0 GPU tensor of ``dtype`` (what a gradient tape records
-    of ``x * 2.0``), or None where it does not convert exactly. The same number object gives
-    the same tensor (device arrays are never written once made): a constant of the user's
-    code is uploaded once, not at every step."""
-    key = (id(x), dtype)
-    kept = _DEVICE_CONSTANTS.get(key)
-    if kept is not None and kept[0] is x:
-        return kept[1]
-    if not _exact_scalar(x, dtype):
-        return None
-    tensor = wrap_device(_placement.to_device_array(np.asarray(dtype.type(x))))
-    if len(_DEVICE_CONSTANTS) >= 256:
-        _DEVICE_CONSTANTS.clear()
-    _DEVICE_CONSTANTS[key] = (x, tensor)   # (x kept with it: see _device_scalar)
-    return tensor
-
-
-_DEVICE_CONSTANTS: dict = {}
+    of ``x * 2.0``), or None where it does not convert exactly. Kept per number object
+    (device arrays are never written once made): a constant of the user's code is uploaded
+    once, not at every step."""
+    return _kept_per_number(_DEVICE_CONSTANTS, x, dtype, lambda: wrap_device(
+        _placement.to_device_array(np.asarray(dtype.type(x)))))
 
 
 def _device_scalar(x: Any, dtype: np.dtype) -> Any:
     """Python number ``x`` as a NumPy scalar of ``dtype`` (an elementwise GPU kernel's
-    argument), or None where it does not convert exactly (see :func:`_exact_scalar`). The
-    same number object gives the same scalar object: a constant of the user's code (``x *
-    0.5`` in a loop) is then a launch argument passed again, which is not packed again."""
+    argument), or None where it does not convert exactly. Kept per number object: a constant
+    of the user's code (``x * 0.5`` in a loop) is then a launch argument passed again, which
+    is not packed again."""
+    return _kept_per_number(_DEVICE_SCALARS, x, dtype, lambda: dtype.type(x))
+
+
+def _kept_per_number(kept: dict, x: Any, dtype: np.dtype, make: Callable[[], Any]) -> Any:
+    """``make()``, made once per number object ``x`` and dtype and kept in ``kept`` (at most
+    256 entries); None where ``x`` does not convert to ``dtype`` exactly (see
+    :func:`_exact_scalar`). Numbers that compare equal but differ (0.0 and -0.0, 1 and 1.0)
+    are other objects, with their own entries."""
     key = (id(x), dtype)
-    kept = _DEVICE_SCALARS.get(key)
-    if kept is not None and kept[0] is x:
-        return kept[1]
+    found = kept.get(key)
+    if found is not None and found[0] is x:
+        return found[1]
     if not _exact_scalar(x, dtype):
         return None
-    value = dtype.type(x)
-    if len(_DEVICE_SCALARS) >= 256:
-        _DEVICE_SCALARS.clear()
-    # (x is kept with it: while the entry lives, no other object can have x's id)
-    _DEVICE_SCALARS[key] = (x, value)
-    return value
+    made = make()
+    if len(kept) >= 256:
+        kept.clear()
+    kept[key] = (x, made)   # (x is kept with it: while the entry lives, no other has its id)
+    return made
 
 
+# (id(number), dtype) -> (number, what _device_constant / _device_scalar made of it)
+_DEVICE_CONSTANTS: dict = {}
 _DEVICE_SCALARS: dict = {}
 
 

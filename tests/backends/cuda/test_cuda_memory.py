@@ -20,6 +20,27 @@ VALUES = [np.float32(1.5), np.float64(-2.0), np.int32(7), np.int64(-3), np.bool_
           np.array(0.25, ml_dtypes.bfloat16)]
 
 
+def in_child_without_simulator(code: str) -> None:
+    """Runs ``code`` in a child process on Numba's real classes (no simulator, no GPU needed
+    for what it does); it must print "ok"."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+# A child's stand-in for the GPU's memory: the caching pool over fake addresses.
+STAND_IN_POOL = """
+import itertools, types
+from stagecraft.backends.numba_cuda import detect, memory, pool
+detect._probe = lambda: ("gpu", "stand-in")   # (no driver here: no work reaches one)
+places = itertools.count(1 << 40, 1 << 32)
+blocks = pool.BlockPool(lambda n: types.SimpleNamespace(device_pointer=next(places)),
+                        lambda back: pool.leases(None, back))
+memory.device_pool = lambda: blocks
+"""
+
+
 @pytest.mark.parametrize("value", VALUES, ids=lambda v: f"{np.asarray(v).dtype}{np.shape(v)}")
 def test_round_trip_keeps_dtype_shape_and_values(value):
     d = memory.to_device(value)
@@ -65,9 +86,6 @@ def test_pooled_arrays_equal_numbas_own_construction():
     """memory.pooled_array copies a prototype's attributes instead of running Numba's
     DeviceNDArray constructor: on the real class (a child process without the simulator; no
     GPU needed to build arrays over given memory) the copy must equal a constructed array."""
-    import os
-    import subprocess
-    import sys
     code = """
 import numpy as np
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
@@ -87,10 +105,7 @@ for shape, dtype in [((3, 4), np.float32), ((), np.int64), ((5,), np.bool_)]:
         assert copied.gpu_data == memory
 print("ok")
 """
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    in_child_without_simulator(code)
 
 
 def test_allocated_arrays_equal_numbas_construction_with_their_launch_parameters():
@@ -98,19 +113,9 @@ def test_allocated_arrays_equal_numbas_construction_with_their_launch_parameters
     parameters made with them) on Numba's real classes and a pool of fake addresses (a child
     process without the simulator): each array equals Numba's construction over its lease,
     and the parameters it carries equal those flat_params computes from the array."""
-    import os
-    import subprocess
-    import sys
-    code = """
-import itertools, types
+    code = STAND_IN_POOL + """
 import numpy as np
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
-from stagecraft.backends.numba_cuda import detect, memory, pool
-detect._probe = lambda: ("gpu", "stand-in")   # (no driver here: no work reaches one)
-places = itertools.count(1 << 40, 1 << 32)
-blocks = pool.BlockPool(lambda n: types.SimpleNamespace(device_pointer=next(places)),
-                        lambda back: pool.leases(None, back))
-memory.device_pool = lambda: blocks
 for shape, dtype in [((3, 4), np.float32), ((), np.int64), ((5,), np.bool_)]:
     allocate = memory.allocator(shape, dtype)
     arrays = [allocate(), memory.empty(shape, dtype)]
@@ -124,10 +129,7 @@ for shape, dtype in [((3, 4), np.float32), ((), np.int64), ((5,), np.bool_)]:
                 assert getattr(a, name) == value, name
 print("ok")
 """
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    in_child_without_simulator(code)
 
 
 def test_uploads_go_into_pooled_buffers_as_copies_enqueued_on_the_default_stream():
@@ -135,19 +137,9 @@ def test_uploads_go_into_pooled_buffers_as_copies_enqueued_on_the_default_stream
     classes, a pool of fake addresses, the driver's copy replaced by a recorder): every
     upload is an asynchronous copy on the default stream into a buffer of the pool, of the
     host's bytes (bfloat16's bits, viewed back)."""
-    import os
-    import subprocess
-    import sys
-    code = """
-import itertools, types
+    code = STAND_IN_POOL + """
 import numpy as np
 import ml_dtypes
-from stagecraft.backends.numba_cuda import detect, memory, pool
-detect._probe = lambda: ("gpu", "stand-in")   # (no driver here: no work reaches one)
-places = itertools.count(1 << 40, 1 << 32)
-blocks = pool.BlockPool(lambda n: types.SimpleNamespace(device_pointer=next(places)),
-                        lambda back: pool.leases(None, back))
-memory.device_pool = lambda: blocks
 copies = []
 memory._UPLOAD[:] = [lambda device, host, n, stream: copies.append(
     (device.gpu_data.device_pointer, host.tobytes(), n, stream)), "the default stream"]
@@ -162,10 +154,7 @@ for value in (np.arange(6, dtype=np.float32).reshape(2, 3), np.int64(7),
     assert n == host.nbytes and stream == "the default stream"
 print("ok")
 """
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    in_child_without_simulator(code)
 
 
 def test_view_as_reads_the_same_bits_as_another_dtype_of_the_same_size():
@@ -193,7 +182,4 @@ for shape, strides in [((), ()), ((3, 2), (4, 2))]:
     assert (b.shape, b.strides, b.dtype) == (shape, strides, np.uint16), (b.shape, b.strides)
 print("ok")
 """
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    in_child_without_simulator(code)
