@@ -61,14 +61,17 @@ _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 def _upload(device: Any, host: np.ndarray) -> None:
     """Enqueues the copy of ``host`` into ``device`` (of its size) on the default stream."""
     if not _UPLOAD:
-        from numba.cuda.cudadrv import driver
-        _UPLOAD[:] = [driver.host_to_device, cuda_module().default_stream()]
-    copy, stream = _UPLOAD
-    copy(device, host, host.nbytes, stream=stream)
+        from cuda.bindings import driver
+        _UPLOAD[:] = [driver.cuMemcpyHtoDAsync, driver.CUresult.CUDA_SUCCESS]
+    copy, success = _UPLOAD
+    error, = copy(address(device), host.ctypes.data, host.nbytes, 0)
+    if error != success:
+        raise RuntimeError(f"to_device: the CUDA driver failed to copy {host.nbytes} bytes to "
+                           f"the device: {error!r}")
 
 
-# Numba's host_to_device and the default stream (which makes it cuMemcpyHtoDAsync), looked
-# up on the first upload.
+# The driver's cuMemcpyHtoDAsync and CUDA_SUCCESS (cuda.bindings), looked up on the first
+# upload; tests put stand-ins here.
 _UPLOAD: list = []
 
 

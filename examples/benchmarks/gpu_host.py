@@ -50,7 +50,7 @@ def stand_in_gpu() -> None:
 
     # Uploads: memory.to_device's own code, with the driver's copy doing nothing, and Numba's
     # upload (which it calls while a recording is in progress) an array over the pool.
-    memory._UPLOAD[:] = [lambda device, host, nbytes, stream: None, 0]
+    memory._UPLOAD[:] = [lambda *args: (0,), 0]   # (cuMemcpyHtoDAsync, CUDA_SUCCESS)
 
     def numba_to_device(value: Any, stream: int = 0) -> Any:
         host = np.asarray(value)

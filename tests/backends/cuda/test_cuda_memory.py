@@ -140,9 +140,10 @@ def test_uploads_go_into_pooled_buffers_as_copies_enqueued_on_the_default_stream
     code = STAND_IN_POOL + """
 import numpy as np
 import ml_dtypes
+import ctypes
 copies = []
 memory._UPLOAD[:] = [lambda device, host, n, stream: copies.append(
-    (device.gpu_data.device_pointer, host.tobytes(), n, stream)), "the default stream"]
+    (device, ctypes.string_at(host, n), n, stream)) or (0,), 0]
 for value in (np.arange(6, dtype=np.float32).reshape(2, 3), np.int64(7),
               np.array([1.5, -2.0], ml_dtypes.bfloat16), [[True], [False]]):
     host = np.asarray(value)
@@ -151,7 +152,14 @@ for value in (np.arange(6, dtype=np.float32).reshape(2, 3), np.int64(7),
     pointer, data, n, stream = copies.pop()
     assert isinstance(device.gpu_data, pool._lease_class(None)), type(device.gpu_data)
     assert pointer == device.gpu_data.device_pointer and data == host.tobytes()
-    assert n == host.nbytes and stream == "the default stream"
+    assert n == host.nbytes and stream == 0   # (the legacy default stream)
+memory._UPLOAD[1] = 1   # (what the fake returns is not CUDA_SUCCESS: an error names the size)
+try:
+    memory.to_device(np.zeros(3))
+except RuntimeError as e:
+    assert str(e).startswith("to_device: the CUDA driver failed to copy 24 bytes"), e
+else:
+    raise AssertionError("no error")
 print("ok")
 """
     in_child_without_simulator(code)
