@@ -231,3 +231,15 @@ def test_gpu_profile_runs_on_the_cuda_simulator() -> None:
     at = lines.index("matmul 8x8 float32, TF32 off, interleaved rounds, median ms:")
     assert [line.split()[0] for line in lines[at + 1:at + 3]] == [
         "stagecraft_eager", "stagecraft_staged"]
+
+
+def test_interleaved_timing_takes_the_variants_batches_in_turns(monkeypatch) -> None:
+    """timing.time_interleaved: each round runs one batch of every variant, starting one
+    variant later than the round before (clock drift is shared, not given to one variant)."""
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "examples", "benchmarks"))
+    from timing import time_interleaved
+    log: list = []
+    timed = time_interleaved({"a": lambda: log.append("a"), "b": lambda: log.append("b"),
+                              "c": lambda: log.append("c")}, 3, 2)
+    assert "".join(log) == "aabbcc" + "bbccaa" + "ccaabb"
+    assert {v["repeat"] for v in timed.values()} == {3} and timed["a"]["min_ms"] >= 0

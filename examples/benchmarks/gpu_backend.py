@@ -77,7 +77,7 @@ from gpu_baselines import (LIBRARIES, Baselines, find_baselines, has_tf32_contro
 from gpu_small_ops import (OPS_FULL, OPS_QUICK, measure_add, measure_expression,
                            measure_mlp_step, print_small_ops)
 from gpu_targets import assess, print_targets
-from timing import batches, benchmark_parser, time_ms
+from timing import batches, benchmark_parser, time_interleaved
 import stagecraft as tf
 from stagecraft import backends
 from stagecraft.devices.device import gpu_kind
@@ -112,13 +112,14 @@ def run_variants(workload: Workload, calls: dict[str, Callable[[], Any]],
                  expected: list[np.ndarray], repeat: int | None, number: int | None) -> dict:
     """First calls (trace and compile; left out of the medians), checked against ``expected``
     with the workload's tolerances, the ``*_gpu`` ones also to return GPU tensors; then the
-    timed batches, and one more call each, checked again (a staged GPU function replays a
-    recorded CUDA graph from its second or third call on)."""
+    timed batches, the variants' in turns (``time_interleaved``), and one more call each,
+    checked again (a staged GPU function replays a recorded CUDA graph from its second or
+    third call on)."""
     first: dict[str, float] = {}
-    results = outputs(workload, calls, expected, first)
+    outputs(workload, calls, expected, first)
+    timings = time_interleaved(calls, repeat or workload.repeat, number)
     row = {"workload": workload.name, "variants": {
-        variant: {**time_ms(call, repeat or workload.repeat, number),
-                  "first_call_ms": first[variant]} for variant, call in calls.items()}}
+        variant: {**timings[variant], "first_call_ms": first[variant]} for variant in calls}}
     outputs(workload, calls, expected, {})
     return row
 

@@ -26,6 +26,32 @@ def time_ms(fn: Callable[[], Any], repeat: int, number: int | None,
             "number": number}
 
 
+def time_interleaved(calls: dict[str, Callable[[], Any]], repeat: int, number: int | None,
+                     batch_s: float = 0.1) -> dict[str, dict]:
+    """:func:`time_ms` of every call in ``calls``, their batches taken in turns (round
+    ``r`` runs one batch of each, starting from the ``r``-th): a GPU's clocks and a shared
+    machine's load drift over a run, and timing one variant after another would give that
+    drift to the comparison.
+
+    >>> t = time_interleaved({"a": lambda: None, "b": lambda: sum(range(100))}, 3, 10)
+    >>> sorted(t), t["a"]["repeat"], t["b"]["number"]
+    (['a', 'b'], 3, 10)
+    """
+    names = list(calls)
+    numbers = {name: number if number is not None else
+               time_ms(calls[name], 1, None, batch_s)["number"] for name in names}
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeat):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn, n = calls[name], numbers[name]
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            times[name].append((time.perf_counter() - start) / n * 1e3)
+    return {name: {"median_ms": statistics.median(times[name]), "min_ms": min(times[name]),
+                   "repeat": repeat, "number": numbers[name]} for name in names}
+
+
 def loop_us(call: Callable[[], Any], sync: Callable[[], Any], loop: int, repeat: int) -> dict:
     """Microseconds per call of ``call`` run ``loop`` times back to back with one ``sync``
     after the loop, as PyTorch's benchmarks time small GPU ops: launches queue up as in a
