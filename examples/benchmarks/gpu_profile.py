@@ -2,14 +2,15 @@
 op (each op synchronized before and after, so its time is its own but includes a synchronize),
 the kernels of PyTorch's step, of stagecraft's staged and eager steps and of an eager matmul
 (torch.profiler, which sees every kernel of the process), an eager add's host cost layer by
-layer (operator, op library, allocation, the driver launch alone) beside PyTorch's add, and
+layer (operator, op library, allocation, the driver launch alone) beside PyTorch's add, the
+host time of an upload issued behind queued GPU work (Numba's, stagecraft's, PyTorch's), and
 the 4096^2 float32 matmul of stagecraft (eager, staged, cuBLAS called directly) and PyTorch
 timed in alternation (ABAB...), so that clock or thermal drift cannot favour either.
 
     python examples/benchmarks/gpu_profile.py [--quick] [--steps 5]
     PARTS="bench" BENCH_ARGS=... bash examples/benchmarks/device_check.sh   # (the device run)
 
-Prints three tables; the MLP sizes are gpu_small_ops.OPS_FULL's (OPS_QUICK with --quick). On
+Prints its tables; the MLP sizes are gpu_small_ops.OPS_FULL's (OPS_QUICK with --quick). On
 Numba's CUDA simulator it runs (NUMBA_ENABLE_CUDASIM=1 ... --quick) but its times mean nothing.
 """
 from __future__ import annotations
@@ -177,6 +178,35 @@ def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float, float]]:
     return rows
 
 
+def upload_while_busy(torch: Any, n: int, quick: bool) -> list[tuple[str, float]]:
+    """(way, median host us) of one upload of ``n`` float32 issued behind queued GPU work (ten
+    matmuls, a few ms on an H100), per way to upload: a copy that first waits for the device
+    (Numba's ``cuda.to_device``: the synchronous ``cuMemcpyHtoD``) costs the whole queue, one
+    enqueued behind it (``memory.to_device``) only its own host work."""
+    from numba import cuda
+    host = np.ones(n, np.float32)
+    with tf.device("/gpu:0"):
+        a = tf.constant(np.ones((8, 8) if quick else (4096, 4096), np.float32))
+    ways: list[tuple[str, Callable[[], Any]]] = [
+        ("numba cuda.to_device", lambda: cuda.to_device(host)),
+        ("memory.to_device", lambda: memory.to_device(host))]
+    if torch is not None:
+        ways.append(("torch .cuda()", lambda: torch.from_numpy(host).cuda()))
+    rows = []
+    for name, upload in ways:
+        samples = []
+        for _ in range(5):
+            synchronize()
+            for _ in range(10):
+                tf.matmul(a, a)
+            start = time.perf_counter()
+            upload()
+            samples.append((time.perf_counter() - start) * 1e6)
+            synchronize()
+        rows.append((name, statistics.median(samples)))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -206,6 +236,9 @@ def main() -> None:
     print(f"  {'layer':22s}{'host':>10s}{'total':>10s}")
     for name, host, total in add_layers(torch, n, 2 if args.quick else 500):
         print(f"  {name:22s}{host:10.2f}{total:10.2f}")
+    print(f"upload of {n} float32 behind ten queued matmuls, host us (median of 5):")
+    for name, host in upload_while_busy(torch, n, args.quick):
+        print(f"  {name:22s}{host:10.1f}")
     if torch is not None:
         from gpu_small_ops import _mlp_step_torch
         lx, lt = (torch.from_numpy(v).cuda() for v in (x, target))
