@@ -211,7 +211,8 @@ def test_conv_benchmark_runs_quick(tmp_path) -> None:
 @pytest.mark.cuda
 def test_gpu_profile_runs_on_the_cuda_simulator() -> None:
     """gpu_profile.py's smoke test at tiny sizes: the MLP step's ops by share (every op of the
-    step's forward and backward passes, the mean among them) and the interleaved matmul."""
+    step's forward and backward passes, the mean among them), the add's layers, the upload
+    behind queued work and the interleaved matmul."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     script = os.path.join(ROOT, "examples", "benchmarks", "gpu_profile.py")
     out = subprocess.run([sys.executable, script, "--quick", "--steps", "1"], env=env,
@@ -228,6 +229,9 @@ def test_gpu_profile_runs_on_the_cuda_simulator() -> None:
     assert [line[:24].strip() for line in lines[at + 1:at + 5]] == [
         "layer", "x + y", "eager.run('add')", "memory.empty"]
     assert lines[at + 1].split() == ["layer", "host", "total"]
+    at = lines.index("upload of 8 float32 behind ten queued matmuls, host us (median of 5):")
+    assert [line[:24].strip() for line in lines[at + 1:at + 3]] == [
+        "numba cuda.to_device", "memory.to_device"]
     at = lines.index("matmul 8x8 float32, TF32 off, interleaved rounds, median ms:")
     assert [line.split()[0] for line in lines[at + 1:at + 3]] == [
         "stagecraft_eager", "stagecraft_staged"]
