@@ -19,6 +19,8 @@ from stagecraft.autodiff.vjps import UNDEFINED, VJPS
 from stagecraft.ir.errors import UnimplementedError
 from stagecraft.ir.ops.opdef import OpDef
 from stagecraft.eager.tensor import Tensor, wrap
+from stagecraft.eager.placement import device_of
+from stagecraft.devices.device import CPU_DEVICE
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ops.array_ops import ones_like, reshape, stack, transpose, zeros, zeros_like
 from stagecraft.ops.math_ops import add, cast
@@ -283,9 +285,8 @@ class GradientTape:
         for t, s in zip(targets, seeds):
             if not hasattr(t, "dtype") or not is_float(t):
                 continue
-            if s is None:   # (made where t is: a GPU target's seed is a fill, not an upload)
-                s = wrap(np.ones(t.shape.as_list(), t.dtype.np)) \
-                    if type(t) is Tensor and t._value is not None else ones_like(t)
+            if s is None:
+                s = _seed(t)
             else:
                 s = cast(convert_to_tensor(s), t.dtype)
             k = key(t)
@@ -398,6 +399,22 @@ def _unconnected(value: Any) -> UnconnectedGradients:
         raise ValueError(f"Unknown value for unconnected_gradients: {value!r}. Use "
                          f"UnconnectedGradients.NONE ('none') or UnconnectedGradients.ZERO "
                          f"('zero').") from None
+
+
+def _seed(t: Any) -> Tensor:
+    """Ones like target ``t``, which no tape records: on the host for a host value, made
+    where ``t`` lives for one off the host (a GPU loss's seed is a fill on the GPU: an upload
+    in every backward pass made the host wait for the whole forward pass), symbolic while
+    tracing."""
+    if t._value is None:
+        return ones_like(t)
+    if device_of(t) == CPU_DEVICE:
+        return wrap(np.ones(t.shape.as_list(), t.dtype.np))
+    token = STATE.set(STATE.get().replace(tapes=()))
+    try:
+        return ones_like(t)
+    finally:
+        STATE.reset(token)
 
 
 def _fill_unconnected(grads: list, sources: list, mode: UnconnectedGradients) -> list:

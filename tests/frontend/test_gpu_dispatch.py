@@ -149,6 +149,17 @@ def test_the_backward_pass_of_a_gpu_loss_uploads_nothing(monkeypatch):
     np.testing.assert_allclose(grad.numpy(), tape.gradient(cpu_loss, w).numpy(), rtol=1e-6)
 
 
+def test_the_seed_of_a_gpu_target_is_not_recorded_by_an_outer_tape():
+    x = gpu(3.0)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = x * 2.0
+        dy = inner.gradient(y, x)
+    assert dy.device == GPU and float(dy) == 2.0 and outer.gradient(dy, x) is None
+
+
 def test_dtype_mismatches_raise_the_cpu_error():
     with pytest.raises(tf.errors.InvalidArgumentError) as cpu_error:
         tf.constant([1]) + tf.constant([1.0])

@@ -876,3 +876,22 @@ def test_none_cause_second_call_raises():  # (8)
     assert val(t.gradient(y, v)) == 6.0
     with pytest.raises(RuntimeError, match="non-persistent"):
         t.gradient(y, v)
+
+
+def test_the_seed_of_a_target_is_not_recorded_by_other_tapes():
+    """The ones a gradient starts from are no op of the program: an outer tape (or a
+    persistent tape asked inside its block) must not record them, nor the read of a variable
+    target (TensorFlow: the second-order gradient of a variable by itself is None)."""
+    v = tf.Variable(3.0)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            pass
+        first = inner.gradient(v, v)
+    assert float(first) == 1.0 and outer.gradient(first, v) is None
+    x = tf.constant(3.0)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * 2.0
+        recorded = len(tape._records)
+        tape.gradient(y, x)
+        assert len(tape._records) == recorded + 1   # (the multiply's gradient op, no seed)
