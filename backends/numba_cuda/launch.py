@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import linecache
+import threading
 from types import ModuleType
 from typing import Any, Callable
 
@@ -29,6 +30,18 @@ def cuda_module() -> ModuleType:
                            f"numba is imported to use Numba's CUDA simulator.")
     from numba import cuda as module
     return module
+
+
+def context_here() -> None:
+    """Makes Numba's CUDA context current on this thread, once per thread: the driver calls
+    made directly (launches, copies, the pool's allocations) need it, and a thread other
+    than the one that made the context has none until then."""
+    if not getattr(_THREAD, "has_context", False):
+        cuda_module().current_context()
+        _THREAD.has_context = True
+
+
+_THREAD = threading.local()
 
 
 @functools.lru_cache(maxsize=None)

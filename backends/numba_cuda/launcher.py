@@ -18,7 +18,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, grid, simulated
+from stagecraft.backends.numba_cuda.launch import (  # (cuda_module: the doctests use it)
+    RECORDING, context_here, cuda_module, grid, simulated)
 from stagecraft.backends.numba_cuda.memory import flat, flat_params, is_device_array
 
 def launch(kernel: Any, dims: tuple, *args: Any) -> None:
@@ -304,9 +305,7 @@ class _Launcher:
         core_launch(_default_stream(), config, function, *params)
 
     def prepare(self, blocks: Any, threads: Any, args: Sequence[Any]) -> tuple:
-        if not getattr(_THREAD, "has_context", False):
-            cuda_module().current_context()  # Numba's context, made current on this thread
-            _THREAD.has_context = True
+        context_here()
         key = tuple(kind(a) for a in args)
         entry = self.overloads.get(key)
         if entry is None:
@@ -372,7 +371,6 @@ def _launch_config(blocks: Any, threads: Any) -> Any:
 # The recording of a staged call in progress (recording.Recording), or None: while it is
 # set, launches and library calls on its thread go through it (recorded, then issued).
 _RECORDER = RECORDING
-_THREAD = threading.local()
 _STREAM: list = []
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config
-from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, simulated
+from stagecraft.backends.numba_cuda.launch import RECORDING, context_here, cuda_module, simulated
 from stagecraft.backends.numba_cuda.pool import device_pool
 
 
@@ -59,19 +59,32 @@ _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _upload(device: Any, host: np.ndarray) -> None:
-    """Enqueues the copy of ``host`` into ``device`` (of its size) on the default stream."""
+    """Copies ``host`` into ``device`` (of its size), ordered on the default stream. Pageable
+    memory goes asynchronously: the driver stages it before the call returns. Memory the
+    driver knows (page-locked or managed) would be read only when the copy runs, after the
+    work queued before it, and the caller may change or free it once this returns: it goes
+    synchronously."""
     if not _UPLOAD:
         from cuda.bindings import driver
-        _UPLOAD[:] = [driver.cuMemcpyHtoDAsync, driver.CUresult.CUDA_SUCCESS]
-    copy, success = _UPLOAD
-    error, = copy(address(device), host.ctypes.data, host.nbytes, 0)
+        kind = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+        _UPLOAD[:] = [driver.cuMemcpyHtoDAsync, driver.cuMemcpyHtoD,
+                      lambda pointer: driver.cuPointerGetAttribute(kind, pointer)[0],
+                      driver.CUresult.CUDA_SUCCESS]
+    copy_async, copy, known, success = _UPLOAD
+    context_here()
+    source = host.ctypes.data
+    if known(source) == success:
+        error, = copy(address(device), source, host.nbytes)
+    else:
+        error, = copy_async(address(device), source, host.nbytes, 0)
     if error != success:
         raise RuntimeError(f"to_device: the CUDA driver failed to copy {host.nbytes} bytes to "
                            f"the device: {error!r}")
 
 
-# The driver's cuMemcpyHtoDAsync and CUDA_SUCCESS (cuda.bindings), looked up on the first
-# upload; tests put stand-ins here.
+# The driver's cuMemcpyHtoDAsync, cuMemcpyHtoD, a test of whether it knows a host address
+# (cuPointerGetAttribute) and CUDA_SUCCESS (cuda.bindings), looked up on the first upload;
+# tests put stand-ins here.
 _UPLOAD: list = []
 
 
@@ -183,9 +196,10 @@ def empty(shape: Sequence[int], dtype: Any) -> Any:
     (2, 0)
     """
     try:
-        return _ALLOCATORS[shape, dtype]()
+        allocate = _ALLOCATORS[shape, dtype]
     except (KeyError, TypeError):   # (TypeError: a list shape, which is not kept)
-        return allocator(shape, dtype)()
+        allocate = allocator(shape, dtype)
+    return allocate()
 
 
 def allocator(shape: Sequence[int], dtype: Any) -> Callable[[], Any]:
@@ -427,6 +441,7 @@ def copy_into(dst: Any, src: Any) -> None:
         dst.copy_to_device(src if is_device_array(src) else np.ascontiguousarray(src))
         return
     from cuda.bindings import driver
+    context_here()
     error, = driver.cuMemcpyDtoDAsync(address(dst), address(src), dst.nbytes, 0)
     if error != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"copy_into: the CUDA driver failed to copy {dst.nbytes} bytes "

@@ -118,10 +118,15 @@ class BlockPool:
 def device_pool() -> BlockPool:
     """The pool of the current CUDA context (one GPU; real hardware only)."""
     from numba.cuda.cudadrv import devices
+    from stagecraft.backends.numba_cuda.launch import context_here
     context = devices.get_context()
+
+    def allocate(size: int) -> Any:   # (cuMemAlloc: on a thread with the context current)
+        context_here()
+        return context.memalloc(size)
     # (no owner: a lease owns itself, so Numba's views of it (slices) keep the lease, not
     # just the block, alive; the pool keeps the block alive while it is leased)
-    return BlockPool(context.memalloc, functools.partial(leases, context))
+    return BlockPool(allocate, functools.partial(leases, context))
 
 
 def leases(context: Any, give_back: Callable[[int, int], None],

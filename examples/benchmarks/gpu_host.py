@@ -41,7 +41,7 @@ def stand_in_gpu() -> None:
     """Lets eager GPU ops run their host code with no GPU (see the module docstring); for
     this benchmark's process only: nothing it makes holds data."""
     from numba import cuda
-    from stagecraft.backends.numba_cuda import cublas, detect, launcher, memory, pool
+    from stagecraft.backends.numba_cuda import cublas, detect, launch, launcher, memory, pool
     detect._probe = lambda: ("gpu", "stand-in (no device work)")
     places = itertools.count(1 << 40, 1 << 32)   # (a fake address per block, none overlapping)
     blocks = pool.BlockPool(lambda nbytes: types.SimpleNamespace(device_pointer=next(places)),
@@ -50,14 +50,14 @@ def stand_in_gpu() -> None:
 
     # Uploads: memory.to_device's own code, with the driver's copy doing nothing, and Numba's
     # upload (which it calls while a recording is in progress) an array over the pool.
-    memory._UPLOAD[:] = [lambda *args: (0,), 0]   # (cuMemcpyHtoDAsync, CUDA_SUCCESS)
+    memory._UPLOAD[:] = [lambda *args: (0,), lambda *args: (0,), lambda pointer: 1, 0]  # (see there)
 
     def numba_to_device(value: Any, stream: int = 0) -> Any:
         host = np.asarray(value)
         return memory.pooled_array(host.shape, host.strides, host.dtype,
                                    blocks.take(max(host.nbytes, 1)))
     cuda.to_device = numba_to_device
-    launcher._THREAD.has_context = True
+    launch._THREAD.has_context = True   # (this thread's context: none to make)
     launcher._STREAM[:] = [None]
     import cuda.core
     cuda.core.launch = lambda *args: None

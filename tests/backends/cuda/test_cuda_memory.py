@@ -32,8 +32,9 @@ def in_child_without_simulator(code: str) -> None:
 # A child's stand-in for the GPU's memory: the caching pool over fake addresses.
 STAND_IN_POOL = """
 import itertools, types
-from stagecraft.backends.numba_cuda import detect, memory, pool
+from stagecraft.backends.numba_cuda import detect, launch, memory, pool
 detect._probe = lambda: ("gpu", "stand-in")   # (no driver here: no work reaches one)
+launch._THREAD.has_context = True
 places = itertools.count(1 << 40, 1 << 32)
 blocks = pool.BlockPool(lambda n: types.SimpleNamespace(device_pointer=next(places)),
                         lambda back: pool.leases(None, back))
@@ -135,15 +136,20 @@ print("ok")
 def test_uploads_go_into_pooled_buffers_as_copies_enqueued_on_the_default_stream():
     """memory.to_device on a GPU (a child process without the simulator: Numba's real array
     classes, a pool of fake addresses, the driver's copy replaced by a recorder): every
-    upload is an asynchronous copy on the default stream into a buffer of the pool, of the
-    host's bytes (bfloat16's bits, viewed back)."""
+    upload of pageable memory is an asynchronous copy on the default stream into a buffer of
+    the pool, of the host's bytes (bfloat16's bits, viewed back); memory the driver knows
+    (page-locked) is copied synchronously; a new thread makes the context current first."""
     code = STAND_IN_POOL + """
 import numpy as np
 import ml_dtypes
-import ctypes
-copies = []
-memory._UPLOAD[:] = [lambda device, host, n, stream: copies.append(
-    (device, ctypes.string_at(host, n), n, stream)) or (0,), 0]
+import ctypes, threading
+copies, pinned = [], set()
+memory._UPLOAD[:] = [
+    lambda device, host, n, stream: copies.append(
+        (device, ctypes.string_at(host, n), n, stream)) or (0,),
+    lambda device, host, n: copies.append((device, ctypes.string_at(host, n), n, "sync")) or (0,),
+    lambda pointer: 0 if pointer in pinned else 1,   # (1: CUDA_ERROR_INVALID_VALUE)
+    0]
 for value in (np.arange(6, dtype=np.float32).reshape(2, 3), np.int64(7),
               np.array([1.5, -2.0], ml_dtypes.bfloat16), [[True], [False]]):
     host = np.asarray(value)
@@ -153,7 +159,17 @@ for value in (np.arange(6, dtype=np.float32).reshape(2, 3), np.int64(7),
     assert isinstance(device.gpu_data, pool._lease_class(None)), type(device.gpu_data)
     assert pointer == device.gpu_data.device_pointer and data == host.tobytes()
     assert n == host.nbytes and stream == 0   # (the legacy default stream)
-memory._UPLOAD[1] = 1   # (what the fake returns is not CUDA_SUCCESS: an error names the size)
+page_locked = np.arange(4.0)   # (memory the driver knows: copied synchronously)
+pinned.add(page_locked.ctypes.data)
+memory.to_device(page_locked)
+assert copies.pop()[2:] == (32, "sync") and not copies
+made_current = []   # (a new thread: Numba's context made current on it first)
+memory.cuda_module().current_context = lambda: made_current.append(threading.get_ident())
+worker = threading.Thread(target=lambda: memory.to_device(np.ones(2)))
+worker.start()
+worker.join()
+assert made_current == [worker.ident] and copies.pop()[2:] == (16, 0)
+memory._UPLOAD[3] = 7   # (what the fakes return is not CUDA_SUCCESS: an error names the size)
 try:
     memory.to_device(np.zeros(3))
 except RuntimeError as e:
