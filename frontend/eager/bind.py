@@ -40,7 +40,10 @@ def bind(op: OpDef, *inputs: Any, **attrs: Any) -> Any:
     if state.graph is not None:
         return state.graph.bind(op, inputs, attrs)
     if state.place is not None:  # inside `with device(...)` naming a device other than the CPU
-        return execute(op, inputs, attrs, state)
+        if len(inputs) == 2 and type(inputs[0]) is DeviceTensor and \
+                type(inputs[1]) is DeviceTensor and state.device in _GPU_SPECS:
+            return _run_gpu(op, inputs, attrs, state, (inputs[0]._value, inputs[1]._value))
+        return execute(op, inputs, attrs, state)   # (GPU tensors above: as execute)
     # GPU tensors are DeviceTensors, not Tensors: the type tests below send them (and every
     # input that is not a CPU tensor) to the general path, which routes them to their device.
     # Unrolled for the common arities: this is the hottest line of eager execution.
