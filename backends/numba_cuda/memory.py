@@ -205,9 +205,8 @@ def empty(shape: Sequence[int], dtype: Any) -> Any:
 def allocator(shape: Sequence[int], dtype: Any) -> Callable[[], Any]:
     """``empty(shape, dtype)`` made ready: a function of no arguments that returns a new
     array of that layout (kept per layout; an eager op allocates the same few again and
-    again). A pooled array is a copy of a prototype's attributes over a block of the pool:
-    Numba's constructor recomputes the layout on every call (about 2 us of every eager GPU
-    op), while its result depends only on the layout and the memory it is given.
+    again). A pooled array is a copy of a prototype's attributes over a block of the pool,
+    as :func:`pooled_array` makes, with its launch parameters.
 
     >>> allocate = allocator((2, 3), np.float32)
     >>> a, b = allocate(), allocate()
@@ -225,7 +224,7 @@ def allocator(shape: Sequence[int], dtype: Any) -> Callable[[], Any]:
         allocate = unpooled
     else:
         cls = _device_ndarray()
-        prototype = cls(dims, strides, np_dtype, gpu_data=_NO_DATA).__dict__
+        prototype = _prototype(cls, dims, strides, np_dtype)
         take: Any = None   # (the pool's, on the first pooled call: the pool needs the GPU)
         n, itemsize = math.prod(dims), np_dtype.itemsize
 
@@ -297,16 +296,21 @@ def pooled_array(shape: tuple, strides: tuple, dtype: np.dtype, gpu_data: Any,
     (True, (2,), 'block', 'other')
     """
     cls = _device_ndarray() if array_type is None else array_type
+    array = _new(cls)
+    array.__dict__ = _prototype(cls, shape, strides, dtype).copy()
+    array.gpu_data = gpu_data
+    return array
+
+
+def _prototype(cls: type, shape: tuple, strides: tuple, dtype: np.dtype) -> dict:
+    """The attributes ``cls``'s constructor gives an array of this layout (over placeholder
+    memory), made once per layout."""
     key = (cls, shape, strides, dtype)
     prototype = _PROTOTYPES.get(key)
     if prototype is None:
-        if len(_PROTOTYPES) >= 4096:
-            _PROTOTYPES.clear()
-        prototype = _PROTOTYPES[key] = cls(shape, strides, dtype, gpu_data=_NO_DATA).__dict__
-    array = _new(cls)
-    array.__dict__ = prototype.copy()
-    array.gpu_data = gpu_data
-    return array
+        prototype = cls(shape, strides, dtype, gpu_data=_NO_DATA).__dict__
+        _keep(_PROTOTYPES, key, prototype)
+    return prototype
 
 
 @functools.lru_cache(maxsize=None)

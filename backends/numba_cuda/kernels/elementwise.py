@@ -41,7 +41,7 @@ FORCE_DEVICE_NUMPY = False
 
 def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequence[str]) -> str:
     """The Python source of the kernel ``kernel(out, x0.., shape, strides0.., err)`` (``err``,
-the error flag, only for ops with a check: a parameter less for the others to pass).
+    the error flag, only for ops with a check: a parameter less for the others to pass).
 
     The loop is ``index.grid_stride_loop``'s; its body, for an add of an array and a
     one-element array, and for a product with a host scalar:
