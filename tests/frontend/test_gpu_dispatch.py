@@ -149,6 +149,40 @@ def test_the_backward_pass_of_a_gpu_loss_uploads_nothing(monkeypatch):
     np.testing.assert_allclose(grad.numpy(), tape.gradient(cpu_loss, w).numpy(), rtol=1e-6)
 
 
+def test_an_eager_training_step_on_the_gpu_copies_nothing_between_host_and_device(
+        monkeypatch):
+    """After its first step, an eager GPU training step (a dense layer, relu, mean squared
+    error, its gradients, SGD updates with a Python number) neither uploads nor reads a
+    value: each of those would be a copy the host waits on in every step."""
+    from stagecraft.backends.numba_cuda import memory
+    rng = np.random.default_rng(0)
+    with tf.device("/gpu:0"):
+        x = tf.constant(rng.standard_normal((8, 4)).astype(np.float32))
+        y = tf.constant(rng.standard_normal((8, 2)).astype(np.float32))
+        params = [tf.Variable(rng.standard_normal(s).astype(np.float32))
+                  for s in [(4, 16), (16,), (16, 2), (2,)]]
+
+    def step():
+        w1, b1, w2, b2 = params
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2)
+                                            + b2 - y)) * 0.5
+        for v, g in zip(params, tape.gradient(loss, params)):
+            v.assign_sub(0.1 * g)
+        return loss
+    first = step()
+    copies = []   # (every upload and read goes through these two, of the simulator's cuda)
+    cuda, arrays = memory.cuda_module(), type(x._value)
+    monkeypatch.setattr(cuda, "to_device", lambda *a, real=cuda.to_device, **k: (
+        copies.append("upload"), real(*a, **k))[1])
+    monkeypatch.setattr(arrays, "copy_to_host", lambda *a, real=arrays.copy_to_host, **k: (
+        copies.append("read"), real(*a, **k))[1])
+    second = step()
+    assert copies == [] and second.device == GPU
+    monkeypatch.undo()
+    assert float(second) < float(first)
+
+
 def test_the_seed_of_a_gpu_target_is_not_recorded_by_an_outer_tape():
     x = gpu(3.0)
     with tf.GradientTape() as outer:
