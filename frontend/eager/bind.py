@@ -295,11 +295,12 @@ def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | Non
         made = (_device_constant if state.tapes else _device_scalar)(inputs[number], dtype)
         if made is None:
             return None
-    tensors = [made if i == number and state.tapes else x
-               if i == number or type(x) is DeviceTensor else CONVERTERS[type(x)](x, None)
+    tensors = [x if i == number or type(x) is DeviceTensor else CONVERTERS[type(x)](x, None)
                for i, x in enumerate(inputs)]
-    values = [made if i == number and not state.tapes else x._value
-              for i, x in enumerate(tensors)]
+    if number is not None and state.tapes:
+        tensors[number] = made   # (a GPU constant: the tape records it as an input)
+        number = None
+    values = [made if i == number else x._value for i, x in enumerate(tensors)]
     return tensors, values
 
 
