@@ -470,7 +470,9 @@ from stagecraft.backends.numba_cpu.decomposition_lowerings import (  # noqa: E40
     LOWERINGS as _DECOMPOSITIONS)
 from stagecraft.backends.numba_cpu.segment_lowerings import LOWERINGS as _SEGMENTS  # noqa: E402
 from stagecraft.backends.numba_cpu.fft_lowerings import LOWERINGS as _FFT  # noqa: E402
+from stagecraft.backends.numba_cpu.cross_entropy_lowerings import (  # noqa: E402
+    LOWERINGS as _CROSS_ENTROPY)
 
 for _name, _fn in (*_CONV.items(), *_POOLING.items(), *_DECOMPOSITIONS.items(), *_SEGMENTS.items(),
-                   *_FFT.items()):
+                   *_FFT.items(), *_CROSS_ENTROPY.items()):
     lowers(_name)(_fn)

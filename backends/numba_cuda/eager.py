@@ -510,3 +510,10 @@ from stagecraft.backends.numba_cuda.kernels import logsumexp  # noqa: E402
 
 TABLE["cumulative_logsumexp"] = lambda xs, a, t: logsumexp.cumulative_logsumexp(
     xs[0], a["axis"], a["exclusive"], a["reverse"])
+
+from stagecraft.backends.numba_cuda.kernels import cross_entropy  # noqa: E402
+
+TABLE["sparse_softmax_cross_entropy_with_logits"] = lambda xs, a, t: \
+    cross_entropy.sparse_softmax_cross_entropy(xs[0], xs[1])
+TABLE["sparse_softmax_cross_entropy_with_logits_grad"] = lambda xs, a, t: \
+    cross_entropy.sparse_softmax_cross_entropy_grad(*xs)

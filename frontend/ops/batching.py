@@ -398,10 +398,11 @@ for _name in ("diag", "diag_part", "matrix_inverse", "matrix_determinant",
 
 
 def _merged_batch(op: str, images: tuple = (0,), shape_attr: str | None = None) -> Rule:
-    """Convolutions and pools (and their adjoints) of batched images [B, N, ...]: the two
-    leading dimensions merge into the op's own batch one, which splits again after it. The
-    inputs at ``images`` take the merge; the others (filters) must be shared. ``shape_attr``
-    names an input-shape attribute whose batch entry is then left unknown."""
+    """Convolutions, pools and the fused cross-entropy (and their adjoints) of batched
+    images or rows [B, N, ...]: the two leading dimensions merge into the op's own batch one,
+    which splits again after it. The inputs at ``images`` take the merge; the others
+    (filters) must be shared. ``shape_attr`` names an input-shape attribute whose batch entry
+    is then left unknown."""
     def run(b: Batch, xs: list, flags: list, attrs: dict) -> list:
         if any(f for i, f in enumerate(flags) if i not in images):
             raise Unbatchable(op, "filters that differ between elements")
@@ -426,6 +427,11 @@ RULES["max_pool_grad"] = _merged_batch("max_pool_grad", (0, 1))
 RULES["max_pool_grad_grad"] = _merged_batch("max_pool_grad_grad", (0, 1))
 RULES["avg_pool_grad"] = _merged_batch("avg_pool_grad", (0,), "input_shape")
 RULES["conv_backprop_input"] = _merged_batch("conv_backprop_input", (1,), "input_shape")
+# the fused cross-entropy's rows: the batch dimension merges into theirs
+RULES["sparse_softmax_cross_entropy_with_logits"] = _merged_batch(
+    "sparse_softmax_cross_entropy_with_logits", (0, 1))
+RULES["sparse_softmax_cross_entropy_with_logits_grad"] = _merged_batch(
+    "sparse_softmax_cross_entropy_with_logits_grad", (0, 1, 2))
 
 
 @rule("conv_backprop_filter")

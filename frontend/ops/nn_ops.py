@@ -1,7 +1,8 @@
 """Neural-network ops (``stagecraft.nn``): activations, softmax and cross-entropies, dropout.
 
-All but relu, sigmoid and softplus are composites of primitives, so their gradients come from
-the primitives' rules."""
+All but relu, sigmoid, softplus and the sparse cross-entropy (one fused primitive, as in
+TensorFlow) are composites of primitives, so their gradients come from the primitives'
+rules."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +13,6 @@ from stagecraft.ops import random_ops as _r
 from stagecraft.eager.bind import bind
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import OPS
-from stagecraft.ir.errors import InvalidArgumentError
 from stagecraft.eager.tensor import Tensor
 
 sigmoid = _m.sigmoid
@@ -84,27 +84,46 @@ def softmax_cross_entropy_with_logits(labels: Any, logits: Any, axis: int = -1,
 
 def sparse_softmax_cross_entropy_with_logits(labels: Any, logits: Any,
                                              name: str | None = None) -> Tensor:
-    """Cross-entropy with integer class ``labels`` (one per example) over the last axis."""
+    """Cross-entropy with integer class ``labels`` (one per example) over the last axis:
+    ``logsumexp(logits) - logits[label]``, and its gradient, one fused kernel each.
+
+    A label outside ``[0, classes)`` raises ``InvalidArgumentError`` on the CPU (eagerly and
+    in a ``tf.function``), as TensorFlow's CPU kernel does; on the GPU that example's loss and
+    gradient are NaN, as TensorFlow's GPU kernel gives, since checking there would make the
+    host wait for the GPU at every step.
+
+    >>> import stagecraft as tf
+    >>> loss = tf.nn.sparse_softmax_cross_entropy_with_logits([1, 0], [[0., 0.], [2., 0.]])
+    >>> [round(v, 4) for v in loss.numpy().tolist()]
+    [0.6931, 0.1269]
+    """
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels)
     if not labels.dtype.is_integer:
         raise TypeError(f"sparse_softmax_cross_entropy_with_logits: labels must be int32 or "
                         f"int64, got {labels.dtype.name}.")
-    n = logits.shape[-1]
-    if labels.shape.rank is not None and logits.shape.rank is not None and \
-            labels.shape.rank != logits.shape.rank - 1:
-        raise ValueError(f"sparse_softmax_cross_entropy_with_logits: labels must have rank "
-                         f"{logits.shape.rank - 1} (logits rank minus 1), got shape "
-                         f"{labels.shape}.")
-    if type(labels) is Tensor and n is not None:
-        bad = (labels.numpy() < 0) | (labels.numpy() >= n)
-        if bad.any():
-            raise InvalidArgumentError(
-                f"sparse_softmax_cross_entropy_with_logits: Received a label value of "
-                f"{int(labels.numpy()[bad].flat[0])} which is outside the valid range of "
-                f"[0, {n}).")
-    hot = _a.one_hot(labels, n, dtype=logits.dtype)
-    return _m.negative(_m.reduce_sum(_m.multiply(hot, log_softmax(logits)), -1))
+    rank = logits.shape.rank
+    if rank == 0:
+        raise ValueError("sparse_softmax_cross_entropy_with_logits: logits must have at least "
+                         "one dimension (the classes), got a scalar.")
+    if labels.shape.rank is not None and rank is not None:
+        if labels.shape.rank != rank - 1:
+            raise ValueError(f"sparse_softmax_cross_entropy_with_logits: labels must have rank "
+                             f"{rank - 1} (logits rank minus 1), got shape {labels.shape}.")
+        if not labels.shape.is_compatible_with(logits.shape[:-1]):
+            raise ValueError(f"sparse_softmax_cross_entropy_with_logits: labels have shape "
+                             f"{labels.shape} but logits have shape {logits.shape}; labels "
+                             f"must match the shape of logits except for the last dimension.")
+    if rank == 2:
+        return bind(OPS["sparse_softmax_cross_entropy_with_logits"], logits, labels)
+    # TensorFlow's kernel takes [batch, classes]: other ranks are viewed as that and back
+    classes = logits.shape[-1] if rank is not None and logits.shape[-1] is not None else \
+        _a.shape(logits)[-1]
+    loss = bind(OPS["sparse_softmax_cross_entropy_with_logits"],
+                _a.reshape(logits, [-1, classes]), _a.reshape(labels, [-1]))
+    dims = labels.shape.as_list() if labels.shape.rank is not None else None
+    return _a.reshape(loss, dims if dims is not None and None not in dims
+                      else _a.shape(labels))
 
 
 def dropout(x: Any, rate: float, noise_shape: Any = None, seed: int | None = None,

@@ -1,7 +1,8 @@
 """CUDA eager kernels beyond the generated examples: cumulative_logsumexp's exclusive forms
-(the op table's examples are inclusive) and the rejection samplers random_gamma,
+(the op table's examples are inclusive), the rejection samplers random_gamma,
 random_poisson and random_binomial, whose values must equal the reference kernels' element for
-element (one sampler source for every backend)."""
+element (one sampler source for every backend), and the sparse cross-entropy's NaN rows for
+labels out of range (TensorFlow's GPU behaviour), eagerly and staged."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,3 +48,26 @@ def test_binomial_sampler_equals_the_reference():
         got = _run("random_binomial", [seed, n.astype(dtype), p.astype(dtype)], {})
         assert got.dtype == want.dtype and got.shape == n.shape
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_sparse_cross_entropy_gives_nan_rows_for_labels_out_of_range(staged):
+    import stagecraft as tf
+
+    def loss_and_gradient(labels, logits):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+        return loss, tape.gradient(loss, logits)
+
+    logits = np.array([[1.0, 2.0, 0.5], [0.0, 0.0, 0.0], [3.0, -1.0, 0.0]], np.float32)
+    labels = np.array([2, 3, -1], np.int32)
+    run = tf.function(loss_and_gradient) if staged else loss_and_gradient
+    with tf.device("/gpu:0"):
+        loss, grad = run(tf.constant(labels), tf.constant(logits))
+    assert "GPU" in loss.device and "GPU" in grad.device
+    loss, grad = loss.numpy(), grad.numpy()
+    want_loss, want_grad = loss_and_gradient(tf.constant(labels[:1]), tf.constant(logits[:1]))
+    np.testing.assert_allclose(loss[0], want_loss.numpy()[0], rtol=1e-6)
+    np.testing.assert_allclose(grad[0], want_grad.numpy()[0], rtol=1e-6)
+    assert np.isnan(loss[1:]).all() and np.isnan(grad[1:]).all()

@@ -1,0 +1,93 @@
+"""The fused sparse softmax cross-entropy on the device (``ir/ops/cross_entropy.py``): one
+thread per row of ``[batch, classes]`` logits finds the row's maximum and its sum of
+exponentials, then writes the row's loss or its gradient row, in the reference kernel's order.
+
+A label outside ``[0, classes)`` makes that row NaN (loss and gradient), as TensorFlow's GPU
+kernel does: raising would need the host to read a flag after every step, waiting for the GPU.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+from stagecraft.backends.numba_cuda.launch import bind_cuda
+from stagecraft.backends.numba_cuda.launcher import launch_over
+from stagecraft.backends.numba_cuda.memory import empty, flat
+
+# numba.cuda, bound by the kernel factory on first use (see launch.bind_cuda).
+cuda: Any = None
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels() -> tuple[Callable, Callable]:
+    bind_cuda(globals())
+
+    @cuda.jit(device=True)
+    def shifted_row(logits, base, classes):
+        """The row's maximum and its sum of exp(logit - maximum)."""
+        top = logits[base]
+        for j in range(1, classes):
+            top = max(top, logits[base + j])
+        total = logits[base] - logits[base]          # zero in the logits' dtype
+        for j in range(classes):
+            total += math.exp(logits[base + j] - top)
+        return top, total
+
+    @cuda.jit
+    def loss(out, logits, labels, classes):
+        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+            label = labels[i]
+            if label < 0 or label >= classes:
+                out[i] = math.nan
+                continue
+            top, total = shifted_row(logits, i * classes, classes)
+            out[i] = math.log(total) - (logits[i * classes + label] - top)
+
+    @cuda.jit
+    def grad(out, g, logits, labels, classes, one):
+        for i in range(cuda.grid(1), labels.size, cuda.gridsize(1)):
+            base, label = i * classes, labels[i]
+            if label < 0 or label >= classes:
+                for j in range(classes):
+                    out[base + j] = math.nan
+                continue
+            top, total = shifted_row(logits, base, classes)
+            for j in range(classes):
+                p = math.exp(logits[base + j] - top) / total
+                out[base + j] = g[i] * (p - one if j == label else p)
+    return loss, grad
+
+
+def sparse_softmax_cross_entropy(logits: Any, labels: Any) -> Any:
+    """Each row's ``logsumexp(logits[i]) - logits[i, labels[i]]`` (NaN for a label out of
+    range).
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> x = to_device(np.array([[0.0, 0.0], [2.0, 0.0]]))
+    >>> to_host(sparse_softmax_cross_entropy(x, to_device(np.array([1, 2])))).round(4)
+    array([0.6931,    nan])
+    """
+    rows, classes = logits.shape
+    out = empty((rows,), logits.dtype)
+    launch_over(_kernels()[0], rows, out, flat(logits), labels, classes)
+    return out
+
+
+def sparse_softmax_cross_entropy_grad(g: Any, logits: Any, labels: Any) -> Any:
+    """``g[i] * (softmax(logits[i]) - one_hot(labels[i]))`` (a NaN row for a label out of
+    range).
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> x = to_device(np.array([[0.0, 0.0]]))
+    >>> to_host(sparse_softmax_cross_entropy_grad(to_device(np.array([2.0])), x,
+    ...                                           to_device(np.array([1])))).tolist()
+    [[1.0, -1.0]]
+    """
+    rows, classes = logits.shape
+    out = empty((rows, classes), logits.dtype)
+    one = logits.dtype.type(1)   # of the logits' dtype: float32 math stays float32
+    launch_over(_kernels()[1], rows, flat(out), g, flat(logits), labels, classes, one)
+    return out

@@ -1,0 +1,36 @@
+"""VJP rules of the fused sparse softmax cross-entropy (``ir/ops/cross_entropy.py``). The
+loss's gradient is the fused ``_grad`` op; that op's own adjoint, for second derivatives, is
+written with the op again (in its ``grad`` argument) and with softmax (in its logits:
+``grad * s * (v - sum(s * v))``, the softmax Jacobian applied to the upstream ``v``), so every
+order works. Labels are integers and get no gradient.
+
+``RULES`` maps each op to its rule; :mod:`stagecraft.autodiff.vjps` adds them to the table
+(this module does not import it, so the two stay free of import cycles).
+"""
+from __future__ import annotations
+
+from stagecraft.autodiff.rule_table import RuleTable
+from stagecraft.eager.bind import bind
+from stagecraft.ir import OPS
+from stagecraft.ir.ops.cross_entropy import GRAD, NAME
+from stagecraft.ops import array_ops as a
+from stagecraft.ops import math_ops as m
+from stagecraft.ops import nn_ops
+
+RULES = RuleTable()
+vjp = RULES.rule
+
+
+@vjp(NAME)
+def _loss(g, out, logits, labels):
+    return bind(OPS[GRAD], g, logits, labels), None
+
+
+@vjp(GRAD)
+def _grad(v, out, grad, logits, labels):
+    per_unit = bind(OPS[GRAD], a.ones_like(grad), logits, labels)   # softmax - one_hot
+    s = nn_ops.softmax(logits)
+    sv = m.multiply(s, v)
+    d_logits = m.multiply(a.expand_dims(grad, -1),
+                          m.subtract(sv, m.multiply(s, m.reduce_sum(sv, -1, keepdims=True))))
+    return m.reduce_sum(m.multiply(v, per_unit), -1), d_logits, None

@@ -1,0 +1,120 @@
+"""tf.nn.sparse_softmax_cross_entropy_with_logits as one fused primitive (and its fused
+gradient): values and gradients against the softmax formula, labels of every rank (viewed as
+[batch, classes] and back, also with shapes unknown when traced), TensorFlow's errors, and a
+label out of range raising on the CPU eagerly and in a tf.function on both CPU backends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.ir.errors import InvalidArgumentError
+
+RNG = np.random.default_rng(7)
+
+
+def _formula(labels: np.ndarray, logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return -np.take_along_axis(logp, labels[..., None], -1)[..., 0]
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 3, 5), (2, 1, 3, 4)])
+def test_values_and_gradient_of_every_rank(shape):
+    logits = RNG.normal(size=shape).astype(np.float32)
+    labels = RNG.integers(0, shape[-1], shape[:-1]).astype(np.int32)
+    x = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, x)
+        total = tf.reduce_sum(loss)
+    assert loss.shape == shape[:-1]
+    np.testing.assert_allclose(loss.numpy(), _formula(labels, logits), rtol=1e-5, atol=1e-6)
+    z = np.exp(logits - logits.max(-1, keepdims=True))
+    want = z / z.sum(-1, keepdims=True) - np.eye(shape[-1])[labels]
+    np.testing.assert_allclose(tape.gradient(total, x).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["numba", "reference"])
+def test_staged_with_shapes_unknown_when_traced_equals_eager(backend):
+    logits = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    labels = RNG.integers(0, 4, (2, 3)).astype(np.int64)
+    unknown_rank = tf.function(lambda lab, x: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        lab, x), backend=backend, input_signature=[tf.TensorSpec(None, tf.int64),
+                                                   tf.TensorSpec(None, tf.float32)])
+    unknown_dims = tf.function(lambda lab, x: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        lab, x), backend=backend, input_signature=[tf.TensorSpec([None, None], tf.int64),
+                                                   tf.TensorSpec([None, None, 4], tf.float32)])
+    want = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits).numpy()
+    for f in (unknown_rank, unknown_dims):
+        got = f(tf.constant(labels), tf.constant(logits))
+        assert got.shape == (2, 3)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
+def test_out_of_range_label_raises_eagerly_on_the_cpu():
+    logits = np.zeros((3, 4), np.float32)
+    for bad in (4, -1):
+        with pytest.raises(InvalidArgumentError) as e:
+            tf.nn.sparse_softmax_cross_entropy_with_logits(np.array([0, bad, 1]), logits)
+        assert str(e.value).splitlines()[0] == (
+            f"sparse_softmax_cross_entropy_with_logits: Received a label value of {bad} which "
+            f"is outside the valid range of [0, 4). Labels must be class indices, one per row "
+            f"of logits.")
+
+
+@pytest.mark.parametrize("backend", ["numba", "reference"])
+@pytest.mark.parametrize("gradient", [False, True])
+def test_out_of_range_label_raises_in_a_cpu_function(backend, gradient):
+    # the loss alone, or its gradient alone (the loss is not returned, so only the fused
+    # gradient op reads the labels that matter)
+    def loss_or_gradient(labels, logits):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        return tape.gradient(loss, logits) if gradient else loss
+
+    f = tf.function(loss_or_gradient, backend=backend)
+    logits = tf.zeros([2, 3])
+    f(tf.constant([0, 2]), logits)
+    with pytest.raises(InvalidArgumentError) as e:
+        f(tf.constant([3, 0]), logits)
+    assert "Received a label value of 3 which is outside the valid range of [0, 3)" in \
+        str(e.value).splitlines()[0]
+    assert "test_sparse_cross_entropy.py" in str(e.value)   # where: the user's line
+
+
+@pytest.mark.parametrize("labels, logits, error, first_line", [
+    (np.array([0.0, 1.0]), np.zeros((2, 3), np.float32), TypeError,
+     "sparse_softmax_cross_entropy_with_logits: labels must be int32 or int64, got float64."),
+    (np.array([[0, 1]]), np.zeros((2, 3), np.float32), ValueError,
+     "sparse_softmax_cross_entropy_with_logits: labels must have rank 1 (logits rank minus 1), "
+     "got shape (1, 2)."),
+    (np.array([0, 1, 2]), np.zeros((2, 3), np.float32), ValueError,
+     "sparse_softmax_cross_entropy_with_logits: labels have shape (3,) but logits have shape "
+     "(2, 3); labels must match the shape of logits except for the last dimension."),
+    (np.array(0), np.float32(1.0), ValueError,
+     "sparse_softmax_cross_entropy_with_logits: logits must have at least one dimension (the "
+     "classes), got a scalar."),
+])
+def test_errors_say_what_is_wrong(labels, logits, error, first_line):
+    with pytest.raises(error) as e:
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+    assert str(e.value).splitlines()[0] == first_line
+
+
+def test_one_fused_op_each_way_when_staged():
+    x, labels = tf.zeros([2, 3]), tf.constant([0, 2])
+
+    @tf.function
+    def step(labels, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, x))
+        return loss, tape.gradient(loss, x)
+
+    graph = step.get_concrete_function(labels, x).graph
+    ops = [e.op for e in graph.eqns]
+    assert ops.count("sparse_softmax_cross_entropy_with_logits") == 1
+    assert ops.count("sparse_softmax_cross_entropy_with_logits_grad") == 1
+    assert "one_hot" not in ops and "exp" not in ops
