@@ -109,6 +109,8 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
         xb, yb = (tf.constant(np.ones((32, 64), np.float32)) for _ in range(2))
         img = tf.constant(np.ones((8, 16, 16, 8), np.float32))
         kernel = tf.constant(np.ones((3, 3, 8, 16), np.float32))
+        logits = tf.constant(np.ones((32, 10), np.float32))
+        labels = tf.constant(np.arange(32, dtype=np.int32) % 10)
     w1, b1, w2, b2 = params
 
     def in_scope() -> Any:
@@ -129,6 +131,14 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
             for v, g in zip(params, tape.gradient(loss, params)):
                 v.assign_sub(0.01 * g)
         return loss
+
+    def classifier_loss() -> Any:   # a Keras classifier's loss and its gradient
+        with tf.device("/gpu:0"):
+            with tf.GradientTape() as tape:
+                tape.watch(logits)
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels,
+                                                                                     logits))
+            return tape.gradient(loss, logits)
     return [
         ("cpu    tf.add(x, y)  (for scale)", 1, lambda: tf.add(x_cpu, y_cpu)),
         ("gpu    tf.add(x, y)", 1, lambda: tf.add(x, y)),
@@ -146,6 +156,7 @@ def cases() -> list[tuple[str, int, Callable[[], Any]]]:
         ("gpu    conv2d 8x16x16x8, 3x3x8x16", 1, lambda: tf.nn.conv2d(img, kernel, 1, "SAME")),
         ("gpu    upload 1000 float32 (tf.constant)", 1, upload),
         ("gpu    MLP training step (whole step)", 1, mlp_step),
+        ("gpu    sparse cross-entropy + gradient", 1, classifier_loss),
     ]
 
 
@@ -163,7 +174,8 @@ def main() -> None:
     print(f"{'call':40s} {'host µs/op':>10s}")
     for name, ops, fn in cases():
         fn()   # (the first call makes the plans)
-        number = max(args.number // ops // (50 if "MLP" in name else 1), 20)
+        number = max(args.number // ops // (50 if "MLP" in name or "entropy" in name else 1),
+                     20)
         us = statistics.median(timeit.repeat(fn, number=number, repeat=args.repeat)) \
             / number * 1e6 / ops
         rows.append({"call": name, "ops_per_call": ops, "host_us": us})
