@@ -304,6 +304,24 @@ def _gpu_values(op: OpDef, inputs: tuple, state: Any) -> tuple[list, list] | Non
     return tensors, values
 
 
+def gpu_constant_beside(tensor: Any, x: int | float, dtype: np.dtype) -> DeviceTensor | None:
+    """Python number ``x`` as a rank-0 GPU constant of ``dtype``, kept per number object, when
+    an op on ``tensor`` runs on this process's GPU (a GPU tensor, outside a device scope or in
+    one naming this GPU); None otherwise, or where ``x`` does not convert exactly. For an op's
+    default operands (``one_hot``'s 1 and 0), which would otherwise be uploaded at every call.
+
+    >>> import stagecraft as tf
+    >>> print(gpu_constant_beside(tf.constant([1.0]), 1, np.dtype(np.float32)))
+    None
+    """
+    if type(tensor) is not DeviceTensor:
+        return None
+    state = STATE.get()
+    if state.device is None or state.device in _GPU_SPECS or _local_gpu(state.device):
+        return _device_constant(x, dtype)
+    return None
+
+
 def _device_constant(x: Any, dtype: np.dtype) -> DeviceTensor | None:
     """Python number ``x`` as a rank-0 GPU tensor of ``dtype`` (what a gradient tape records
     of ``x * 2.0``), or None where it does not convert exactly. Kept per number object

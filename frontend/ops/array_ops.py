@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from stagecraft.eager.bind import bind
+from stagecraft.eager.bind import bind, gpu_constant_beside
 from stagecraft.eager.conversion import convert_to_tensor
 from stagecraft.ir import OPS
 from stagecraft.ir import dtypes as _dt
@@ -579,8 +579,12 @@ def one_hot(indices: Any, depth: int, on_value: Any = None, off_value: Any = Non
     if depth < 0:  # the eager path skips shape inference, where the staged path says this
         raise InvalidArgumentError(f"one_hot: depth must be non-negative, got {depth}. "
                                    f"Pass the number of classes (>= 0).")
-    on = convert_to_tensor(1 if on_value is None else on_value, d)
-    off = convert_to_tensor(0 if off_value is None else off_value, d)
+    on = off = None
+    if on_value is None and off_value is None:   # GPU indices: 1 and 0 uploaded once, kept
+        on, off = (gpu_constant_beside(indices, v, d.np) for v in (1, 0))
+    if on is None or off is None:
+        on = convert_to_tensor(1 if on_value is None else on_value, d)
+        off = convert_to_tensor(0 if off_value is None else off_value, d)
     return bind(_O["one_hot"], indices, on, off, depth=depth,
                 axis=-1 if axis is None else int(axis))
 

@@ -149,24 +149,36 @@ def test_the_backward_pass_of_a_gpu_loss_uploads_nothing(monkeypatch):
     np.testing.assert_allclose(grad.numpy(), tape.gradient(cpu_loss, w).numpy(), rtol=1e-6)
 
 
+LOSSES = {
+    "mean squared error": lambda out, y, labels: tf.reduce_mean(tf.square(out - y)) * 0.5,
+    "sparse cross-entropy": lambda out, y, labels: tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels, out)),
+    "one_hot cross-entropy": lambda out, y, labels: tf.reduce_mean(
+        tf.nn.softmax_cross_entropy_with_logits(tf.one_hot(labels, 2), out)),
+}
+
+
+@pytest.mark.parametrize("loss_name", list(LOSSES))
 def test_an_eager_training_step_on_the_gpu_copies_nothing_between_host_and_device(
-        monkeypatch):
-    """After its first step, an eager GPU training step (a dense layer, relu, mean squared
-    error, its gradients, SGD updates with a Python number) neither uploads nor reads a
-    value: each of those would be a copy the host waits on in every step."""
+        monkeypatch, loss_name):
+    """After its first step, an eager GPU training step (a dense layer, relu, a loss, its
+    gradients, SGD updates with a Python number) neither uploads nor reads a value: each of
+    those would be a copy the host waits on in every step. (The losses: the fused
+    cross-entropy, and one_hot's default 1 and 0, kept on the GPU.)"""
     from stagecraft.backends.numba_cuda import memory
     rng = np.random.default_rng(0)
     with tf.device("/gpu:0"):
         x = tf.constant(rng.standard_normal((8, 4)).astype(np.float32))
         y = tf.constant(rng.standard_normal((8, 2)).astype(np.float32))
+        labels = tf.constant(rng.integers(0, 2, 8).astype(np.int32))
         params = [tf.Variable(rng.standard_normal(s).astype(np.float32))
                   for s in [(4, 16), (16,), (16, 2), (2,)]]
 
     def step():
         w1, b1, w2, b2 = params
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2)
-                                            + b2 - y)) * 0.5
+            out = tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
+            loss = LOSSES[loss_name](out, y, labels)
         for v, g in zip(params, tape.gradient(loss, params)):
             v.assign_sub(0.1 * g)
         return loss
