@@ -28,7 +28,7 @@ def _kernel() -> Callable:
     def scan(out, x, n, inner, lines, exclusive, reverse, start):
         for line in range(cuda.grid(1), lines, cuda.gridsize(1)):
             base = (line // inner) * n * inner + line % inner
-            acc = start[0]
+            acc = start
             for jj in range(n):
                 j = n - 1 - jj if reverse else jj
                 at = base + j * inner
@@ -48,7 +48,6 @@ def cumulative_logsumexp(x: Any, axis: int, exclusive: bool, reverse: bool) -> A
     ...                              False, False)).round(6).tolist()
     [0.0, 1.098612, 1.791759]
     """
-    from stagecraft.backends.numba_cuda.memory import to_device
     shape = tuple(x.shape)
     axis %= len(shape)
     n, inner = shape[axis], int(np.prod(shape[axis + 1:]))
@@ -56,5 +55,5 @@ def cumulative_logsumexp(x: Any, axis: int, exclusive: bool, reverse: bool) -> A
     lines = int(np.prod(shape)) // max(n, 1)
     if n:
         launch_over(_kernel(), lines, flat(out), flat(x), n, inner, lines, bool(exclusive),
-                    bool(reverse), to_device(np.full(1, -np.inf, x.dtype)))
+                    bool(reverse), x.dtype.type(-np.inf))   # log(0), of x's dtype
     return out
