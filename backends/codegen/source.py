@@ -99,6 +99,15 @@ def literal(value: Any, d: DType) -> str:
     return f"{np_type(d)}({int(value)})"
 
 
+def product_text(dims) -> str:
+    """The source text of the product of dimension texts (``1`` for none).
+
+    >>> product_text(["2", "x.shape[1]"]), product_text([])
+    ('2 * x.shape[1]', '1')
+    """
+    return " * ".join(dims) if dims else "1"
+
+
 def tuple_text(items) -> str:
     """``(a, b)``, ``(a,)`` or ``()``."""
     items = [str(i) for i in items]

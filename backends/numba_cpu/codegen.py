@@ -27,8 +27,8 @@ import numpy as np
 from stagecraft.backends.codegen import half, scalar_ops
 from stagecraft.backends.codegen.canonical import GLOBALS
 from stagecraft.backends.codegen.fusion import fusible, fusion_group
-from stagecraft.backends.codegen.source import (Namer, Writer, literal, np_type, rank as _rank,
-                                                tuple_text)
+from stagecraft.backends.codegen.source import (Namer, Writer, literal, np_type, product_text,
+                                                rank as _rank, tuple_text)
 from stagecraft.backends.codegen.source_emitter import LoweringError, SourceEmitter, value_uses
 from stagecraft.backends.numba_cpu import structural  # noqa: F401 (registers its lowerings)
 from stagecraft.backends.numba_cpu.lowerings import LOWER
@@ -133,6 +133,14 @@ class _Codegen(SourceEmitter):
 
     def dims(self, x: Value | Literal) -> list[str]:
         return [self.dim(x, k) for k in range(_rank(x))]
+
+    def line_view(self, x: Value, axis: int) -> str:
+        """``x`` as a C-contiguous 3-D array (outer, axis, inner): kernels that work along
+        one axis take its lines as ``view[i, :, k]``."""
+        dims = self.dims(x)
+        k = axis % len(dims)
+        return (f"np.ascontiguousarray({self.operand(x)}).reshape(("
+                f"{product_text(dims[:k])}, {dims[k]}, {product_text(dims[k + 1:])}))")
 
     def define(self, v: Value, expr: str) -> str:
         name = self.names.fresh(v.hint)

@@ -14,7 +14,7 @@ from typing import Callable
 
 from stagecraft.backends.codegen.lowering import Lowerings
 from stagecraft.backends.codegen.scalar_ops import convert
-from stagecraft.backends.codegen.source import np_type, rank as _rank, tuple_text
+from stagecraft.backends.codegen.source import np_type, product_text, rank as _rank, tuple_text
 from stagecraft.backends.codegen.source_emitter import LoweringError
 from stagecraft.backends.numba_cpu.batched import emit_batched
 from stagecraft.backends.numba_cpu.kernels.slicing import slice_plan
@@ -23,10 +23,6 @@ from stagecraft.ir.ops import philox
 
 LOWER = Lowerings("Numba", missing='compile this function with backend="reference"')
 lowers = LOWER.lowers
-
-
-def _product(dims: list) -> str:
-    return " * ".join(dims) if dims else "1"
 
 
 def _norm(axis: int, rank: int) -> int:
@@ -58,7 +54,7 @@ def _reduce(cg, e: Eqn) -> None:
     else:
         before, after = list(range(r)), []
     perm = tuple(before + red + after)
-    sizes = [_product([dims[i] for i in part]) for part in (before, red, after)]
+    sizes = [product_text([dims[i] for i in part]) for part in (before, red, after)]
     x3 = (f"{cg.operand(x)}.reshape(({', '.join(sizes)}))" if perm == tuple(range(r)) else
           f"K.to3({cg.operand(x)}, {perm}, {', '.join(sizes)})")
     kernel = f"K.{e.op.split('_')[1]}3({x3})"
@@ -73,8 +69,8 @@ def _reduce(cg, e: Eqn) -> None:
 def _scan_view(cg, x, axis: int) -> str:
     dims = cg.dims(x)
     a = _norm(axis, len(dims))
-    return (f"{cg.operand(x)}.reshape(({_product(dims[:a])}, {dims[a]}, "
-            f"{_product(dims[a + 1:])}))")
+    return (f"{cg.operand(x)}.reshape(({product_text(dims[:a])}, {dims[a]}, "
+            f"{product_text(dims[a + 1:])}))")
 
 
 @lowers("argmax", "argmin")
@@ -470,9 +466,9 @@ from stagecraft.backends.numba_cpu.decomposition_lowerings import (  # noqa: E40
     LOWERINGS as _DECOMPOSITIONS)
 from stagecraft.backends.numba_cpu.segment_lowerings import LOWERINGS as _SEGMENTS  # noqa: E402
 from stagecraft.backends.numba_cpu.fft_lowerings import LOWERINGS as _FFT  # noqa: E402
-from stagecraft.backends.numba_cpu.cross_entropy_lowerings import (  # noqa: E402
-    LOWERINGS as _CROSS_ENTROPY)
+from stagecraft.backends.numba_cpu.softmax_lowerings import (  # noqa: E402
+    LOWERINGS as _SOFTMAX)
 
 for _name, _fn in (*_CONV.items(), *_POOLING.items(), *_DECOMPOSITIONS.items(), *_SEGMENTS.items(),
-                   *_FFT.items(), *_CROSS_ENTROPY.items()):
+                   *_FFT.items(), *_SOFTMAX.items()):
     lowers(_name)(_fn)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from stagecraft.backends.codegen.lowering import Lowerings
-from stagecraft.backends.codegen.source import literal, rank as _rank, tuple_text
+from stagecraft.backends.codegen.source import literal, product_text, rank as _rank, tuple_text
 from stagecraft.ir.graph import Eqn
 from stagecraft.ir.ops.segment import REDUCTIONS, identity
 
@@ -15,10 +15,6 @@ LOWERINGS = Lowerings("Numba", missing='compile this function with backend="refe
 lowers = LOWERINGS.lowers
 
 
-def _product(dims: list) -> str:
-    return " * ".join(dims) if dims else "1"
-
-
 @lowers("segment_reduce")
 def _segment_reduce(cg, e: Eqn) -> None:
     data, ids, num = e.inputs
@@ -26,7 +22,7 @@ def _segment_reduce(cg, e: Eqn) -> None:
     a = e.params
     k = _rank(ids)
     ddims, idims = cg.dims(data), cg.dims(ids)
-    rows, width = _product(ddims[:k]), _product(ddims[k:])
+    rows, width = product_text(ddims[:k]), product_text(ddims[k:])
     n = cg.fresh("n")
     cg.line(f"{n} = np.int64({cg.operand(num)})")
     if a["static"][0] is not None:
@@ -53,9 +49,9 @@ def _searchsorted(cg, e: Eqn) -> None:
     seq, vals = e.inputs
     v = e.outputs[0]
     sd, vd = cg.dims(seq), cg.dims(vals)
-    rows = _product(vd[:-1])
+    rows = product_text(vd[:-1])
     if sd[:-1] != vd[:-1]:
-        cg.fail(f"{_product(sd[:-1])} != {rows}",
+        cg.fail(f"{product_text(sd[:-1])} != {rows}",
                 "searchsorted: Leading dim_size of both tensors must match.")
     out = cg.empty(v, [rows, vd[-1]])
     right = e.params["side"] == "right"
@@ -89,9 +85,6 @@ def _random_binomial(cg, e: Eqn) -> None:
 def _cumulative_logsumexp(cg, e: Eqn) -> None:
     x, v = e.inputs[0], e.outputs[0]
     a = e.params
-    dims = cg.dims(x)
-    k = a["axis"] % len(dims)
-    view = (f"np.ascontiguousarray({cg.operand(x)}).reshape(({_product(dims[:k])}, {dims[k]}, "
-            f"{_product(dims[k + 1:])}))")
-    cg.define(v, f"K.cumulative_logsumexp3({view}, {bool(a['exclusive'])}, "
-                 f"{bool(a['reverse'])}).reshape({tuple_text(dims)})")
+    cg.define(v, f"K.cumulative_logsumexp3({cg.line_view(x, a['axis'])}, "
+                 f"{bool(a['exclusive'])}, {bool(a['reverse'])}).reshape("
+                 f"{tuple_text(cg.dims(x))})")

@@ -511,9 +511,11 @@ from stagecraft.backends.numba_cuda.kernels import logsumexp  # noqa: E402
 TABLE["cumulative_logsumexp"] = lambda xs, a, t: logsumexp.cumulative_logsumexp(
     xs[0], a["axis"], a["exclusive"], a["reverse"])
 
-from stagecraft.backends.numba_cuda.kernels import cross_entropy  # noqa: E402
+from stagecraft.backends.numba_cuda.kernels import softmax  # noqa: E402
 
+TABLE["softmax"] = lambda xs, a, t: softmax.softmax(xs[0], a["axis"], False)
+TABLE["log_softmax"] = lambda xs, a, t: softmax.softmax(xs[0], a["axis"], True)
 TABLE["sparse_softmax_cross_entropy_with_logits"] = lambda xs, a, t: \
-    cross_entropy.sparse_softmax_cross_entropy(xs[0], xs[1])
+    softmax.sparse_softmax_cross_entropy(xs[0], xs[1])
 TABLE["sparse_softmax_cross_entropy_with_logits_grad"] = lambda xs, a, t: \
-    cross_entropy.sparse_softmax_cross_entropy_grad(*xs)
+    softmax.sparse_softmax_cross_entropy_grad(*xs)

@@ -558,7 +558,7 @@ from stagecraft.autodiff.linalg_vjps import RULES as _LINALG_RULES  # noqa: E402
 from stagecraft.autodiff.segment_vjps import RULES as _SEGMENT_RULES  # noqa: E402
 from stagecraft.autodiff.special_vjps import RULES as _SPECIAL_RULES  # noqa: E402
 from stagecraft.autodiff.logsumexp_vjps import RULES as _LOGSUMEXP_RULES  # noqa: E402
-from stagecraft.autodiff.cross_entropy_vjps import RULES as _CROSS_ENTROPY_RULES  # noqa: E402
+from stagecraft.autodiff.softmax_vjps import RULES as _SOFTMAX_RULES  # noqa: E402
 
 VJPS.update(_CONV_RULES)
 VJPS.update(_POOLING_RULES)
@@ -566,7 +566,7 @@ VJPS.update(_LINALG_RULES)
 VJPS.update(_SEGMENT_RULES)
 VJPS.update(_SPECIAL_RULES)
 VJPS.update(_LOGSUMEXP_RULES)
-VJPS.update(_CROSS_ENTROPY_RULES)
+VJPS.update(_SOFTMAX_RULES)
 
 from stagecraft.autodiff.complex_vjps import RULES as _COMPLEX_RULES  # noqa: E402
 from stagecraft.autodiff.complex_vjps import complex_aware as _complex_aware  # noqa: E402

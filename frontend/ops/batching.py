@@ -128,7 +128,8 @@ def _along_axis(op: str) -> Rule:
 for _name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
               "reduce_all", "reduce_any"):
     RULES[_name] = _reducer(_name)
-for _name in ("argmax", "argmin", "cumsum", "cumprod", "cumulative_logsumexp", "argsort"):
+for _name in ("argmax", "argmin", "cumsum", "cumprod", "cumulative_logsumexp", "argsort",
+              "softmax", "log_softmax"):
     RULES[_name] = _along_axis(_name)
 
 

@@ -1,8 +1,8 @@
 """Neural-network ops (``stagecraft.nn``): activations, softmax and cross-entropies, dropout.
 
-All but relu, sigmoid, softplus and the sparse cross-entropy (one fused primitive, as in
-TensorFlow) are composites of primitives, so their gradients come from the primitives'
-rules."""
+All but relu, sigmoid, softplus, softmax, log_softmax and the sparse cross-entropy (fused
+primitives, as in TensorFlow) are composites of primitives, so their gradients come from the
+primitives' rules."""
 from __future__ import annotations
 
 from typing import Any
@@ -47,26 +47,24 @@ def elu(features: Any, name: str | None = None) -> Tensor:
     return _m.where(_m.greater(x, 0), x, negative)
 
 
-def _max_shifted(logits: Tensor, axis: int) -> Tensor:
-    # Subtracting the (constant) max keeps exp from overflowing; it does not change the result.
-    return _m.subtract(logits, _a.stop_gradient(_m.reduce_max(logits, axis, keepdims=True)))
-
-
 def softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
-    """exp(logits) / sum(exp(logits)) along ``axis``, computed stably.
+    """exp(logits) / sum(exp(logits)) along ``axis``, computed stably (one primitive).
 
     >>> import stagecraft as tf
     >>> [round(float(v), 4) for v in tf.nn.softmax([1., 1.])]
     [0.5, 0.5]
     """
-    e = _m.exp(_max_shifted(convert_to_tensor(logits), axis))
-    return _m.truediv(e, _m.reduce_sum(e, axis, keepdims=True))
+    return bind(OPS["softmax"], logits, axis=-1 if axis is None else int(axis))
 
 
 def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
-    """logits - log(sum(exp(logits))) along ``axis``, computed stably."""
-    z = _max_shifted(convert_to_tensor(logits), axis)
-    return _m.subtract(z, _m.log(_m.reduce_sum(_m.exp(z), axis, keepdims=True)))
+    """logits - log(sum(exp(logits))) along ``axis``, computed stably (one primitive).
+
+    >>> import stagecraft as tf
+    >>> [round(float(v), 4) for v in tf.nn.log_softmax([1., 1.])]
+    [-0.6931, -0.6931]
+    """
+    return bind(OPS["log_softmax"], logits, axis=-1 if axis is None else int(axis))
 
 
 def softmax_cross_entropy_with_logits(labels: Any, logits: Any, axis: int = -1,

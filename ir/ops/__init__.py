@@ -18,12 +18,12 @@ from stagecraft.ir.ops import decompositions
 from stagecraft.ir.ops import complex_numbers
 from stagecraft.ir.ops import fft
 from stagecraft.ir.ops import eig
-from stagecraft.ir.ops import cross_entropy
+from stagecraft.ir.ops import softmax
 from stagecraft.ir.ops.opdef import Example, Kind, OpDef
 
 _FAMILIES = (elementwise, reduce, shape, slicing, linalg, creation, random, conv, pooling,
              segment, search, special, rejection, logsumexp, decompositions, bitwise,
-             complex_numbers, fft, eig, cross_entropy)
+             complex_numbers, fft, eig, softmax)
 
 OPS: types.MappingProxyType = types.MappingProxyType(
     {v.name: v for m in _FAMILIES for v in vars(m).values() if isinstance(v, OpDef)})

@@ -27,8 +27,8 @@ from stagecraft.backends.numba_cpu.kernels.special import (  # noqa: F401
 from stagecraft.backends.numba_cpu.kernels.rejection import (  # noqa: F401
     binomial_sample_into, rejection_sample_into)
 from stagecraft.backends.numba_cpu.kernels.logsumexp import cumulative_logsumexp3  # noqa: F401
-from stagecraft.backends.numba_cpu.kernels.cross_entropy import (  # noqa: F401
-    first_bad_label, sparse_xent, sparse_xent_grad)
+from stagecraft.backends.numba_cpu.kernels.softmax import (  # noqa: F401
+    first_bad_label, softmax3, sparse_xent, sparse_xent_grad)
 from stagecraft.backends.numba_cpu.kernels.fft import (  # noqa: F401
     fft_axis3, fit_axis3, hermitian_axis3)
 from stagecraft.backends.numba_cpu.kernels.eig import eig3  # noqa: F401

@@ -1,8 +1,9 @@
 """CUDA eager kernels beyond the generated examples: cumulative_logsumexp's exclusive forms
 (the op table's examples are inclusive), the rejection samplers random_gamma,
 random_poisson and random_binomial, whose values must equal the reference kernels' element for
-element (one sampler source for every backend), and the sparse cross-entropy's NaN rows for
-labels out of range (TensorFlow's GPU behaviour), eagerly and staged."""
+element (one sampler source for every backend), softmax on infinite and NaN logits, and the
+sparse cross-entropy's NaN rows for labels out of range (TensorFlow's GPU behaviour), eagerly
+and staged."""
 from __future__ import annotations
 
 import numpy as np
@@ -71,3 +72,20 @@ def test_sparse_cross_entropy_gives_nan_rows_for_labels_out_of_range(staged):
     np.testing.assert_allclose(loss[0], want_loss.numpy()[0], rtol=1e-6)
     np.testing.assert_allclose(grad[0], want_grad.numpy()[0], rtol=1e-6)
     assert np.isnan(loss[1:]).all() and np.isnan(grad[1:]).all()
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_softmax_of_infinite_and_nan_logits_equals_the_cpu(staged):
+    import stagecraft as tf
+    x = np.array([[-np.inf, 0.0, 1.0], [np.inf, 0.0, 1.0], [-np.inf] * 3, [0.0, 1.0, np.nan],
+                  [2.0, -1.0, 0.5]], np.float32)
+
+    def soft(x):
+        return tf.nn.softmax(x), tf.nn.log_softmax(x, axis=0)
+
+    run = tf.function(soft) if staged else soft
+    with tf.device("/gpu:0"):
+        got = run(tf.constant(x))
+    for g, want in zip(got, soft(tf.constant(x))):
+        assert "GPU" in g.device
+        np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-6)   # (NaNs where NaN)

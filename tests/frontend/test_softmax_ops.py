@@ -1,7 +1,10 @@
-"""tf.nn.sparse_softmax_cross_entropy_with_logits as one fused primitive (and its fused
-gradient): values and gradients against the softmax formula, labels of every rank (viewed as
-[batch, classes] and back, also with shapes unknown when traced), TensorFlow's errors, and a
-label out of range raising on the CPU eagerly and in a tf.function on both CPU backends."""
+"""The softmax family as primitives (the op table's generated tests check values, gradients
+and backends on ordinary inputs): softmax and log_softmax on infinite and NaN logits, eagerly
+and staged, and their errors; tf.nn.sparse_softmax_cross_entropy_with_logits as one fused
+primitive (and its fused gradient): values and gradients against the softmax formula, labels
+of every rank (viewed as [batch, classes] and back, also with shapes unknown when traced),
+TensorFlow's errors, and a label out of range raising on the CPU eagerly and in a tf.function
+on both CPU backends."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +14,48 @@ import stagecraft as tf
 from stagecraft.ir.errors import InvalidArgumentError
 
 RNG = np.random.default_rng(7)
+
+
+# TensorFlow's values: a -inf logit gets probability 0; +inf or NaN in a line makes it NaN
+SPECIAL = np.array([[-np.inf, 0.0, 1.0], [np.inf, 0.0, 1.0], [-np.inf] * 3, [np.nan, 0.0, 1.0],
+                    [0.0, 1.0, np.nan]], np.float32)
+
+
+@pytest.mark.parametrize("backend", [None, "numba", "reference"])
+def test_softmax_of_infinite_and_nan_logits(backend):
+    soft = lambda x: (tf.nn.softmax(x), tf.nn.log_softmax(x))  # noqa: E731
+    run = soft if backend is None else tf.function(soft, backend=backend)
+    s, log_s = (t.numpy() for t in run(tf.constant(SPECIAL)))
+    np.testing.assert_allclose(s[0], [0.0, 0.26894143, 0.7310586], rtol=1e-6)
+    np.testing.assert_allclose(log_s[0], [-np.inf, -1.3132616, -0.3132617], rtol=1e-6)
+    assert np.isnan(s[1:]).all() and np.isnan(log_s[1:]).all()
+
+
+@pytest.mark.parametrize("call, first_line", [
+    (lambda: tf.nn.softmax(tf.constant(1.0)),
+     "softmax: logits must have at least one dimension, got a scalar."),
+    (lambda: tf.nn.log_softmax([1.0, 2.0], axis=1),
+     "log_softmax: axis 1 is out of range for a tensor of rank 1; expected an axis in [-1, 1)."),
+    (lambda: tf.nn.softmax(tf.constant([1, 2])),
+     "softmax: 'logits' has dtype int32, which softmax does not support; supported: float16, "
+     "bfloat16, float32, float64. Cast it with tf.cast first."),
+])
+def test_softmax_errors_say_what_is_wrong(call, first_line):
+    with pytest.raises(InvalidArgumentError) as e:
+        call()
+    assert str(e.value).splitlines()[0] == first_line
+
+
+def test_softmax_gradient_is_one_op_and_no_exp_when_staged():
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.nn.softmax(x) * tf.range(3.0))
+        return y, tape.gradient(y, x)
+
+    ops = [e.op for e in step.get_concrete_function(tf.zeros([2, 3])).graph.eqns]
+    assert ops.count("softmax") == 1 and "exp" not in ops and "reduce_max" not in ops
 
 
 def _formula(labels: np.ndarray, logits: np.ndarray) -> np.ndarray:
@@ -81,7 +126,7 @@ def test_out_of_range_label_raises_in_a_cpu_function(backend, gradient):
         f(tf.constant([3, 0]), logits)
     assert "Received a label value of 3 which is outside the valid range of [0, 3)" in \
         str(e.value).splitlines()[0]
-    assert "test_sparse_cross_entropy.py" in str(e.value)   # where: the user's line
+    assert f"{__file__}:" in str(e.value)   # where: the user's line
 
 
 @pytest.mark.parametrize("labels, logits, error, first_line", [

@@ -1,6 +1,8 @@
-"""The fused sparse softmax cross-entropy on the device (``ir/ops/cross_entropy.py``): one
-thread per row of ``[batch, classes]`` logits finds the row's maximum and its sum of
-exponentials, then writes the row's loss or its gradient row, in the reference kernel's order.
+"""The softmax family on the device (``ir/ops/softmax.py``): one thread per line finds the
+line's maximum and its sum of exponentials, then writes the line's softmax or log-softmax, or,
+for the fused sparse cross-entropy over ``[batch, classes]`` logits, the row's loss or its
+gradient row, in the reference kernels' order. (One thread per line suits many short lines,
+a batch's classes or attention rows; a few very long lines would want a block each.)
 
 A label outside ``[0, classes)`` makes that row NaN (loss and gradient), as TensorFlow's GPU
 kernel does: raising would need the host to read a flag after every step, waiting for the GPU.
@@ -11,6 +13,8 @@ import functools
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty, flat
@@ -20,8 +24,27 @@ cuda: Any = None
 
 
 @functools.lru_cache(maxsize=None)
-def _kernels() -> tuple[Callable, Callable]:
+def _kernels() -> tuple[Callable, Callable, Callable]:
     bind_cuda(globals())
+
+    @cuda.jit
+    def lines(out, x, n, inner, count, log):
+        for line in range(cuda.grid(1), count, cuda.gridsize(1)):
+            base = (line // inner) * n * inner + line % inner
+            top = x[base]
+            for j in range(1, n):
+                top = max(top, x[base + j * inner])
+            total = top - top                        # zero in the logits' dtype
+            for j in range(n):
+                at = base + j * inner
+                e = math.exp(x[at] - top)
+                out[at] = x[at] - top if log else e
+                total += e
+            if log:
+                total = math.log(total)
+            for j in range(n):
+                at = base + j * inner
+                out[at] = out[at] - total if log else out[at] / total
 
     @cuda.jit(device=True)
     def shifted_row(logits, base, classes):
@@ -56,14 +79,30 @@ def _kernels() -> tuple[Callable, Callable]:
             for j in range(classes):
                 p = math.exp(logits[base + j] - top) / total
                 out[base + j] = g[i] * (p - one if j == label else p)
-    return loss, grad
+    return lines, loss, grad
+
+
+def softmax(x: Any, axis: int, log: bool) -> Any:
+    """``softmax`` (or ``log_softmax`` when ``log``) of a device array along ``axis``.
+
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> to_host(softmax(to_device(np.array([[1.0, 1.0], [0.0, 0.0]])), 0, False)).tolist()
+    [[0.7310585786300049, 0.7310585786300049], [0.2689414213699951, 0.2689414213699951]]
+    """
+    shape = tuple(x.shape)
+    axis %= len(shape)
+    n, inner = shape[axis], int(np.prod(shape[axis + 1:]))
+    out = empty(shape, x.dtype)
+    count = int(np.prod(shape)) // max(n, 1)
+    if n:
+        launch_over(_kernels()[0], count, flat(out), flat(x), n, inner, count, bool(log))
+    return out
 
 
 def sparse_softmax_cross_entropy(logits: Any, labels: Any) -> Any:
     """Each row's ``logsumexp(logits[i]) - logits[i, labels[i]]`` (NaN for a label out of
     range).
 
-    >>> import numpy as np
     >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
     >>> x = to_device(np.array([[0.0, 0.0], [2.0, 0.0]]))
     >>> to_host(sparse_softmax_cross_entropy(x, to_device(np.array([1, 2])))).round(4)
@@ -71,7 +110,7 @@ def sparse_softmax_cross_entropy(logits: Any, labels: Any) -> Any:
     """
     rows, classes = logits.shape
     out = empty((rows,), logits.dtype)
-    launch_over(_kernels()[0], rows, out, flat(logits), labels, classes)
+    launch_over(_kernels()[1], rows, out, flat(logits), labels, classes)
     return out
 
 
@@ -79,7 +118,6 @@ def sparse_softmax_cross_entropy_grad(g: Any, logits: Any, labels: Any) -> Any:
     """``g[i] * (softmax(logits[i]) - one_hot(labels[i]))`` (a NaN row for a label out of
     range).
 
-    >>> import numpy as np
     >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
     >>> x = to_device(np.array([[0.0, 0.0]]))
     >>> to_host(sparse_softmax_cross_entropy_grad(to_device(np.array([2.0])), x,
@@ -89,5 +127,5 @@ def sparse_softmax_cross_entropy_grad(g: Any, logits: Any, labels: Any) -> Any:
     rows, classes = logits.shape
     out = empty((rows, classes), logits.dtype)
     one = logits.dtype.type(1)   # of the logits' dtype: float32 math stays float32
-    launch_over(_kernels()[1], rows, flat(out), g, flat(logits), labels, classes, one)
+    launch_over(_kernels()[2], rows, flat(out), g, flat(logits), labels, classes, one)
     return out

@@ -6,11 +6,19 @@ check of the labels that raises the reference's message with the user's line.
 from __future__ import annotations
 
 from stagecraft.backends.codegen.lowering import Lowerings
+from stagecraft.backends.codegen.source import tuple_text
 from stagecraft.ir.graph import Eqn
-from stagecraft.ir.ops.cross_entropy import GRAD, LABEL_ERROR, NAME
+from stagecraft.ir.ops.softmax import GRAD, LABEL_ERROR, NAME
 
 LOWERINGS = Lowerings("Numba", missing='compile this function with backend="reference"')
 lowers = LOWERINGS.lowers
+
+
+@lowers("softmax", "log_softmax")
+def _softmax(cg, e: Eqn) -> None:
+    x = e.inputs[0]
+    cg.define(e.outputs[0], f"K.softmax3({cg.line_view(x, e.params['axis'])}, "
+                            f"{e.op == 'log_softmax'}).reshape({tuple_text(cg.dims(x))})")
 
 
 @lowers(NAME, GRAD)

@@ -12,13 +12,24 @@ from __future__ import annotations
 from stagecraft.autodiff.rule_table import RuleTable
 from stagecraft.eager.bind import bind
 from stagecraft.ir import OPS
-from stagecraft.ir.ops.cross_entropy import GRAD, NAME
+from stagecraft.ir.ops.softmax import GRAD, NAME
 from stagecraft.ops import array_ops as a
 from stagecraft.ops import math_ops as m
 from stagecraft.ops import nn_ops
 
 RULES = RuleTable()
 vjp = RULES.rule
+
+
+@vjp("softmax")
+def _softmax(g, out, logits, axis):
+    return (m.multiply(out, m.subtract(g, m.reduce_sum(m.multiply(g, out), axis,
+                                                       keepdims=True))),)
+
+
+@vjp("log_softmax")
+def _log_softmax(g, out, logits, axis):
+    return (m.subtract(g, m.multiply(m.exp(out), m.reduce_sum(g, axis, keepdims=True))),)
 
 
 @vjp(NAME)

@@ -1,11 +1,13 @@
-"""Fused softmax cross-entropy with integer labels (TensorFlow's
+"""The softmax family, each op one pass per line where composites took half a dozen ops:
+``softmax`` and ``log_softmax`` along an axis (TensorFlow's Softmax and LogSoftmax, shifted by
+the line's maximum), and the fused softmax cross-entropy with integer labels (TensorFlow's
 SparseSoftmaxCrossEntropyWithLogits): ``sparse_softmax_cross_entropy_with_logits`` gives each
 row's ``logsumexp(logits) - logits[label]`` in one pass, and its ``_grad`` gives
 ``grad * (softmax(logits) - one_hot(label))``, so a classifier's loss and its gradient are one
 kernel each instead of a dozen.
 
-Logits are ``[batch, classes]`` and labels ``[batch]``, as in TensorFlow's kernel (the
-frontend views other ranks as these). A label outside ``[0, classes)`` raises on the CPU, as
+The cross-entropy's logits are ``[batch, classes]`` and its labels ``[batch]``, as in
+TensorFlow's kernel (the frontend views other ranks as these). A label outside ``[0, classes)`` raises on the CPU, as
 TensorFlow's CPU kernel does; the GPU kernels give NaN for that row instead, as TensorFlow's
 GPU kernel does, because checking would make the host wait for the GPU at every step.
 """
@@ -15,11 +17,60 @@ import numpy as np
 
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.errors import InvalidArgumentError
-from stagecraft.ir.ops.infer import check_dtype, check_unified, fail
+from stagecraft.ir.ops.infer import check_dtype, check_unified, fail, normalize_axis
 from stagecraft.ir.ops.opdef import Example, Kind, OpDef
 from stagecraft.ir.ops.sampling import values
 from stagecraft.ir.shapes import format_dims
 from stagecraft.ir.types import TensorType
+
+# ------------------------------------------------------------------ softmax, log_softmax
+
+def _softmax_infer(op: str):
+    def infer(types, axis):
+        d = check_unified(op, ("logits",), types, (0,), dt.FLOATS)
+        if types[0].rank == 0:
+            raise fail(op, "logits must have at least one dimension, got a scalar.")
+        normalize_axis(op, axis, types[0].rank)
+        return [TensorType(d, types[0].shape)]
+    return infer
+
+
+def _line_shifted(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x`` minus the maximum of its line along ``axis``."""
+    if x.ndim == 0:   # (NumPy would reduce a scalar; bind reports inference's message)
+        raise ValueError("logits must have at least one dimension")
+    return x - x.max(axis=axis, keepdims=True) if x.size else x
+
+
+def _softmax_kernel(logits, axis):
+    e = np.exp(_line_shifted(logits, axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax_kernel(logits, axis):
+    z = _line_shifted(logits, axis)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def _softmax_examples(rng, d):
+    return [Example((values(rng, d, s, -3, 3),), {"axis": a})
+            for s, a in [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 1, 3), -1)]]
+
+
+softmax_op = OpDef(
+    name="softmax", kind=Kind.REDUCE, inputs=("logits",), attrs=("axis",),
+    infer=_softmax_infer("softmax"), kernel=_softmax_kernel, dtypes=dt.FLOATS, unify=(0,),
+    examples=_softmax_examples,
+    doc="exp(logits) / sum(exp(logits)) along `axis`, shifted by the line's maximum.")
+
+log_softmax_op = OpDef(
+    name="log_softmax", kind=Kind.REDUCE, inputs=("logits",), attrs=("axis",),
+    infer=_softmax_infer("log_softmax"), kernel=_log_softmax_kernel, dtypes=dt.FLOATS,
+    unify=(0,), examples=_softmax_examples,
+    doc="logits - log(sum(exp(logits))) along `axis`, shifted by the line's maximum.")
+
+
+# ------------------------------------------------- sparse softmax cross-entropy with logits
 
 NAME = "sparse_softmax_cross_entropy_with_logits"
 GRAD = NAME + "_grad"

@@ -1,6 +1,7 @@
-"""Numba kernels of the fused sparse softmax cross-entropy (``ir/ops/cross_entropy.py``): one
-pass per row over ``[batch, classes]`` logits, in the logits' dtype, shifted by the row's
-maximum as the reference kernel is. Staged code checks the labels first with
+"""Numba kernels of the softmax family (``ir/ops/softmax.py``), in the logits' dtype, each line
+shifted by its maximum as the reference kernels are: ``softmax3``/``log_softmax3`` along
+axis 1 of a 3-D view (outer, axis, inner), and the fused sparse cross-entropy, one pass per
+row over ``[batch, classes]`` logits. Staged code checks the labels first with
 ``first_bad_label`` and raises the reference's error there, naming the user's line
 (TensorFlow's CPU behaviour); the kernels check again, so that no call reads outside a row."""
 from __future__ import annotations
@@ -9,6 +10,28 @@ import numba
 import numpy as np
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
+
+
+@numba.njit(**_JIT)
+def softmax3(x3, log):
+    """Softmax (or log-softmax when ``log``) of each line ``x3[i, :, k]``."""
+    n0, n1, n2 = x3.shape
+    out = np.empty((n0, n1, n2), x3.dtype)
+    for i in range(n0):
+        for k in range(n2):
+            top = x3[i, 0, k]
+            for j in range(1, n1):
+                top = max(top, x3[i, j, k])
+            total = top - top                       # zero in the logits' dtype
+            for j in range(n1):
+                e = np.exp(x3[i, j, k] - top)
+                out[i, j, k] = x3[i, j, k] - top if log else e
+                total += e
+            if log:
+                total = np.log(total)
+            for j in range(n1):
+                out[i, j, k] = out[i, j, k] - total if log else out[i, j, k] / total
+    return out
 
 
 @numba.njit(**_JIT)
