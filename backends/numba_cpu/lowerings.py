@@ -66,18 +66,11 @@ def _reduce(cg, e: Eqn) -> None:
         cg.define(v, f"{kernel}.reshape({tuple_text(out)})")
 
 
-def _scan_view(cg, x, axis: int) -> str:
-    dims = cg.dims(x)
-    a = _norm(axis, len(dims))
-    return (f"{cg.operand(x)}.reshape(({product_text(dims[:a])}, {dims[a]}, "
-            f"{product_text(dims[a + 1:])}))")
-
-
 @lowers("argmax", "argmin")
 def _arg(cg, e: Eqn) -> None:
     x, v = e.inputs[0], e.outputs[0]
     a = e.params
-    res = f"K.{e.op}3({_scan_view(cg, x, a['axis'])}, {np_type(a['output_type'])})"
+    res = f"K.{e.op}3({cg.line_view(x, a['axis'])}, {np_type(a['output_type'])})"
     dims = cg.dims(x)
     del dims[_norm(a["axis"], len(dims))]
     cg.define(v, f"{res}.reshape({tuple_text(dims)})" if dims else f"{res}[0, 0]")
@@ -87,7 +80,7 @@ def _arg(cg, e: Eqn) -> None:
 def _argsort(cg, e: Eqn) -> None:
     x, v = e.inputs[0], e.outputs[0]
     a = e.params
-    cg.define(v, f"K.argsort3({_scan_view(cg, x, a['axis'])}, {bool(a['descending'])})"
+    cg.define(v, f"K.argsort3({cg.line_view(x, a['axis'])}, {bool(a['descending'])})"
                  f".reshape({tuple_text(cg.dims(x))})")
 
 
@@ -95,7 +88,7 @@ def _argsort(cg, e: Eqn) -> None:
 def _scan(cg, e: Eqn) -> None:
     x, v = e.inputs[0], e.outputs[0]
     a = e.params
-    cg.define(v, f"K.{e.op}3({_scan_view(cg, x, a['axis'])}, {bool(a['exclusive'])}, "
+    cg.define(v, f"K.{e.op}3({cg.line_view(x, a['axis'])}, {bool(a['exclusive'])}, "
                  f"{bool(a['reverse'])}).reshape({tuple_text(cg.dims(x))})")
 
 

@@ -1,5 +1,6 @@
-"""Numba lowerings of the fused sparse softmax cross-entropy (``ir/ops/cross_entropy.py``):
-calls into ``kernels/cross_entropy.py`` on the op's own ``[batch, classes]`` logits, after a
+"""Numba lowerings of the softmax family (``ir/ops/softmax.py``), calls into
+``kernels/softmax.py``: softmax and log_softmax on a 3-D view (outer, axis, inner) of the
+logits, the fused sparse cross-entropy on the op's own ``[batch, classes]`` logits after a
 check of the labels that raises the reference's message with the user's line.
 ``LOWERINGS`` maps each op to its lowering; :mod:`.lowerings` registers them in ``LOWER``
 (this module does not import it, so the two stay free of import cycles)."""

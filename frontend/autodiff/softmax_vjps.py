@@ -1,5 +1,7 @@
-"""VJP rules of the fused sparse softmax cross-entropy (``ir/ops/cross_entropy.py``). The
-loss's gradient is the fused ``_grad`` op; that op's own adjoint, for second derivatives, is
+"""VJP rules of the softmax family (``ir/ops/softmax.py``). ``softmax`` and ``log_softmax``
+take their outputs' Jacobians along the axis (``s * (g - sum(g * s))`` and
+``g - exp(out) * sum(g)``), written with ops that are differentiable again. The sparse
+cross-entropy loss's gradient is the fused ``_grad`` op; that op's own adjoint, for second derivatives, is
 written with the op again (in its ``grad`` argument) and with softmax (in its logits:
 ``grad * s * (v - sum(s * v))``, the softmax Jacobian applied to the upstream ``v``), so every
 order works. Labels are integers and get no gradient.

@@ -206,7 +206,7 @@ def execute(op: OpDef, inputs: tuple, attrs: dict, state: Any = None) -> Any:
     the context (``STATE.get()``) when the caller has it."""
     if state is None:
         state = STATE.get()
-    if state.device is None or state.device in _GPU_SPECS or _local_gpu(state.device):
+    if state.device is None or _gpu_here(state):   # (the first test inline: the hot case)
         ready = _gpu_values(op, inputs, state)
         if ready is not None:
             return _run_gpu(op, ready[0], attrs, state, ready[1])
@@ -241,6 +241,12 @@ def execute(op: OpDef, inputs: tuple, attrs: dict, state: Any = None) -> Any:
 
 # Device specs (of `with device(...)` scopes) known to name this process's GPU:0.
 _GPU_SPECS: set = set()
+
+
+def _gpu_here(state: Any) -> bool:
+    """Whether ops on GPU inputs run on this process's GPU under ``state``'s device scope:
+    none, or one naming this GPU."""
+    return state.device is None or state.device in _GPU_SPECS or _local_gpu(state.device)
 
 
 def _local_gpu(spec: Any) -> bool:
@@ -314,12 +320,9 @@ def gpu_constant_beside(tensor: Any, x: int | float, dtype: np.dtype) -> DeviceT
     >>> print(gpu_constant_beside(tf.constant([1.0]), 1, np.dtype(np.float32)))
     None
     """
-    if type(tensor) is not DeviceTensor:
+    if type(tensor) is not DeviceTensor or not _gpu_here(STATE.get()):
         return None
-    state = STATE.get()
-    if state.device is None or state.device in _GPU_SPECS or _local_gpu(state.device):
-        return _device_constant(x, dtype)
-    return None
+    return _device_constant(x, dtype)
 
 
 def _device_constant(x: Any, dtype: np.dtype) -> DeviceTensor | None:

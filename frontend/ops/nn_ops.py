@@ -97,9 +97,10 @@ def sparse_softmax_cross_entropy_with_logits(labels: Any, logits: Any,
     """
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels)
-    if not labels.dtype.is_integer:
+    if labels.dtype.name not in ("int32", "int64"):   # (TensorFlow's kernel takes these two)
         raise TypeError(f"sparse_softmax_cross_entropy_with_logits: labels must be int32 or "
-                        f"int64, got {labels.dtype.name}.")
+                        f"int64, got {labels.dtype.name}. Cast them, e.g. "
+                        f"tf.cast(labels, tf.int32).")
     rank = logits.shape.rank
     if rank == 0:
         raise ValueError("sparse_softmax_cross_entropy_with_logits: logits must have at least "

@@ -7,9 +7,10 @@ row's ``logsumexp(logits) - logits[label]`` in one pass, and its ``_grad`` gives
 kernel each instead of a dozen.
 
 The cross-entropy's logits are ``[batch, classes]`` and its labels ``[batch]``, as in
-TensorFlow's kernel (the frontend views other ranks as these). A label outside ``[0, classes)`` raises on the CPU, as
-TensorFlow's CPU kernel does; the GPU kernels give NaN for that row instead, as TensorFlow's
-GPU kernel does, because checking would make the host wait for the GPU at every step.
+TensorFlow's kernel (the frontend views other ranks as these). A label outside
+``[0, classes)`` raises on the CPU, as TensorFlow's CPU kernel does; the GPU kernels give NaN
+for that row instead, as TensorFlow's GPU kernel does, because checking would make the host
+wait for the GPU at every step.
 """
 from __future__ import annotations
 
@@ -89,6 +90,9 @@ def _rows(op: str, logits: TensorType, labels: TensorType) -> int | None:
     if labels.shape is not None and len(labels.shape) != 1:
         raise fail(op, f"'labels' must be a vector [batch], got shape "
                        f"{format_dims(labels.shape)}.")
+    if logits.shape is not None and logits.shape[1] == 0 and logits.shape[0] != 0:
+        raise fail(op, f"Must have at least one class, but got logits shape "
+                       f"{format_dims(logits.shape)}.")
     a = None if logits.shape is None else logits.shape[0]
     b = None if labels.shape is None else labels.shape[0]
     if a is not None and b is not None and a != b:
@@ -132,6 +136,8 @@ the valid range of [0, 3). Labels must be class indices, one per row of logits.
 
 def _shifted(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """``logits`` minus each row's maximum, after the labels are checked."""
+    if logits.shape[1] == 0 and logits.shape[0]:   # (bind reports inference's message)
+        raise ValueError("no classes")
     check_labels(labels, logits.shape[1])
     if logits.shape[0] == 0:
         return logits

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import stagecraft as tf
+from stagecraft.eager.bind import bind
+from stagecraft.ir import OPS
 from stagecraft.ir.errors import InvalidArgumentError
+from stagecraft.ir.ops.softmax import GRAD, NAME
 
 RNG = np.random.default_rng(7)
 
@@ -80,6 +83,26 @@ def test_values_and_gradient_of_every_rank(shape):
     np.testing.assert_allclose(tape.gradient(total, x).numpy(), want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("backend", [None, "numba", "reference"])
+def test_sparse_loss_and_gradient_of_infinite_logits(backend):
+    # -inf (a masked class) leaves the row finite wherever it is; +inf makes the row NaN
+    logits = np.array([[-np.inf, 0.0, 1.0], [0.0, -np.inf, 1.0], [np.inf, 0.0, 1.0]], np.float32)
+
+    def loss_and_gradient(labels, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, x)
+        return loss, tape.gradient(loss, x)
+
+    run = loss_and_gradient if backend is None else tf.function(loss_and_gradient,
+                                                                backend=backend)
+    loss, grad = (t.numpy() for t in run(tf.constant([1, 2, 1]), tf.constant(logits)))
+    np.testing.assert_allclose(loss[:2], [1.3132616, 0.3132617], rtol=1e-6)
+    np.testing.assert_allclose(grad[:2], [[0.0, -0.7310586, 0.7310586],
+                                          [0.26894143, 0.0, -0.26894143]], rtol=1e-6)
+    assert np.isnan(loss[2]) and np.isnan(grad[2]).all()
+
+
 @pytest.mark.parametrize("backend", ["numba", "reference"])
 def test_staged_with_shapes_unknown_when_traced_equals_eager(backend):
     logits = RNG.normal(size=(2, 3, 4)).astype(np.float32)
@@ -109,29 +132,35 @@ def test_out_of_range_label_raises_eagerly_on_the_cpu():
 
 
 @pytest.mark.parametrize("backend", ["numba", "reference"])
-@pytest.mark.parametrize("gradient", [False, True])
-def test_out_of_range_label_raises_in_a_cpu_function(backend, gradient):
-    # the loss alone, or its gradient alone (the loss is not returned, so only the fused
-    # gradient op reads the labels that matter)
+@pytest.mark.parametrize("op", [NAME, GRAD])
+def test_out_of_range_label_raises_in_a_cpu_function(backend, op):
+    # each op checks its own labels (the gradient op runs where no loss is computed)
     def loss_or_gradient(labels, logits):
-        with tf.GradientTape() as tape:
-            tape.watch(logits)
-            loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
-        return tape.gradient(loss, logits) if gradient else loss
+        if op == GRAD:
+            return bind(OPS[GRAD], tf.ones([2]), logits, labels)
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
 
     f = tf.function(loss_or_gradient, backend=backend)
     logits = tf.zeros([2, 3])
     f(tf.constant([0, 2]), logits)
     with pytest.raises(InvalidArgumentError) as e:
         f(tf.constant([3, 0]), logits)
-    assert "Received a label value of 3 which is outside the valid range of [0, 3)" in \
-        str(e.value).splitlines()[0]
+    assert str(e.value).splitlines()[0] == (
+        f"{op}: Received a label value of 3 which is outside the valid range of [0, 3). Labels "
+        f"must be class indices, one per row of logits.")
     assert f"{__file__}:" in str(e.value)   # where: the user's line
 
 
 @pytest.mark.parametrize("labels, logits, error, first_line", [
     (np.array([0.0, 1.0]), np.zeros((2, 3), np.float32), TypeError,
-     "sparse_softmax_cross_entropy_with_logits: labels must be int32 or int64, got float64."),
+     "sparse_softmax_cross_entropy_with_logits: labels must be int32 or int64, got float64. "
+     "Cast them, e.g. tf.cast(labels, tf.int32)."),
+    (np.array([0, 1], np.int8), np.zeros((2, 3), np.float32), TypeError,
+     "sparse_softmax_cross_entropy_with_logits: labels must be int32 or int64, got int8. "
+     "Cast them, e.g. tf.cast(labels, tf.int32)."),
+    (np.array([0, 1]), np.zeros((2, 0), np.float32), InvalidArgumentError,
+     "sparse_softmax_cross_entropy_with_logits: Must have at least one class, but got logits "
+     "shape [2,0]."),
     (np.array([[0, 1]]), np.zeros((2, 3), np.float32), ValueError,
      "sparse_softmax_cross_entropy_with_logits: labels must have rank 1 (logits rank minus 1), "
      "got shape (1, 2)."),

@@ -17,12 +17,14 @@ def softmax3(x3, log):
     """Softmax (or log-softmax when ``log``) of each line ``x3[i, :, k]``."""
     n0, n1, n2 = x3.shape
     out = np.empty((n0, n1, n2), x3.dtype)
+    if n1 == 0:
+        return out
     for i in range(n0):
         for k in range(n2):
             top = x3[i, 0, k]
             for j in range(1, n1):
                 top = max(top, x3[i, j, k])
-            total = top - top                       # zero in the logits' dtype
+            total = top - top   # zero in the logits' dtype (NaN for an infinite maximum)
             for j in range(n1):
                 e = np.exp(x3[i, j, k] - top)
                 out[i, j, k] = x3[i, j, k] - top if log else e
@@ -55,7 +57,7 @@ def _shifted_row(logits, i):
     top = logits[i, 0]
     for j in range(1, logits.shape[1]):
         top = max(top, logits[i, j])
-    total = logits[i, 0] - logits[i, 0]          # zero in the logits' dtype
+    total = top - top   # zero in the logits' dtype (NaN for an infinite maximum)
     for j in range(logits.shape[1]):
         total += np.exp(logits[i, j] - top)
     return top, total

@@ -1,8 +1,11 @@
 """The softmax family on the device (``ir/ops/softmax.py``): one thread per line finds the
 line's maximum and its sum of exponentials, then writes the line's softmax or log-softmax, or,
 for the fused sparse cross-entropy over ``[batch, classes]`` logits, the row's loss or its
-gradient row, in the reference kernels' order. (One thread per line suits many short lines,
-a batch's classes or attention rows; a few very long lines would want a block each.)
+gradient row, in the reference kernels' order. One thread per line suits short lines (a
+batch's classes, attention rows); a softmax over lines longer than ``ONE_THREAD_MAX`` runs as
+the library's block reductions and elementwise kernels instead, since a thread would walk
+the whole line alone (sums then differ from the reference's order in the last bits, as a
+tree's do). The cross-entropy keeps one thread per row.
 
 A label outside ``[0, classes)`` makes that row NaN (loss and gradient), as TensorFlow's GPU
 kernel does: raising would need the host to read a flag after every step, waiting for the GPU.
@@ -15,12 +18,16 @@ from typing import Any, Callable
 
 import numpy as np
 
+from stagecraft.backends.numba_cuda.kernels import elementwise, reduce
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty, flat
+from stagecraft.ir import dtypes as dt
 
 # numba.cuda, bound by the kernel factory on first use (see launch.bind_cuda).
 cuda: Any = None
+# Longer softmax lines take the library's reductions (one launch each way, five in all).
+ONE_THREAD_MAX = 1024
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,7 +41,7 @@ def _kernels() -> tuple[Callable, Callable, Callable]:
             top = x[base]
             for j in range(1, n):
                 top = max(top, x[base + j * inner])
-            total = top - top                        # zero in the logits' dtype
+            total = top - top   # zero in the logits' dtype (NaN for an infinite maximum)
             for j in range(n):
                 at = base + j * inner
                 e = math.exp(x[at] - top)
@@ -52,7 +59,7 @@ def _kernels() -> tuple[Callable, Callable, Callable]:
         top = logits[base]
         for j in range(1, classes):
             top = max(top, logits[base + j])
-        total = logits[base] - logits[base]          # zero in the logits' dtype
+        total = top - top   # zero in the logits' dtype (NaN for an infinite maximum)
         for j in range(classes):
             total += math.exp(logits[base + j] - top)
         return top, total
@@ -92,11 +99,26 @@ def softmax(x: Any, axis: int, log: bool) -> Any:
     shape = tuple(x.shape)
     axis %= len(shape)
     n, inner = shape[axis], int(np.prod(shape[axis + 1:]))
+    if n > ONE_THREAD_MAX:
+        return _by_reductions(x, axis, log)
     out = empty(shape, x.dtype)
     count = int(np.prod(shape)) // max(n, 1)
     if n:
         launch_over(_kernels()[0], count, flat(out), flat(x), n, inner, count, bool(log))
     return out
+
+
+def _by_reductions(x: Any, axis: int, log: bool) -> Any:
+    """:func:`softmax` of long lines: block reductions for the maximum and the sum."""
+    d, shape = dt.from_numpy(x.dtype), tuple(x.shape)
+    top = reduce.reduce("max", x, (axis,), True)
+    z = elementwise.run("subtract", [x, top], d, shape)
+    e = elementwise.run("exp", [z], d, shape)
+    total = reduce.reduce("sum", e, (axis,), True)
+    if log:
+        return elementwise.run("subtract", [z, elementwise.run("log", [total], d, total.shape)],
+                               d, shape)
+    return elementwise.run("divide", [e, total], d, shape)
 
 
 def sparse_softmax_cross_entropy(logits: Any, labels: Any) -> Any:

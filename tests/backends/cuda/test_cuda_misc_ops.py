@@ -61,8 +61,8 @@ def test_sparse_cross_entropy_gives_nan_rows_for_labels_out_of_range(staged):
             loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
         return loss, tape.gradient(loss, logits)
 
-    logits = np.array([[1.0, 2.0, 0.5], [0.0, 0.0, 0.0], [3.0, -1.0, 0.0]], np.float32)
-    labels = np.array([2, 3, -1], np.int32)
+    logits = np.array([[-np.inf, 2.0, 0.5], [0.0, 0.0, 0.0], [3.0, -1.0, 0.0]], np.float32)
+    labels = np.array([2, 3, -1], np.int32)   # (a -inf first logit: a finite row)
     run = tf.function(loss_and_gradient) if staged else loss_and_gradient
     with tf.device("/gpu:0"):
         loss, grad = run(tf.constant(labels), tf.constant(logits))
@@ -75,8 +75,12 @@ def test_sparse_cross_entropy_gives_nan_rows_for_labels_out_of_range(staged):
 
 
 @pytest.mark.parametrize("staged", [False, True])
-def test_softmax_of_infinite_and_nan_logits_equals_the_cpu(staged):
+@pytest.mark.parametrize("one_thread_max", [1024, 2])   # 2: lines of 3 and 5 take reductions
+def test_softmax_of_infinite_and_nan_logits_equals_the_cpu(staged, one_thread_max,
+                                                            monkeypatch):
     import stagecraft as tf
+    from stagecraft.backends.numba_cuda.kernels import softmax
+    monkeypatch.setattr(softmax, "ONE_THREAD_MAX", one_thread_max)
     x = np.array([[-np.inf, 0.0, 1.0], [np.inf, 0.0, 1.0], [-np.inf] * 3, [0.0, 1.0, np.nan],
                   [2.0, -1.0, 0.5]], np.float32)
 
