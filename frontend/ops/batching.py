@@ -398,12 +398,13 @@ for _name in ("diag", "diag_part", "matrix_inverse", "matrix_determinant",
     RULES[_name] = _per_matrix(_name)
 
 
-def _merged_batch(op: str, images: tuple = (0,), shape_attr: str | None = None) -> Rule:
+def _merged_batch(op: str, images: tuple = (0,), shape_attr: str | None = None,
+                  inner: str = "image dimensions") -> Rule:
     """Convolutions, pools and the fused cross-entropy (and their adjoints) of batched
     images or rows [B, N, ...]: the two leading dimensions merge into the op's own batch one,
     which splits again after it. The inputs at ``images`` take the merge; the others
     (filters) must be shared. ``shape_attr`` names an input-shape attribute whose batch entry
-    is then left unknown."""
+    is then left unknown; ``inner`` names the dimensions after the two (messages)."""
     def run(b: Batch, xs: list, flags: list, attrs: dict) -> list:
         if any(f for i, f in enumerate(flags) if i not in images):
             raise Unbatchable(op, "filters that differ between elements")
@@ -411,7 +412,7 @@ def _merged_batch(op: str, images: tuple = (0,), shape_attr: str | None = None) 
               for i, (x, f) in enumerate(zip(xs, flags))]
         dims = xs[images[0]].shape.as_list()
         if any(None in xs[i].shape.as_list()[2:] for i in images):
-            raise Unbatchable(op, "image dimensions unknown when traced")
+            raise Unbatchable(op, f"{inner} unknown when traced")
         xs = [_a.reshape(x, [-1] + x.shape.as_list()[2:]) if i in images else x
               for i, x in enumerate(xs)]
         if shape_attr is not None:
@@ -430,9 +431,9 @@ RULES["avg_pool_grad"] = _merged_batch("avg_pool_grad", (0,), "input_shape")
 RULES["conv_backprop_input"] = _merged_batch("conv_backprop_input", (1,), "input_shape")
 # the fused cross-entropy's rows: the batch dimension merges into theirs
 RULES["sparse_softmax_cross_entropy_with_logits"] = _merged_batch(
-    "sparse_softmax_cross_entropy_with_logits", (0, 1))
+    "sparse_softmax_cross_entropy_with_logits", (0, 1), inner="the number of classes")
 RULES["sparse_softmax_cross_entropy_with_logits_grad"] = _merged_batch(
-    "sparse_softmax_cross_entropy_with_logits_grad", (0, 1, 2))
+    "sparse_softmax_cross_entropy_with_logits_grad", (0, 1, 2), inner="the number of classes")
 
 
 @rule("conv_backprop_filter")

@@ -7,6 +7,8 @@ TensorFlow's errors, and a label out of range raising on the CPU eagerly and in 
 on both CPU backends."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -192,3 +194,17 @@ def test_one_fused_op_each_way_when_staged():
     assert ops.count("sparse_softmax_cross_entropy_with_logits") == 1
     assert ops.count("sparse_softmax_cross_entropy_with_logits_grad") == 1
     assert "one_hot" not in ops and "exp" not in ops
+
+
+def test_vectorized_cross_entropy_with_classes_unknown_when_traced_says_why(caplog):
+    @tf.function(input_signature=[tf.TensorSpec([3, 2], tf.int32),
+                                  tf.TensorSpec([3, 2, None], tf.float32)])
+    def per_example(labels, logits):
+        return tf.vectorized_map(
+            lambda a: tf.nn.sparse_softmax_cross_entropy_with_logits(a[0], a[1]), (labels, logits))
+
+    labels, logits = RNG.integers(0, 4, (3, 2)).astype(np.int32), RNG.normal(size=(3, 2, 4))
+    with caplog.at_level(logging.INFO, logger="stagecraft"):
+        got = per_example(tf.constant(labels), tf.constant(logits.astype(np.float32)))
+    assert "the number of classes unknown when traced" in caplog.text
+    np.testing.assert_allclose(got.numpy(), _formula(labels, logits), rtol=1e-5)
