@@ -100,6 +100,9 @@ def test_gpu_backend_benchmark_runs_on_the_cuda_simulator(tmp_path) -> None:
     assert set(add) == {"stagecraft", "torch", "cupy"} and float(add["stagecraft"][0]) > 0
     expression = table("10-op expression on 8-element", 4)
     assert set(expression) == {"stagecraft_eager", "stagecraft_staged", "torch", "cupy"}
+    classifier = table("sparse softmax cross-entropy's gradient, 4x3 float32 logits", 3)
+    assert set(classifier) == {"stagecraft_eager", "stagecraft_staged", "torch"}
+    assert all(float(classifier[v][0]) > 0 for v in ("stagecraft_eager", "stagecraft_staged"))
     mlp = table("MLP training step, batch 4, 4->8->4 float32, TF32 off", 3)
     assert set(mlp) == {"stagecraft_eager", "stagecraft_staged", "torch"}
     assert all(float(mlp[v][0]) > 0 for v in ("stagecraft_eager", "stagecraft_staged"))

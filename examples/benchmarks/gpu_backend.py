@@ -15,6 +15,10 @@ Sections (--only names), in the order they run:
   expression  a ten-op elementwise expression on the same vectors (gpu_small_ops.expression),
               stagecraft eager and staged (``tf.function``) against torch and cupy eager
               (target: staged <= 0.5x torch eager)
+  classifier_loss
+              the gradient of a mean sparse softmax cross-entropy in 1024x1000 float32 logits
+              (GradientTape; one fused op each way), stagecraft eager and staged against torch's
+              cross_entropy and autograd.grad (no target: a measurement)
   mlp_step    one SGD training step: batch 1024, 1024 -> 4096 (relu) -> 1024, float32, mean
               squared error, GradientTape, ``var.assign_sub(lr * grad)``; stagecraft eager and
               staged against the same math in torch eager (target: staged <= 1.15x torch), TF32
@@ -30,7 +34,8 @@ Sections (--only names), in the order they run:
               (stagecraft's default CPU backend, for reference); target: eager_gpu/staged_gpu
               >= 10
 
-Timing: add, expression and mlp_step time a loop of calls (1000 adds, 100 expressions, 10 steps)
+Timing: add, expression, classifier_loss and mlp_step time a loop of calls (1000 adds, 100
+expressions, 100 losses, 10 steps)
 followed by one synchronize, as PyTorch's benchmarks time small ops (the launches queue up as in
 a program), and report the median per call over 7 such loops (--repeat); the other sections end
 every timed call with a synchronize (numba.cuda.synchronize, which waits for every stream of
@@ -74,15 +79,15 @@ from cpu_backend import (FULL, QUICK, WORKLOADS, Sizes, Workload, _arrays, _fmt,
                          _warm_up_numba, check, machine)  # sibling script modules
 from gpu_baselines import (LIBRARIES, Baselines, find_baselines, has_tf32_control, set_tf32,
                            synchronize, tf32_note, to_numpy)
-from gpu_small_ops import (OPS_FULL, OPS_QUICK, measure_add, measure_expression,
-                           measure_mlp_step, print_small_ops)
+from gpu_small_ops import (OPS_FULL, OPS_QUICK, measure_add, measure_classifier_loss,
+                           measure_expression, measure_mlp_step, print_small_ops)
 from gpu_targets import assess, print_targets
 from timing import batches, benchmark_parser, time_interleaved
 import stagecraft as tf
 from stagecraft import backends
 from stagecraft.devices.device import gpu_kind
 
-SMALL_OPS = ("add", "expression", "mlp_step")
+SMALL_OPS = ("add", "expression", "classifier_loss", "mlp_step")
 GPU_WORKLOADS = ("l2hmc", "rnn_forward", "rnn_backward")
 SECTIONS = (*SMALL_OPS, "matmul", *GPU_WORKLOADS)
 VARIANTS = ("eager_gpu", "staged_gpu", "staged_cpu")
@@ -330,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
     report = Report(args.json, {"machine": info, "sizes": vars(sizes), "op_sizes": vars(ops)})
     only = args.only or list(SECTIONS)
     measures = {"add": measure_add, "expression": measure_expression,
-                "mlp_step": measure_mlp_step}
+                "classifier_loss": measure_classifier_loss, "mlp_step": measure_mlp_step}
     for name in SMALL_OPS:
         if name in only:
             row = report.run(name, lambda: measures[name](ops, baselines))

@@ -1,7 +1,9 @@
 """The sections of gpu_backend.py that compare stagecraft with PyTorch (and CuPy) op for op:
-one eager add, a ten-op elementwise expression (eager and staged) and an MLP training step
-(eager and staged). Each variant runs once and is checked against a float64 NumPy reference
-before it is timed; times are per call of a loop with one synchronize after it (timing.loop_us).
+one eager add, a ten-op elementwise expression (eager and staged), an MLP training step
+(eager and staged) and a classifier's loss gradient (sparse softmax cross-entropy, eager and
+staged, against PyTorch's cross_entropy). Each variant runs once and is checked against a
+float64 NumPy reference before it is timed; times are per call of a loop with one synchronize
+after it (timing.loop_us).
 """
 from __future__ import annotations
 
@@ -24,12 +26,14 @@ class OpSizes:
     expression_loop: int = 100
     mlp: tuple[int, int, int, int] = (1024, 1024, 4096, 1024)  # batch, in, hidden, out
     mlp_loop: int = 10
+    classifier: tuple[int, int] = (1024, 1000)   # batch, classes
+    classifier_loop: int = 100
     repeat: int = 7
 
 
 OPS_FULL = OpSizes()
 OPS_QUICK = OpSizes(elements=8, add_loop=2, expression_loop=1, mlp=(4, 4, 8, 4), mlp_loop=1,
-                    repeat=1)
+                    classifier=(4, 3), classifier_loop=1, repeat=1)
 # The MLP's gradient check takes one step with a learning rate large enough that the update
 # of every weight is far above float32 rounding of the weight itself (the mean over
 # batch x out elements makes the gradients small); the timed steps use a stable one.
@@ -128,6 +132,42 @@ def measure_expression(sizes: OpSizes, baselines: Baselines) -> dict:
     row = _timed("expression", calls, expected, ELEMENTWISE_LIMIT, sizes.expression_loop,
                  sizes.repeat)
     return {"elements": sizes.elements, "ops": 10, **row}
+
+
+# ---------------------------------------------------------------------------------------------
+# A classifier's loss: the gradient of the mean sparse softmax cross-entropy in the logits
+
+def classifier_gradient_tf(labels: Any, logits: Any) -> Any:
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+    return tape.gradient(loss, logits)
+
+
+def measure_classifier_loss(sizes: OpSizes, baselines: Baselines) -> dict:
+    """The loss and its gradient eagerly and staged in stagecraft, eagerly in PyTorch
+    (``cross_entropy`` and ``autograd.grad``; CuPy has no gradients); the gradient is checked:
+    (softmax(logits) - one_hot(labels)) / batch."""
+    batch, classes = sizes.classifier
+    rng = np.random.default_rng(6)
+    logits = (3 * rng.standard_normal((batch, classes))).astype(np.float32)
+    labels = rng.integers(0, classes, batch)
+    e = np.exp(logits - logits.max(1, keepdims=True).astype(np.float64))
+    expected = (e / e.sum(1, keepdims=True) - np.eye(classes)[labels]) / batch
+    with tf.device("/gpu:0"):
+        tl, tx = tf.constant(labels.astype(np.int32)), tf.constant(logits)
+    staged = tf.function(classifier_gradient_tf)
+    calls = {"stagecraft_eager": (lambda: classifier_gradient_tf(tl, tx), synchronize),
+             "stagecraft_staged": (lambda: staged(tl, tx), synchronize)}
+    if baselines.torch is not None:
+        torch = baselines.torch
+        lx = torch.from_numpy(logits).cuda().requires_grad_()
+        ll = torch.from_numpy(labels.astype(np.int64)).cuda()
+        calls["torch"] = (lambda: torch.autograd.grad(
+            torch.nn.functional.cross_entropy(lx, ll), lx)[0], baselines.sync("torch"))
+    row = _timed("classifier_loss", calls, expected, ELEMENTWISE_LIMIT, sizes.classifier_loop,
+                 sizes.repeat)
+    return {"shape": [batch, classes], **row}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +301,8 @@ def print_section(title: str, row: dict, columns: dict[str, Callable[[dict], flo
 
 
 def print_small_ops(name: str, row: dict, missing: dict[str, str]) -> None:
-    """The table of section ``name`` ("add", "expression" or "mlp_step")."""
+    """The table of section ``name`` ("add", "expression", "classifier_loss" or
+    "mlp_step")."""
     us, per_torch = (lambda t: t["per_call_us"]), (lambda t: t["per_torch"])
     if name == "add":
         print_section(f"add of two {row['elements']}-element float32 vectors, us per op "
@@ -271,6 +312,12 @@ def print_small_ops(name: str, row: dict, missing: dict[str, str]) -> None:
         print_section(f"10-op expression on {row['elements']}-element float32 vectors, us per "
                       f"call (loop of calls, one synchronize)", row,
                       {"us/call": us, "/torch": per_torch}, missing)
+    elif name == "classifier_loss":
+        batch, classes = row["shape"]
+        print_section(f"sparse softmax cross-entropy's gradient, {batch}x{classes} float32 "
+                      f"logits, us per call (loop of calls, one synchronize)", row,
+                      {"us/call": us, "/torch": per_torch},
+                      {k: v for k, v in missing.items() if k == "torch"})
     else:
         batch, n_in, hidden, n_out = row["shape"]
         print_section(f"MLP training step, batch {batch}, {n_in}->{hidden}->{n_out} float32, "
