@@ -1,10 +1,10 @@
 """VJP rules of the softmax family (``ir/ops/softmax.py``). ``softmax`` and ``log_softmax``
 take their outputs' Jacobians along the axis (``s * (g - sum(g * s))`` and
 ``g - exp(out) * sum(g)``), written with ops that are differentiable again. The sparse
-cross-entropy loss's gradient is the fused ``_grad`` op; that op's own adjoint, for second derivatives, is
-written with the op again (in its ``grad`` argument) and with softmax (in its logits:
-``grad * s * (v - sum(s * v))``, the softmax Jacobian applied to the upstream ``v``), so every
-order works. Labels are integers and get no gradient.
+cross-entropy loss's gradient is the fused ``_grad`` op; that op's own adjoint, for second
+derivatives, is written with the op again (in its ``grad`` argument) and with softmax (in its
+logits: ``grad * s * (v - sum(s * v))``, the softmax Jacobian applied to the upstream ``v``),
+so every order works. Labels are integers and get no gradient.
 
 ``RULES`` maps each op to its rule; :mod:`stagecraft.autodiff.vjps` adds them to the table
 (this module does not import it, so the two stay free of import cycles).

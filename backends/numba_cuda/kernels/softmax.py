@@ -26,7 +26,8 @@ from stagecraft.ir import dtypes as dt
 
 # numba.cuda, bound by the kernel factory on first use (see launch.bind_cuda).
 cuda: Any = None
-# Longer softmax lines take the library's reductions (one launch each way, five in all).
+# Longer softmax lines take the library's reductions and elementwise kernels (five launches,
+# six for log_softmax) instead of one thread per line.
 ONE_THREAD_MAX = 1024
 
 
