@@ -83,7 +83,7 @@ LABEL_ERROR = ("Received a label value of {} which is outside the valid range of
 
 def _rows(op: str, logits: TensorType, labels: TensorType) -> int | None:
     """The batch size that ``logits`` [batch, classes] and ``labels`` [batch] agree on."""
-    check_dtype(op, "labels", labels, dt.INTS)
+    check_dtype(op, "labels", labels, (dt.int32, dt.int64))   # (as TensorFlow's kernel)
     if logits.shape is not None and len(logits.shape) != 2:
         raise fail(op, f"'logits' must be a matrix [batch, classes], got shape "
                        f"{format_dims(logits.shape)}.")
