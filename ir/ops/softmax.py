@@ -55,7 +55,8 @@ def _log_softmax_kernel(logits, axis):
 
 def _softmax_examples(rng, d):
     return [Example((values(rng, d, s, -3, 3),), {"axis": a})
-            for s, a in [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 1, 3), -1)]]
+            for s, a in [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 1, 3), -1),
+                         ((2, 40), -1)]]   # (40: the GPU's block-per-row kernels)
 
 
 softmax_op = OpDef(
@@ -163,7 +164,8 @@ def _labels(rng, n: int, classes: int, d) -> np.ndarray:
 
 def _examples(rng, d, with_grad: bool):
     out = []
-    for (n, c), ld in [((4, 5), np.int32), ((1, 3), np.int64), ((3, 1), np.int32)]:
+    for (n, c), ld in [((4, 5), np.int32), ((1, 3), np.int64), ((3, 1), np.int32),
+                       ((3, 40), np.int64)]:   # (40: the GPU's block-per-row kernels)
         x = values(rng, d, (n, c), -3, 3)
         g = (values(rng, d, (n,)),) if with_grad else ()
         out.append(Example(g + (x, _labels(rng, n, c, ld))))

@@ -52,8 +52,12 @@ def test_binomial_sampler_equals_the_reference():
 
 
 @pytest.mark.parametrize("staged", [False, True])
-def test_sparse_cross_entropy_gives_nan_rows_for_labels_out_of_range(staged):
+@pytest.mark.parametrize("row_block_min", [32, 2])   # one thread per row; a block per row
+def test_sparse_cross_entropy_gives_nan_rows_for_labels_out_of_range(staged, row_block_min,
+                                                                      monkeypatch):
     import stagecraft as tf
+    from stagecraft.backends.numba_cuda.kernels import softmax
+    monkeypatch.setattr(softmax, "ROW_BLOCK_MIN", row_block_min)
 
     def loss_and_gradient(labels, logits):
         with tf.GradientTape() as tape:
@@ -74,12 +78,18 @@ def test_sparse_cross_entropy_gives_nan_rows_for_labels_out_of_range(staged):
     assert np.isnan(loss[1:]).all() and np.isnan(grad[1:]).all()
 
 
+# (ROW_BLOCK_MIN, ONE_THREAD_MAX): one thread per line; a block per row (lines of 3 and 5);
+# the library's reductions (lines of 3 and 5)
+KERNEL_CHOICES = [(32, 1024), (2, 1024), (32, 2)]
+
+
 @pytest.mark.parametrize("staged", [False, True])
-@pytest.mark.parametrize("one_thread_max", [1024, 2])   # 2: lines of 3 and 5 take reductions
-def test_softmax_of_infinite_and_nan_logits_equals_the_cpu(staged, one_thread_max,
-                                                            monkeypatch):
+@pytest.mark.parametrize("row_block_min, one_thread_max", KERNEL_CHOICES)
+def test_softmax_of_infinite_and_nan_logits_equals_the_cpu(staged, row_block_min,
+                                                            one_thread_max, monkeypatch):
     import stagecraft as tf
     from stagecraft.backends.numba_cuda.kernels import softmax
+    monkeypatch.setattr(softmax, "ROW_BLOCK_MIN", row_block_min)
     monkeypatch.setattr(softmax, "ONE_THREAD_MAX", one_thread_max)
     x = np.array([[-np.inf, 0.0, 1.0], [np.inf, 0.0, 1.0], [-np.inf] * 3, [0.0, 1.0, np.nan],
                   [2.0, -1.0, 0.5]], np.float32)
