@@ -84,11 +84,36 @@ def identity(kind: str, dtype: np.dtype) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
+def block_fold(kind: str, threads: int) -> Callable:
+    """A device function ``fold(buf, t)`` for blocks of ``threads`` (a power of two): with
+    each thread ``t`` of the block having stored its part in shared ``buf[t]``, it halves the
+    buffer with ``kind``'s combine until ``buf[0]`` holds the block's result and returns that
+    to every thread (all of which must call it: it synchronizes; ``buf`` is free again)."""
+    bind_cuda(globals())
+    combine = cuda.jit(device=True)(COMBINE[kind])
+
+    @cuda.jit(device=True)
+    def fold(buf, t):
+        cuda.syncthreads()
+        s = threads // 2
+        while s > 0:
+            if t < s:
+                buf[t] = combine(buf[t], buf[t + s])
+            cuda.syncthreads()
+            s //= 2
+        result = buf[0]
+        cuda.syncthreads()
+        return result
+    return fold
+
+
+@functools.lru_cache(maxsize=None)
 def _tree_kernel(kind: str, acc_dtype: np.dtype, threads: int) -> Callable:
     import numba
     bind_cuda(globals())
     offset = offset_function()
     combine = cuda.jit(device=True)(COMBINE[kind])
+    fold = block_fold(kind, threads)
     acc_type = numba.from_dtype(acc_dtype)
 
     @cuda.jit
@@ -105,16 +130,9 @@ def _tree_kernel(kind: str, acc_dtype: np.dtype, threads: int) -> Callable:
             for r in range(c * chunk + t, min(m, (c + 1) * chunk), threads):
                 acc = combine(acc, x[uint64(base + offset(r, red_shape, red_strides))])
             buf[t] = acc
-            cuda.syncthreads()
-            s = threads // 2
-            while s > 0:
-                if t < s:
-                    buf[t] = combine(buf[t], buf[t + s])
-                cuda.syncthreads()
-                s //= 2
+            total = fold(buf, t)
             if t == 0:
-                out[p] = buf[0]
-            cuda.syncthreads()   # the buffer is reused for the next output
+                out[p] = total
     return reduce
 
 

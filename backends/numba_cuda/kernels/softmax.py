@@ -104,6 +104,7 @@ def _row_kernels(dtype: np.dtype, threads: int) -> tuple[Callable, Callable, Cal
     import numba
     bind_cuda(globals())
     acc = numba.from_dtype(dtype)
+    fold_max, fold_sum = reduce.block_fold("max", threads), reduce.block_fold("sum", threads)
 
     @cuda.jit(device=True)
     def block_max_sum(x, base, n, buf, zero):
@@ -114,29 +115,12 @@ def _row_kernels(dtype: np.dtype, threads: int) -> tuple[Callable, Callable, Cal
         for j in range(t, n, threads):
             top = max(top, x[base + j])
         buf[t] = top
-        cuda.syncthreads()
-        s = threads // 2
-        while s > 0:
-            if t < s:
-                buf[t] = max(buf[t], buf[t + s])
-            cuda.syncthreads()
-            s //= 2
-        top = buf[0]
-        cuda.syncthreads()
+        top = fold_max(buf, t)
         total = zero
         for j in range(t, n, threads):
             total += math.exp(x[base + j] - top)
         buf[t] = total
-        cuda.syncthreads()
-        s = threads // 2
-        while s > 0:
-            if t < s:
-                buf[t] += buf[t + s]
-            cuda.syncthreads()
-            s //= 2
-        total = buf[0]
-        cuda.syncthreads()   # (the buffer serves the next row)
-        return top, total
+        return top, fold_sum(buf, t)
 
     @cuda.jit
     def softmax_rows(out, x, n, rows, log, zero):
