@@ -364,6 +364,17 @@ def test_explicit_device_policy_rejects_cross_device_inputs(caplog):  # 113
 
 
 @cuda
+def test_one_hot_defaults_belong_to_the_op_device_under_the_explicit_policy():
+    # one_hot's default 1 and 0 are made where the op runs, as Python values are
+    idx = tf.constant([0, 2]).gpu()
+    tf.config.experimental.set_device_policy("explicit")
+    hot = tf.one_hot(idx, 3)
+    assert hot.device == GPU and hot.numpy().tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="conflicting devices"):
+        tf.one_hot(idx, 3, on_value=tf.constant(5.0))   # a CPU tensor the user made
+
+
+@cuda
 def test_gradients_flow_through_copies():
     x = tf.constant([1.0, 2.0])
     with tf.GradientTape() as tape:
