@@ -14,6 +14,7 @@ from stagecraft.ir.graph import Graph
 from stagecraft.ir.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from stagecraft.ir.passes.eliminate_dead_code import eliminate_dead_code
 from stagecraft.ir.passes.eliminate_dead_loop_vars import eliminate_dead_loop_vars
+from stagecraft.ir.passes.eliminate_unused_operands import eliminate_unused_operands
 from stagecraft.ir.passes.fold_constant_cond import fold_constant_cond
 from stagecraft.ir.passes.fold_constants import fold_constants
 from stagecraft.ir.passes.rewrite import Pass
@@ -25,6 +26,7 @@ DEFAULT_PIPELINE: tuple[Pass, ...] = (
     simplify_algebra,
     eliminate_common_subexpressions,
     eliminate_dead_code,
+    eliminate_unused_operands,
     eliminate_dead_loop_vars,
 )
 
@@ -87,7 +89,8 @@ _DEFAULT = PassManager(DEFAULT_PIPELINE)
 
 def optimize(graph: Graph) -> Graph:
     """``graph`` after the default pipeline (constant folding, constant ``cond`` folding,
-    algebraic simplification, CSE, dead-code elimination) run to a fixpoint.
+    algebraic simplification, CSE, dead-code elimination, unused control-flow operands and dead
+    loop variables) run to a fixpoint.
 
     >>> import stagecraft as tf
     >>> @tf.function

@@ -15,10 +15,11 @@ import pytest
 import stagecraft as tf
 from stagecraft.backends.reference import run_graph
 from stagecraft.ir import OPS, dtypes
-from stagecraft.ir.graph import Graph, GraphBuilder, Literal, const_value, walk_eqns
+from stagecraft.ir.graph import (Eqn, Graph, GraphBuilder, Literal, Value, const_value,
+                                 walk_eqns)
 from stagecraft.ir.passes import (DEFAULT_PIPELINE, PassManager, eliminate_common_subexpressions,
                                   eliminate_dead_code, eliminate_dead_loop_vars,
-                                  fold_constant_cond, fold_constants,
+                                  eliminate_unused_operands, fold_constant_cond, fold_constants,
                                   optimize, simplify_algebra)
 from stagecraft.ir.passes.fold_constants import MAX_FOLDED_ELEMENTS
 from stagecraft.ir.passes.simplify_algebra import BY_OP, REWRITES
@@ -633,3 +634,107 @@ def test_dead_loop_vars_keeps_carries_read_by_cond_or_live_results():
     assert loop.params["carry"] == 2
     assert [o.type for o in loop.outputs] == [F32, F32]
     assert_same_results(g, out)
+
+
+# ------------------------------------------------------------------ unused operands
+
+def _rnn_gradient(x, w):
+    """d(sum h_T)/dw for h = tanh(x_t * w + h) over 3 steps: reverse mode hands the backward
+    loop every stack the forward loop fills, and the backward body reads few of them."""
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        h = tf.while_loop(lambda t, h: t < 3,
+                          lambda t, h: (t + 1, tf.tanh(tf.gather(x, t) * w + h)),
+                          (0, tf.zeros([2])))[1]
+        loss = tf.reduce_sum(h)
+    return tape.gradient(loss, w)
+
+
+RNN_SPECS = (tf.TensorSpec([3, 2], tf.float32), tf.TensorSpec([2], tf.float32))
+
+
+def _loops(graph: Graph) -> list[Eqn]:
+    return [e for e in graph.eqns if e.op == "while"]
+
+
+def _region_reads(region: Graph) -> set[int]:
+    return ({x.uid for e in region.eqns for x in e.inputs if isinstance(x, Value)}
+            | {r.uid for r in region.results if isinstance(r, Value)})
+
+
+def test_unused_operands_drops_the_loop_invariants_no_region_reads():
+    g = apply(eliminate_dead_code, graph_of(_rnn_gradient, *RNN_SPECS))
+    forward, backward = _loops(g)
+    out = apply(eliminate_unused_operands, g)
+    new_forward, new_backward = _loops(out)
+    assert new_forward is forward   # (its carried values are eliminate_dead_loop_vars')
+    n = backward.params["carry"]
+    assert new_backward.params["carry"] == n and new_backward.outputs == backward.outputs
+    assert new_backward.inputs[:n] == backward.inputs[:n]
+    assert len(new_backward.inputs) < len(backward.inputs)
+    # what stays is read by a region, and nothing read was dropped
+    cond, body = new_backward.regions
+    reads = _region_reads(cond) | _region_reads(body)
+    assert all(cond.params[k].uid in reads or body.params[k].uid in reads
+               for k in range(n, len(cond.params)))
+    old_cond, old_body = backward.regions
+    old_reads = _region_reads(old_cond) | _region_reads(old_body)
+    read_operands = [x for k, x in enumerate(backward.inputs) if k >= n and (
+        old_cond.params[k].uid in old_reads or old_body.params[k].uid in old_reads)]
+    assert list(new_backward.inputs[n:]) == read_operands
+    assert_same_results(g, out)
+
+
+def test_optimize_stops_a_forward_loop_filling_stacks_its_gradient_never_reads():
+    g = graph_of(_rnn_gradient, *RNN_SPECS)
+    without = PassManager([p for p in DEFAULT_PIPELINE if p is not eliminate_unused_operands])(g)[1]
+    out = PassManager(DEFAULT_PIPELINE, verify=verify)(g)[1]
+    before, after = _loops(without)[0], _loops(out)[0]
+    assert after.params["carry"] < before.params["carry"]
+
+    def stack_writes(loop: Eqn) -> int:
+        return sum(e.op == "row_update" for e in loop.regions[1].eqns)
+    assert 0 < stack_writes(after) < stack_writes(before)
+    assert_same_results(g, out, trials=5)
+
+
+def _with_operand(graph: Graph, op: str, extra: Value) -> Graph:
+    """``graph`` with ``extra`` passed to its (only) ``op`` equation as one more operand,
+    which each region takes as a new parameter and does not read."""
+    def widen(e: Eqn) -> Eqn:
+        if e.op != op:
+            return e
+        regions = tuple(Graph(r.name, r.params + (Value(extra.type, ref=extra.ref),), r.eqns,
+                              r.results)
+                        for r in e.regions)
+        return Eqn(e.op, e.inputs + (extra,), e.outputs, e.attrs, regions)
+    return Graph(graph.name, graph.params, tuple(widen(e) for e in graph.eqns), graph.results)
+
+
+def test_unused_operands_drops_a_cond_operand_neither_branch_reads_and_keeps_the_others():
+    def f(x, y):
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - y)
+    g = graph_of(f, V3, V3)
+    (cond,) = [e for e in g.eqns if e.op == "cond"]
+    widened = _with_operand(g, "cond", g.params[1])
+    verify(widened)
+    out = apply(eliminate_unused_operands, widened)
+    (new,) = [e for e in out.eqns if e.op == "cond"]
+    # x (read by both branches) and y (read by the else branch only) stay; the extra goes
+    assert new.inputs == cond.inputs
+    assert apply(eliminate_unused_operands, g) is g
+    assert_same_results(widened, out)
+
+
+def test_unused_operands_drops_an_unread_variable_passed_to_a_loop():
+    v = tf.Variable(np.ones(3, np.float32))
+
+    def f(x):
+        return tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y + v), (0, x))[1]
+    g = graph_of(f, V3)
+    (loop,) = _loops(g)
+    ref = next(x for x in loop.inputs if isinstance(x, Value) and x.ref)
+    widened = _with_operand(g, "while", ref)   # (the same variable again, unread)
+    verify(widened)
+    out = apply(eliminate_unused_operands, widened)
+    assert _loops(out)[0].inputs == loop.inputs
