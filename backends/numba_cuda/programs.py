@@ -55,16 +55,13 @@ ends the replay as invalid, and the call runs plainly.
 from __future__ import annotations
 
 import dataclasses
-import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from stagecraft.backends.numba_cuda import graphs, launcher, memory
+from stagecraft.backends.numba_cuda import error_flags, graphs, memory
 from stagecraft.backends.numba_cuda.graphs import NotReplayable
-from stagecraft.backends.numba_cuda.memory import is_device_array
-from stagecraft.backends.numba_cuda.recording import (Allocations, Branch, Copy, Guard,
-                                                      HostStep, Join, LibraryCall, Launch,
-                                                      Recording, Upload, same)
+from stagecraft.backends.numba_cuda.recording import (Allocations, Branch, Guard, HostStep,
+                                                      Join, Rebind, Recording, same)
 
 
 @dataclass
@@ -114,7 +111,9 @@ class Program:
                 self._reads.append(None)
                 continue
             chain = self._chain(k)
-            items = [i for j in chain for i in self._blocks[j].items if not isinstance(i, Join)]
+            items = error_flags.merge(
+                [i for j in chain for i in self._blocks[j].items if not isinstance(i, Join)],
+                self.results)
             last = self._blocks[chain[-1]]
             width = last.branch.value.nbytes if last.branch is not None else 0
             expected = b"".join(g.value.tobytes() for g in items
@@ -274,7 +273,7 @@ class _Locator:
         return ("alloc", self.names.get(spot[1], spot[1])) + spot[2:]
 
 
-class _Redirect:
+class _Redirect(Rebind):
     """Items of a block's first pass with every buffer of a later pass of another block (a
     cond branch first taken in a loop's second pass reads that pass's values) replaced by
     the first pass's buffer it stands for, which is the one a replay writes."""
@@ -296,44 +295,6 @@ class _Redirect:
             return base.reshape(base.size)[at:at + a.size].reshape(a.shape)
         raise NotReplayable("a block reads part of a later pass's buffer as another dtype or "
                             "layout, which a replay cannot redirect")
-
-    def walk(self, x: Any) -> Any:
-        if is_device_array(x):
-            return self.array(x)
-        if isinstance(x, (tuple, list)):
-            out = [self.walk(v) for v in x]
-            return x if all(a is b for a, b in zip(out, x)) else type(x)(out)
-        closure = getattr(x, "__closure__", None)
-        if closure:
-            cells = [c.cell_contents for c in closure]
-            new = [self.walk(v) for v in cells]
-            if any(a is not b for a, b in zip(new, cells)):
-                f = types.FunctionType(x.__code__, x.__globals__, x.__name__, x.__defaults__,
-                                       tuple(types.CellType(v) for v in new))
-                f.__kwdefaults__ = x.__kwdefaults__
-                return f
-        return x
-
-    def item(self, item: Any) -> Any:
-        if isinstance(item, Launch):
-            args = self.walk(item.args)
-            if args is item.args:
-                return item
-            prepared = (launcher.prepare(item.kernel, item.dims, args)
-                        if item.prepared is not None else None)
-            return Launch(item.kernel, item.dims, args, prepared)
-        if isinstance(item, LibraryCall):
-            return LibraryCall(self.walk(item.call))
-        if isinstance(item, Guard):
-            new = dataclasses.replace(item, array=self.array(item.array))
-        elif isinstance(item, Copy):
-            new = Copy(self.array(item.dst), self.array(item.src))
-        elif isinstance(item, Upload):
-            new = Upload(item.host, self.array(item.device))
-        else:
-            return item
-        same = all(getattr(new, f) is getattr(item, f) for f in item.__dataclass_fields__)
-        return item if same else new
 
 
 def _fields(item: Any) -> tuple:

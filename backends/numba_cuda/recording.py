@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import threading
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -192,6 +194,94 @@ class Recording:
         """The call did something a replay cannot stand for (``why``: a host read of a whole
         array, a shape known only at run time): the function runs plainly from now on."""
         self.spoiled = why
+
+
+class Rebind:
+    """Recorded items with their device arrays mapped through :meth:`array` (the identity
+    here; subclasses map some buffers to others), wherever an item holds them: launch
+    arguments, nested in tuples, the closure cells of library calls and host steps, copies'
+    and uploads' buffers, guards' arrays. An item nothing maps comes back as itself; a launch
+    that passes another array is packed again (``launcher.prepare``).
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda import memory
+    >>> a, b = memory.to_device(np.zeros(1)), memory.to_device(np.ones(1))
+    >>> class AToB(Rebind):
+    ...     def array(self, x):
+    ...         return b if x is a else x
+    >>> moved, kept = AToB().item(Copy(a, a)), Copy(b, b)
+    >>> moved.dst is b and moved.src is b, AToB().item(kept) is kept
+    (True, True)
+    """
+
+    def array(self, a: Any) -> Any:
+        return a
+
+    def walk(self, x: Any) -> Any:
+        """``x`` (an argument, a tuple of them, a function) with its arrays mapped."""
+        if is_device_array(x):
+            return self.array(x)
+        if isinstance(x, (tuple, list)):
+            out = [self.walk(v) for v in x]
+            return x if all(a is b for a, b in zip(out, x)) else type(x)(out)
+        closure = getattr(x, "__closure__", None)
+        if closure:
+            cells = [c.cell_contents for c in closure]
+            new = [self.walk(v) for v in cells]
+            if any(a is not b for a, b in zip(new, cells)):
+                f = types.FunctionType(x.__code__, x.__globals__, x.__name__, x.__defaults__,
+                                       tuple(types.CellType(v) for v in new))
+                f.__kwdefaults__ = x.__kwdefaults__
+                return f
+        return x
+
+    def item(self, item: Any) -> Any:
+        """``item`` with its arrays mapped (``item`` itself when none changes)."""
+        if isinstance(item, Launch):
+            args = self.walk(item.args)
+            if args is item.args:
+                return item
+            prepared = (launcher.prepare(item.kernel, item.dims, args)
+                        if item.prepared is not None else None)
+            return Launch(item.kernel, item.dims, args, prepared)
+        if isinstance(item, (LibraryCall, HostStep)):
+            field = "call" if isinstance(item, LibraryCall) else "fn"
+            fn = getattr(item, field)
+            new_fn = self.walk(fn)
+            return item if new_fn is fn else dataclasses.replace(item, **{field: new_fn})
+        if isinstance(item, Guard):
+            new = dataclasses.replace(item, array=self.array(item.array))
+        elif isinstance(item, Copy):
+            new = Copy(self.array(item.dst), self.array(item.src))
+        elif isinstance(item, Upload):
+            new = Upload(item.host, self.array(item.device))
+        else:
+            return item
+        same = all(getattr(new, f) is getattr(item, f) for f in item.__dataclass_fields__)
+        return item if same else new
+
+
+class _Collect(Rebind):
+    def __init__(self) -> None:
+        self.found: list = []
+
+    def array(self, a: Any) -> Any:
+        self.found.append(a)
+        return a
+
+
+def held_arrays(item: Any) -> list:
+    """The device arrays recorded ``item`` holds (where :class:`Rebind` maps them).
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda import memory
+    >>> a = memory.to_device(np.zeros(1))
+    >>> [x is a for x in held_arrays(Copy(a, a))]
+    [True, True]
+    """
+    collect = _Collect()
+    collect.item(item)
+    return collect.found
 
 
 @contextlib.contextmanager

@@ -155,7 +155,7 @@ class Replayer:
                     return
                 if reason is not None:
                     raise NotReplayable(f"two calls issued different device work ({reason})")
-                self._graph, self._results = build(rec), out
+                self._graph, self._results = build(rec, out), out
             self._kept = rec
         except NotReplayable as e:
             self._give_up(str(e))
