@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda import error_flags, launcher, memory
+from stagecraft.backends.numba_cuda import guards, launcher, memory
 from stagecraft.backends.numba_cuda.launch import simulated
 from stagecraft.backends.numba_cuda.memory import address
 from stagecraft.backends.numba_cuda.recording import (Copy, Guard, HostStep, LibraryCall,
@@ -43,7 +43,7 @@ class NotReplayable(Exception):
 def build(rec: Recording, results: Sequence[Any] = ()) -> Any:
     """The replay of ``rec`` (which must not be spoiled), whose call returned the device
     arrays ``results``: CUDA graphs on a GPU, the launches issued again under the simulator,
-    error flags merged (``error_flags.py``); its host steps (``print``, asserts) run between the
+    guards merged (``guards.py``); its host steps (``print``, asserts) run between the
     graphs of the work before and after them. ``launch()`` says whether the guards held.
     Raises NotReplayable when a launch has no driver form, or when a guard follows a host
     step (a replay found invalid after a ``print`` could not take the print back)."""
@@ -51,7 +51,7 @@ def build(rec: Recording, results: Sequence[Any] = ()) -> Any:
         raise NotReplayable(rec.spoiled)
     segments: list[list] = [[]]
     hosts = []
-    for item in rec.items:
+    for item in guards.merge(rec.items, results, rec.allocations):
         if isinstance(item, HostStep):
             hosts.append(item.fn)
             segments.append([])
@@ -60,7 +60,7 @@ def build(rec: Recording, results: Sequence[Any] = ()) -> Any:
     if any(isinstance(i, Guard) for segment in segments[1:] for i in segment):
         raise NotReplayable("it reads a device value on the host after a print or an assert "
                             "(a replay found invalid then could not take the print back)")
-    graphs = [graph(error_flags.merge(segment, results)) for segment in segments]
+    graphs = [graph(segment) for segment in segments]
     return graphs[0] if not hosts else Segmented(graphs, hosts)
 
 
@@ -128,7 +128,7 @@ class DriverGraph:
         guards = [i for i in items if isinstance(i, Guard)]
         self.size = len(items) - len(guards)
         self._sources = []   # device copies of the uploads' host bytes, read by the graph
-        self.items = items   # (and their buffers: merged error flags are held only here)
+        self.items = items   # (and their buffers: merged guards' are held only here)
         # Every guard's bytes are copied into one buffer, each at its place in the graph, so
         # that one device-to-host copy after a launch checks them all.
         self.expected = b"".join(g.value.tobytes() for g in guards)

@@ -58,7 +58,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from stagecraft.backends.numba_cuda import error_flags, graphs, memory
+from stagecraft.backends.numba_cuda import graphs, guards, memory
 from stagecraft.backends.numba_cuda.graphs import NotReplayable
 from stagecraft.backends.numba_cuda.recording import (Allocations, Branch, Guard, HostStep,
                                                       Join, Rebind, Recording, same)
@@ -111,7 +111,7 @@ class Program:
                 self._reads.append(None)
                 continue
             chain = self._chain(k)
-            items = error_flags.merge(
+            items = guards.merge(
                 [i for j in chain for i in self._blocks[j].items if not isinstance(i, Join)],
                 self.results)
             last = self._blocks[chain[-1]]
