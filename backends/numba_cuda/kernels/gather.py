@@ -1,8 +1,10 @@
 """Indexed reads and writes: gather (with batch dims), its adjoint scatter-add, and one_hot.
 
 Out-of-range indices raise the reference kernel's IndexError (bind turns it into
-InvalidArgumentError): a check kernel records the first bad position with an atomic min and
-the host reads that one number, the only device-to-host copy of these ops.
+InvalidArgumentError): the kernel that reads the indices also records the first bad position,
+with an atomic min on a one-element flag, and the host reads that one number after the
+launch, the only device-to-host copy of these ops. (A separate check kernel, launched before,
+would cost one more launch per gather: in a replayed CUDA graph of an RNN, one per step.)
 """
 from __future__ import annotations
 
@@ -43,8 +45,20 @@ def check_indices(indices: Any, n: int) -> None:
     """
     if indices.size == 0:
         return
-    first = to_device(np.array([indices.size], np.int64))
+    first = first_bad(indices)
     launch_over(_check_kernel(), indices.size, indices, n, first)
+    raise_if_bad(first, indices, n)
+
+
+def first_bad(indices: Any) -> Any:
+    """The flag a kernel reading ``indices`` lowers (``cuda.atomic.min``) to the first
+    position of a bad index: one element, ``indices.size`` while none is bad."""
+    return to_device(np.array([indices.size], np.int64))
+
+
+def raise_if_bad(first: Any, indices: Any, n: int) -> None:
+    """Reads the flag of :func:`first_bad` and raises the reference's IndexError for the bad
+    index it names."""
     k = int(scalar(first))
     if k < indices.size:
         pos = [int(i) for i in np.unravel_index(k, indices.shape)]
@@ -68,18 +82,25 @@ def _normalize(params_rank: int, indices_rank: int, axis: int, batch_dims: int) 
 
 
 def source_index(o, indices, npre, n, npost, ni):
-    """The params offset that output element ``o`` of a gather reads; -1 for an index outside
-    ``[0, n)``. The host checks indices before launching, but a replayed CUDA graph runs the
-    kernel before its checks are read (``staged/replay.py``): it must not read out of bounds."""
+    """The params offset that output element ``o`` of a gather reads, or ``-1 - position``
+    for an index outside ``[0, n)`` at that position of ``indices`` (the kernel flags it and
+    reads nothing: the host raises only after the launch).
+
+    >>> int(source_index(3, np.array([0, 2]), 1, 3, 2, 2))   # (indices[1] = 2, column 1)
+    5
+    >>> int(source_index(1, np.array([0, 7]), 1, 3, 1, 2))   # (indices[1] = 7: bad)
+    -2
+    """
     q = o % npost
     t = o // npost
     i = t % ni
     t //= ni
     p = t % npre
     b = t // npre
-    j = indices[b * ni + i]
+    at = b * ni + i
+    j = indices[at]
     if j < 0 or j >= n:
-        return -1
+        return -1 - at
     return ((b * npre + p) * n + j) * npost + q
 
 
@@ -89,13 +110,14 @@ def _gather_kernel() -> Callable:
     source = cuda.jit(device=True)(source_index)
 
     @cuda.jit
-    def gather(out, params, indices, npre, n, npost, ni):
+    def gather(out, params, indices, npre, n, npost, ni, first):
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             k = source(o, indices, npre, n, npost, ni)
             if k >= 0:
                 out[o] = params[k]
             else:
                 out[o] = 0
+                cuda.atomic.min(first, 0, -1 - k)
     return gather
 
 
@@ -105,16 +127,19 @@ def _scatter_add_kernel() -> Callable:
     source = cuda.jit(device=True)(source_index)
 
     @cuda.jit
-    def scatter_add(out, grad, indices, npre, n, npost, ni):
+    def scatter_add(out, grad, indices, npre, n, npost, ni, first):
         for o in range(cuda.grid(1), grad.size, cuda.gridsize(1)):
             k = source(o, indices, npre, n, npost, ni)
             if k >= 0:
                 cuda.atomic.add(out, k, grad[o])
+            else:
+                cuda.atomic.min(first, 0, -1 - k)
     return scatter_add
 
 
 def gather(params: Any, indices: Any, axis: int, batch_dims: int, out_shape: tuple) -> Any:
-    """``gather`` of device arrays; out-of-range indices raise before anything is read.
+    """``gather`` of device arrays; out-of-range indices raise (after the launch, which
+    reads nothing for them).
 
     >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
     >>> p, i = to_device(np.array([[1, 2], [3, 4]])), to_device(np.array([1, 1, 0]))
@@ -123,11 +148,14 @@ def gather(params: Any, indices: Any, axis: int, batch_dims: int, out_shape: tup
            [4, 4, 3]])
     """
     axis, batch_dims = _normalize(params.ndim, indices.ndim, axis, batch_dims)
-    check_indices(indices, tuple(params.shape)[axis])
     out = empty(out_shape, params.dtype)
     npre, n, npost, ni = _blocks(tuple(params.shape), tuple(indices.shape), axis, batch_dims)
-    launch_over(_gather_kernel(), out.size, out, params, indices, npre, n, npost,
-            ni)
+    if not out.size:   # (no thread reads the indices: checked on their own)
+        check_indices(indices, n)
+        return out
+    first = first_bad(indices)
+    launch_over(_gather_kernel(), out.size, out, params, indices, npre, n, npost, ni, first)
+    raise_if_bad(first, indices, n)
     return out
 
 
@@ -143,11 +171,15 @@ def gather_grad(grad: Any, indices: Any, like_shape: tuple, axis: int, batch_dim
     """
     from stagecraft.backends.numba_cuda.kernels.shape import full
     axis, batch_dims = _normalize(len(like_shape), indices.ndim, axis, batch_dims)
-    check_indices(indices, like_shape[axis])
     out = full(like_shape, 0, grad.dtype)
     npre, n, npost, ni = _blocks(tuple(like_shape), tuple(indices.shape), axis, batch_dims)
-    launch_over(_scatter_add_kernel(), grad.size, out, grad, indices, npre, n,
-            npost, ni)
+    if not grad.size:
+        check_indices(indices, n)
+        return out
+    first = first_bad(indices)
+    launch_over(_scatter_add_kernel(), grad.size, out, grad, indices, npre, n, npost, ni,
+                first)
+    raise_if_bad(first, indices, n)
     return out
 
 

@@ -113,6 +113,12 @@ def test_pass_through_ops_return_views_of_the_same_buffer():
 ERRORS = [
     ("gather", (np.zeros((4, 3)), np.array([[0, 1], [2, 7]])), dict(axis=0, batch_dims=0)),
     ("gather", (np.zeros((4, 3)), np.array([-1])), dict(axis=1, batch_dims=0)),
+    # (the first bad position in C order, though the kernel visits outputs, not indices)
+    ("gather", (np.zeros((2, 4, 3)), np.array([[0, 5], [9, 1]])), dict(axis=1, batch_dims=0)),
+    ("gather", (np.zeros((2, 4)), np.array([[0, 1], [5, 0]])), dict(axis=1, batch_dims=1)),
+    ("gather", (np.zeros((0, 3)), np.array([7])), dict(axis=1, batch_dims=0)),  # (no output)
+    ("gather_grad", (np.ones((2, 2, 3)), np.array([[1, 4], [6, 0]]), np.zeros((2, 4, 3))),
+     dict(axis=1, batch_dims=1)),
     ("gather_grad", (np.ones((1, 3)), np.array([9]), np.zeros((4, 3))),
      dict(axis=0, batch_dims=0)),
     ("floordiv", (np.array([1, 2], np.int32), np.array([1, 0], np.int32)), {}),
