@@ -17,7 +17,7 @@ become the slots of one buffer, which the kernels write in their place:
 
 A replay is valid exactly when it was before. A guarded buffer qualifies only when:
 - the launches before its read (after its upload, for a flag) are the only items that touch
-  it;
+  it, and one of them at least, where nothing uploads it;
 - nothing touches it after the read, and the call does not return it.
 So the bytes read at the end are the bytes read at the guard. A guard on a buffer made
 before the call (an argument, which the caller's copy writes) stays as it is, as does any
@@ -36,10 +36,13 @@ from stagecraft.backends.numba_cuda.recording import (Branch, Guard, Launch, Reb
                                                       held_arrays)
 
 
-def merge(items: list, results: Sequence[Any] = (), allocated: Sequence[Any] | None = None
+def merge(items: list, outside: Sequence[Any] = (), allocated: Sequence[Any] | None = None
           ) -> list:
     """``items`` (one graph's recorded work, in order) with their guards merged, a dtype at a
-    time; ``results`` (device arrays the caller reads after a replay) are never merged.
+    time. ``outside`` are device arrays something other than ``items`` touches: the call's
+    results, which the caller reads after a replay, and in a program the buffers of its other
+    blocks' graphs (the call-wide error flag, uploaded in the first block, is read after every
+    test). They are never merged.
 
     Without ``allocated`` only error flags merge (buffers uploaded before their read): a
     block of a program (``programs.py``) must keep its branch last. With ``allocated``, the
@@ -58,7 +61,7 @@ def merge(items: list, results: Sequence[Any] = (), allocated: Sequence[Any] | N
     >>> merge(rec.items)[0].host   # (every flag's first value: each index check's size)
     array([2, 2, 2])
     """
-    found = _mergeable(items, results, allocated)
+    found = _mergeable(items, outside, allocated)
     groups: dict[np.dtype, list] = {}
     for read in found.values():
         groups.setdefault(read.array.dtype, []).append(read)
@@ -116,7 +119,7 @@ def _buffer(item: Any) -> Any:
     return item.device if isinstance(item, Upload) else item.array
 
 
-def _mergeable(items: list, results: Sequence[Any], allocated: Sequence[Any] | None
+def _mergeable(items: list, outside: Sequence[Any], allocated: Sequence[Any] | None
                ) -> dict[int, _Read]:
     """The guarded buffers of ``items`` that may become slots (see :func:`merge`), by id."""
     uploaded = {id(i.device): k for k, i in enumerate(items) if isinstance(i, Upload)}
@@ -156,17 +159,18 @@ def _mergeable(items: list, results: Sequence[Any], allocated: Sequence[Any] | N
             j += 1
         return found
 
+    launched: set[int] = set()   # (a buffer no upload sets must be a launch's to write)
     for k, item in enumerate(items):
         for a in held_arrays(item):
             for key in touched(a):
                 r = reads[key]
                 first = -1 if r.upload is None else r.upload
-                expected = a is r.array and (
-                    k in (r.upload, r.guard)
-                    or isinstance(item, Launch) and first < k < r.guard)
-                if not expected:
+                if a is r.array and isinstance(item, Launch) and first < k < r.guard:
+                    launched.add(key)
+                elif not (a is r.array and k in (r.upload, r.guard)):
                     spoiled.add(key)
-    for r in results:
-        if memory.is_device_array(r):
-            spoiled.update(touched(r))
-    return {key: r for key, r in reads.items() if key not in spoiled}
+    for a in outside:
+        if memory.is_device_array(a):
+            spoiled.update(touched(a))
+    return {key: r for key, r in reads.items()
+            if key not in spoiled and (r.upload is not None or key in launched)}

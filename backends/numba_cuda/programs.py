@@ -61,7 +61,8 @@ from typing import Any, Callable, Sequence
 from stagecraft.backends.numba_cuda import graphs, guards, memory
 from stagecraft.backends.numba_cuda.graphs import NotReplayable
 from stagecraft.backends.numba_cuda.recording import (Allocations, Branch, Guard, HostStep,
-                                                      Join, Rebind, Recording, same)
+                                                      Join, Rebind, Recording, held_arrays,
+                                                      same)
 
 
 @dataclass
@@ -111,9 +112,13 @@ class Program:
                 self._reads.append(None)
                 continue
             chain = self._chain(k)
+            # (what the other blocks' graphs touch stays: the call-wide error flag is set in
+            # the first block and read after every test)
+            others = [a for j, b in enumerate(self._blocks) if j not in chain
+                      for i in b.items for a in held_arrays(i)]
             items = guards.merge(
                 [i for j in chain for i in self._blocks[j].items if not isinstance(i, Join)],
-                self.results)
+                tuple(self.results) + tuple(others))
             last = self._blocks[chain[-1]]
             width = last.branch.value.nbytes if last.branch is not None else 0
             expected = b"".join(g.value.tobytes() for g in items

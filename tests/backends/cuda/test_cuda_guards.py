@@ -5,15 +5,21 @@ loop still makes the replay invalid, and the call then raises its plain error; a
 runs longer still misses. Buffers that anything else touches are left as they are."""
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.backends.numba_cuda import graphs, guards, memory
+from stagecraft.backends.numba_cuda import graphs, guards, memory, programs
 from stagecraft.backends.numba_cuda.kernels.elementwise import run
 from stagecraft.backends.numba_cuda.kernels.gather import check_indices
 from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+from stagecraft.backends.numba_cuda.launch import cuda_module
+from stagecraft.backends.numba_cuda.launcher import launch
 from stagecraft.backends.numba_cuda.recording import Branch, Copy, Guard, Upload, recording
+from stagecraft.backends.numba_cuda.staged import runtime
 from stagecraft.ir import dtypes as dt
 
 pytestmark = pytest.mark.cuda
@@ -141,4 +147,63 @@ def test_reads_of_buffers_made_before_the_call_are_left_alone():
     with recording() as rec:
         for a in made_before:
             memory.scalar(a)
+    assert guards.merge(rec.items, (), rec.allocations) is rec.items
+
+
+def _count_down(n: Any, zero: Any, one: Any) -> Any:
+    """A generated host function's shape, by hand: the call-wide error flag is uploaded in
+    the program's first block (beside another flag of its dtype) and set and read in the
+    loop's blocks, where a kernel flags a counter of 5."""
+    err = runtime.error_flag()
+    other = memory.to_device(np.zeros(1, np.int32))
+    launch(_nothing(), (1, 1), other)
+    memory.scalar(other)
+    (c,) = runtime.loop_entry((n,))
+    while True:
+        runtime.loop_head(1)
+        runtime.raise_if_error(err, ["c reached 5"])
+        if not runtime.predicate(runtime.run("greater", [c, zero], ({}, "")), 1, loop=True):
+            break
+        launch(_flag_if_five(), (1, 1), err, c)
+        (c,) = runtime.loop_next((c,), (runtime.run("subtract", [c, one], ({}, "")),))
+    runtime.raise_if_error(err, ["c reached 5"])
+    return c
+
+
+@functools.lru_cache(maxsize=None)
+def _nothing() -> Any:
+    @cuda_module().jit
+    def nothing(f):
+        pass
+    return nothing
+
+
+@functools.lru_cache(maxsize=None)
+def _flag_if_five() -> Any:
+    @cuda_module().jit
+    def flag_if_five(err, c):
+        if c[0] == 5:
+            err[0] = 1
+    return flag_if_five
+
+
+def test_a_programs_block_leaves_alone_a_flag_its_other_blocks_read():
+    zero, one = memory.to_device(np.int32(0)), memory.to_device(np.int32(1))
+    n = memory.to_device(np.int32(3))
+    with recording() as rec:
+        rec.stable_blocks = True
+        out = _count_down(n, zero, one)
+    program = programs.build(rec, [out]).compile()
+    valid = []
+    for trips in (3, 7, 3, 2, 4):   # (7 counts down through 5: that replay's flag is set)
+        memory.copy_into(n, memory.to_device(np.int32(trips)))
+        valid.append(program.launch())
+    # each replay's first block clears the error flag again: one failure stays one
+    assert valid == [True, False, True, True, True]
+
+
+def test_a_buffer_nothing_writes_before_its_read_is_left_alone():
+    with recording() as rec:
+        for _ in range(2):
+            memory.scalar(memory.empty((1,), np.int64))
     assert guards.merge(rec.items, (), rec.allocations) is rec.items
