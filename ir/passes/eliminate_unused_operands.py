@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from stagecraft.ir.graph import Eqn, Graph, Value
-from stagecraft.ir.passes.rewrite import map_regions
+from stagecraft.ir.passes.rewrite import map_equations
 
 
 def eliminate_unused_operands(graph: Graph) -> tuple[bool, Graph]:
@@ -41,25 +41,15 @@ def eliminate_unused_operands(graph: Graph) -> tuple[bool, Graph]:
     >>> changed, [len(e.inputs) for e in g2.eqns if e.op == "while"]
     (True, [11, 5])
     """
-    return _run(graph, {})
+    return map_equations(graph, _operands, {})
 
 
-def _run(graph: Graph, memo: dict) -> tuple[bool, Graph]:
-    changed = False
-    eqns = []
-    for eqn in graph.eqns:
-        c, eqn = map_regions(eqn, lambda r: _run(r, memo), memo)
-        changed |= c
-        if eqn.op == "while":
-            c, eqn = _drop(eqn, first=eqn.params["carry"], skip=0)
-            changed |= c
-        elif eqn.op == "cond":   # (operand 0 is the predicate; regions take the rest)
-            c, eqn = _drop(eqn, first=0, skip=1)
-            changed |= c
-        eqns.append(eqn)
-    if not changed:
-        return False, graph
-    return True, Graph(graph.name, graph.params, tuple(eqns), graph.results)
+def _operands(eqn: Eqn) -> tuple[bool, Eqn]:
+    if eqn.op == "while":
+        return _drop(eqn, first=eqn.params["carry"], skip=0)
+    if eqn.op == "cond":   # (operand 0 is the predicate; regions take the rest)
+        return _drop(eqn, first=0, skip=1)
+    return False, eqn
 
 
 def _drop(eqn: Eqn, first: int, skip: int) -> tuple[bool, Eqn]:

@@ -108,6 +108,28 @@ def map_regions(eqn: Eqn, pass_fn: Pass, memo: dict) -> tuple[bool, Eqn]:
     return True, dataclasses.replace(eqn, regions=tuple(regions))
 
 
+def map_equations(graph: Graph, fn: Callable[[Eqn], "tuple[bool, Eqn]"], memo: dict
+                  ) -> tuple[bool, Graph]:
+    """``(changed, graph')`` with ``fn`` applied to every equation, in regions first (each
+    region's equations before the equation that owns it); ``memo`` as in :func:`map_regions`.
+
+    >>> from stagecraft.ir.graph import GraphBuilder
+    >>> g = GraphBuilder("f").build([])
+    >>> map_equations(g, lambda e: (False, e), {}) == (False, g)
+    True
+    """
+    changed = False
+    eqns = []
+    for eqn in graph.eqns:
+        c, eqn = map_regions(eqn, lambda r: map_equations(r, fn, memo), memo)
+        d, eqn = fn(eqn)
+        changed |= c or d
+        eqns.append(eqn)
+    if not changed:
+        return False, graph
+    return True, Graph(graph.name, graph.params, tuple(eqns), graph.results)
+
+
 def literal_array(x: Literal) -> np.ndarray:
     """A ``Literal`` as the NumPy scalar the reference backend computes with.
 
