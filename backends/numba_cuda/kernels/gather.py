@@ -43,22 +43,21 @@ def check_indices(indices: Any, n: int) -> None:
     Traceback (most recent call last):
     IndexError: indices[1, 1] = -1 is not in [0, 3). Indices must be valid positions; ...
     """
-    if indices.size == 0:
+    _launch_checked(_check_kernel(), indices.size, indices, n, indices, n)
+
+
+def _launch_checked(kernel: Callable, size: int, indices: Any, n: int, *args: Any) -> None:
+    """Launches ``kernel(*args, first)`` over ``size`` items, where ``first`` is a flag the
+    kernel lowers (``cuda.atomic.min``) to the position of a bad index (one element,
+    ``indices.size`` while none is bad), then raises the reference's IndexError for the first
+    bad index. With nothing to launch, the indices are checked on their own (no thread would
+    read them)."""
+    if not size:
+        if indices.size:   # (the check kernel launches over the indices: never here)
+            check_indices(indices, n)
         return
-    first = first_bad(indices)
-    launch_over(_check_kernel(), indices.size, indices, n, first)
-    raise_if_bad(first, indices, n)
-
-
-def first_bad(indices: Any) -> Any:
-    """The flag a kernel reading ``indices`` lowers (``cuda.atomic.min``) to the first
-    position of a bad index: one element, ``indices.size`` while none is bad."""
-    return to_device(np.array([indices.size], np.int64))
-
-
-def raise_if_bad(first: Any, indices: Any, n: int) -> None:
-    """Reads the flag of :func:`first_bad` and raises the reference's IndexError for the bad
-    index it names."""
+    first = to_device(np.array([indices.size], np.int64))
+    launch_over(kernel, size, *args, first)
     k = int(scalar(first))
     if k < indices.size:
         pos = [int(i) for i in np.unravel_index(k, indices.shape)]
@@ -150,12 +149,8 @@ def gather(params: Any, indices: Any, axis: int, batch_dims: int, out_shape: tup
     axis, batch_dims = _normalize(params.ndim, indices.ndim, axis, batch_dims)
     out = empty(out_shape, params.dtype)
     npre, n, npost, ni = _blocks(tuple(params.shape), tuple(indices.shape), axis, batch_dims)
-    if not out.size:   # (no thread reads the indices: checked on their own)
-        check_indices(indices, n)
-        return out
-    first = first_bad(indices)
-    launch_over(_gather_kernel(), out.size, out, params, indices, npre, n, npost, ni, first)
-    raise_if_bad(first, indices, n)
+    _launch_checked(_gather_kernel(), out.size, indices, n,
+                    out, params, indices, npre, n, npost, ni)
     return out
 
 
@@ -173,13 +168,8 @@ def gather_grad(grad: Any, indices: Any, like_shape: tuple, axis: int, batch_dim
     axis, batch_dims = _normalize(len(like_shape), indices.ndim, axis, batch_dims)
     out = full(like_shape, 0, grad.dtype)
     npre, n, npost, ni = _blocks(tuple(like_shape), tuple(indices.shape), axis, batch_dims)
-    if not grad.size:
-        check_indices(indices, n)
-        return out
-    first = first_bad(indices)
-    launch_over(_scatter_add_kernel(), grad.size, out, grad, indices, npre, n, npost, ni,
-                first)
-    raise_if_bad(first, indices, n)
+    _launch_checked(_scatter_add_kernel(), grad.size, indices, n,
+                    out, grad, indices, npre, n, npost, ni)
     return out
 
 
