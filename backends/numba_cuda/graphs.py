@@ -33,11 +33,8 @@ from stagecraft.backends.numba_cuda import guards, launcher, memory
 from stagecraft.backends.numba_cuda.launch import simulated
 from stagecraft.backends.numba_cuda.memory import address
 from stagecraft.backends.numba_cuda.recording import (Copy, Guard, HostStep, LibraryCall,
-                                                      Launch, Recording, Upload)
-
-
-class NotReplayable(Exception):
-    """The recorded work cannot become a graph (the message says why)."""
+                                                      Launch, NotReplayable, Recording,
+                                                      Upload)
 
 
 def build(rec: Recording, results: Sequence[Any] = ()) -> Any:

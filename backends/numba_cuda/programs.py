@@ -21,9 +21,9 @@ work on the first pass's buffers:
   value a replay's path made would be another than the recorded one.
 
 The program then replays the first pass's graph of each block, its buffers of later passes
-redirected to the first pass's ones (:class:`_Redirect`: a cond branch first taken in a loop's
-second pass reads that pass's values), and follows the recorded edges:
-after a block that ends in a test, one copy to the host reads its guards (error flags, sizes)
+redirected to the first pass's ones (``recording.Relocate``: a cond branch first taken in a
+loop's second pass reads that pass's values), and follows the recorded edges: after a block
+that ends in a test, one copy to the host reads its guards (error flags, sizes)
 and its branch value, which picks the next block; a block that ends a cond goes on without a
 read. A value no recorded call read (a branch never taken, a guard reading another value)
 ends the replay as invalid, and the call runs plainly.
@@ -58,10 +58,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from stagecraft.backends.numba_cuda import graphs, guards, memory
+from stagecraft.backends.numba_cuda import graphs, guards
 from stagecraft.backends.numba_cuda.graphs import NotReplayable
 from stagecraft.backends.numba_cuda.recording import (Allocations, Branch, Guard, HostStep,
-                                                      Join, Rebind, Recording, held_arrays,
+                                                      Join, Recording, Relocate, held_arrays,
                                                       same)
 
 
@@ -205,7 +205,11 @@ def build(rec: Recording, results: Sequence[Any]) -> Program:
     index = {j: i for i, j in enumerate(distinct)}
     edges = {(index[order[k]], block.branch.value.tobytes() if block.branch else b""):
              index[order[k + 1]] for k, block in enumerate(passes[:-1])}
-    redirect = _Redirect(where, canon, rec.allocations)
+    # (a block's items with every later pass's buffer replaced by the first pass's one it
+    # stands for, which a replay writes: a cond branch first taken in a loop's second pass
+    # reads that pass's values)
+    redirect = Relocate(where, {step: rec.allocations[first] for step, first in canon.items()
+                                if first != step})
     blocks = []
     for j in distinct:
         items = [redirect.item(i) for i in passes[j].items]
@@ -276,30 +280,6 @@ class _Locator:
         if self.visible is not None and not self.visible(spot[1]):
             self.stale = True
         return ("alloc", self.names.get(spot[1], spot[1])) + spot[2:]
-
-
-class _Redirect(Rebind):
-    """Items of a block's first pass with every buffer of a later pass of another block (a
-    cond branch first taken in a loop's second pass reads that pass's values) replaced by
-    the first pass's buffer it stands for, which is the one a replay writes."""
-
-    def __init__(self, where: Allocations, canon: dict, allocations: list):
-        self.where, self.canon, self.allocations = where, canon, allocations
-
-    def array(self, a: Any) -> Any:
-        spot = self.where.locate(a)
-        if spot[0] != "alloc" or self.canon.get(spot[1], spot[1]) == spot[1]:
-            return a
-        base = self.allocations[self.canon[spot[1]]]
-        offset = spot[2]
-        if offset == 0 and tuple(base.shape) == tuple(a.shape) and base.dtype == a.dtype:
-            return base
-        if (base.dtype == a.dtype and memory.contiguous(a) and memory.contiguous(base)
-                and offset % a.dtype.itemsize == 0):
-            at = offset // a.dtype.itemsize
-            return base.reshape(base.size)[at:at + a.size].reshape(a.shape)
-        raise NotReplayable("a block reads part of a later pass's buffer as another dtype or "
-                            "layout, which a replay cannot redirect")
 
 
 def _fields(item: Any) -> tuple:

@@ -44,9 +44,13 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from stagecraft.backends.numba_cuda import config, launcher
+from stagecraft.backends.numba_cuda import config, launcher, memory
 from stagecraft.backends.numba_cuda.launch import RECORDING
 from stagecraft.backends.numba_cuda.memory import address, is_device_array
+
+
+class NotReplayable(Exception):
+    """The recorded work cannot become a graph (the message says why)."""
 
 
 @dataclass
@@ -259,6 +263,38 @@ class Rebind:
             return item
         same = all(getattr(new, f) is getattr(item, f) for f in item.__dataclass_fields__)
         return item if same else new
+
+
+class Relocate(Rebind):
+    """Recorded items with every array that lies in one of the call's allocations moved to
+    the same place of its replacement: ``moves`` maps an allocation's step (its index in
+    ``allocations``, which ``where`` locates) to a C-contiguous array of its size. Views are
+    moved as views, at the same offset, shape and dtype.
+
+    >>> import numpy as np
+    >>> from stagecraft.backends.numba_cuda import memory
+    >>> made, other = memory.to_device(np.zeros(4)), memory.to_device(np.ones(4))
+    >>> move = Relocate(Allocations([made]), {0: other})
+    >>> move.array(made) is other, memory.to_host(move.array(made[2:])).tolist()
+    (True, [1.0, 1.0])
+    """
+
+    def __init__(self, where: "Allocations", moves: dict[int, Any]):
+        self.where, self.moves = where, moves
+
+    def array(self, a: Any) -> Any:
+        spot = self.where.locate(a)
+        if spot[0] != "alloc" or spot[1] not in self.moves:
+            return a
+        base, offset = self.moves[spot[1]], spot[2]
+        if offset == 0 and tuple(base.shape) == tuple(a.shape) and base.dtype == a.dtype:
+            return base
+        if (base.dtype == a.dtype and memory.contiguous(a) and memory.contiguous(base)
+                and offset % a.dtype.itemsize == 0):
+            at = offset // a.dtype.itemsize
+            return base.reshape(base.size)[at:at + a.size].reshape(a.shape)
+        raise NotReplayable("a step reads part of a buffer as another dtype or layout, which "
+                            "a replay cannot move to another buffer")
 
 
 class _Collect(Rebind):
