@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -146,6 +147,28 @@ def address(array: Any) -> int:
     # (not __cuda_array_interface__: Numba builds that dict on every read, 1.4 us against
     # 0.13; a view's gpu_data already points at its first element)
     return array.gpu_data.device_pointer_value or 0
+
+
+def references(array: Any) -> tuple[int, int]:
+    """The reference counts of a device array and of the object that every view of its
+    memory holds (Numba's memory pointer on a GPU, the NumPy buffer under the simulator).
+    Equal counts at two moments say that nothing took hold of the array or its memory in
+    between; only their change means anything, so compare counts taken by the same code.
+
+    >>> x = to_device(np.zeros(4))
+    >>> before = references(x)
+    >>> view = x[1:]
+    >>> references(x) == before
+    False
+    >>> del view
+    >>> references(x) == before
+    True
+    """
+    if simulated():
+        data = array._ary if array._ary.base is None else array._ary.base
+    else:
+        data = array.gpu_data.owner
+    return sys.getrefcount(array), sys.getrefcount(data)
 
 
 def to_host(array: Any) -> np.ndarray:

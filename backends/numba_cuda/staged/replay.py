@@ -8,9 +8,15 @@ The calls of one executable go through four stages:
    buffers the executable owns, so that later calls can reuse the recorded addresses;
 3. the third is recorded the same way, and the two recordings must agree launch by launch;
    the third one becomes the graph (``graphs.build``), its buffers kept for it;
-4. every later call copies the arguments that changed into the staging buffers, launches the
-   graph and copies the results out into new arrays (the graph rewrites its own buffers on
-   every launch, and results must stay valid after the next call).
+4. every later call copies the arguments that changed into the staging buffers and launches
+   the graph. The graph rewrites its own buffers on every launch, while results must stay
+   valid after the next call: so the results go to the caller from one of two *spare*
+   instances of the graph, each writing them into buffers of its own, whose results nothing
+   outside the replayer holds any more (no array, view or recording of another staged
+   function: ``memory.references``), as they are, with no copy; in a loop such as
+   ``y = f(x)`` the two take turns. When both spares' results are still held (or a result
+   is not a whole buffer of the call), the graph itself runs and its results are copied out
+   into new arrays.
 
 Values the host code reads one at a time (``cond``/``while`` predicates, error flags) are the
 recording's guards: a replay whose guards read other values (another trip count, a failing
@@ -27,18 +33,23 @@ an argument that is the very array copied last time needs no copy.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from typing import Any, Callable, Sequence
 
 from stagecraft.backends.numba_cuda import config, memory, programs
 from stagecraft.backends.numba_cuda.graphs import NotReplayable, build
-from stagecraft.backends.numba_cuda.recording import Branch, Recording, difference, recording
+from stagecraft.backends.numba_cuda.recording import (Allocations, Branch, Recording, Relocate,
+                                                      difference, recording)
 
 logger = logging.getLogger("stagecraft")
 # Consecutive replays whose guards fail (each one also runs the call plainly) before an
 # executable stops replaying.
 _MISSES = 2
+# Spare instances of a graph that hand their results out without a copy (stage 4): two let
+# calls alternate while the caller holds the last call's results.
+_SPARES = 2
 
 
 class Replayer:
@@ -69,6 +80,7 @@ class Replayer:
         self._misses = 0
         self._loops = False    # whether recordings keep loops in fixed buffers (programs.py)
         self._first_out: tuple = ()
+        self._spares: list[_Spare] | None = []   # None: the results cannot be handed out
         self._settings = _settings()
 
     @property
@@ -99,6 +111,7 @@ class Replayer:
             self._settings = settings
             self._graph = self._kept = self._first = None
             self._results = self._first_out = ()
+            self._spares = []
         self._calls += 1
         if self._calls == 1:
             return self._fn(*values)
@@ -107,13 +120,14 @@ class Replayer:
             return self._fn(*values)
         if self._graph is not None:
             try:
-                valid = self._graph.launch()
+                spare = self._spare()
+                valid = (spare or self._graph).launch()
             except NotReplayable as e:
                 self._give_up(str(e))
                 return self._fn(*values)
             if valid:
                 self._misses = 0
-                return self._copy_out(self._results)
+                return spare.hand_out() if spare else self._copy_out(self._results)
             # A guard read another value: this call's host code takes another path (a loop
             # runs a different number of times, an error check fails). Run it plainly: nothing
             # was written back yet, and a failing check raises its own error from there.
@@ -167,7 +181,7 @@ class Replayer:
         if not self._loops and _has_loops(self._kept):
             self._loops = True
             self._graph = self._kept = None
-            self._results, self._misses = (), 0
+            self._results, self._misses, self._spares = (), 0, []
             return
         self._give_up(f"its host reads differed from the recorded ones in {_MISSES} calls in "
                       f"a row (control flow that depends on the data)")
@@ -191,6 +205,24 @@ class Replayer:
             self._last[i] = v
         return self._staging
 
+    def _spare(self) -> "_Spare | None":
+        """A spare instance of a single graph whose handed-out results nothing holds now,
+        made when fewer than ``_SPARES`` exist; None when every one is held (or the results
+        cannot be handed out, or the replay is a program): the graph runs and copies out."""
+        if self._spares is None or isinstance(self._graph, programs.Program):
+            return None
+        for spare in self._spares:
+            if spare.free():
+                return spare
+        if len(self._spares) >= _SPARES:
+            return None
+        spare = _Spare.build(self._kept, self._results)
+        if spare is None:
+            self._spares = None
+            return None
+        self._spares.append(spare)
+        return spare
+
     def _copy_out(self, results: Sequence[Any]) -> tuple:
         out = []
         for r in results:
@@ -202,8 +234,68 @@ class Replayer:
     def _give_up(self, reason: str) -> None:
         self._reason = reason
         self._graph = self._kept = self._first = self._staging = None
-        self._results, self._last, self._first_out = (), [], ()
+        self._results, self._last, self._first_out, self._spares = (), [], (), []
         logger.info("%s", self.status)
+
+
+class _Spare:
+    """Another instance of a recorded call's graph, with the buffers of its results replaced
+    by buffers of its own, which :meth:`hand_out` gives to the caller as they are. It may run
+    again only when nothing but itself holds them (:meth:`free`): a launch rewrites them."""
+
+    def __init__(self, graph: Any, results: tuple, handed: list[int]):
+        self.graph, self.results, self.handed = graph, results, handed
+        # (the counts while only this instance holds them: taken when they are first handed
+        # out, once the objects that made the instance are gone)
+        self._alone: list | None = None
+
+    @classmethod
+    def build(cls, rec: Recording, results: Sequence[Any]) -> "_Spare | None":
+        """The spare of ``rec``'s graph, or None when no result is a whole buffer the call
+        allocated (inputs returned as they are, views of a buffer and fixed arrays are copied
+        out on every call)."""
+        where = Allocations(rec.allocations)
+        moves: dict[int, Any] = {}
+        handed = []
+        for i, r in enumerate(results):
+            spot = where.locate(r)
+            if spot[0] != "alloc" or spot[2] != 0:
+                continue
+            made = rec.allocations[spot[1]]
+            if (tuple(made.shape) != tuple(r.shape) or made.dtype != r.dtype
+                    or not memory.contiguous(made)):
+                continue
+            if spot[1] not in moves:
+                moves[spot[1]] = memory.empty(made.shape, made.dtype)
+            handed.append(i)
+        if not handed:
+            return None
+        move = Relocate(where, moves)
+        moved = copy.copy(rec)
+        moved.items = [move.item(item) for item in rec.items]
+        moved.allocations = [moves.get(k, a) for k, a in enumerate(rec.allocations)]
+        out = move.walk(tuple(results))
+        return cls(build(moved, out), out, handed)
+
+    def launch(self) -> bool:
+        return self.graph.launch()
+
+    def free(self) -> bool:
+        return self._alone is None or self._references() == self._alone
+
+    def hand_out(self) -> tuple:
+        """The results: the handed buffers themselves, the others copied into new arrays."""
+        if self._alone is None:
+            self._alone = self._references()
+        out = list(self.results)
+        for i, r in enumerate(out):
+            if i not in self.handed:
+                out[i] = memory.empty(r.shape, r.dtype)
+                memory.copy_into(out[i], r)
+        return tuple(out)
+
+    def _references(self) -> list:
+        return [memory.references(self.results[i]) for i in self.handed]
 
 
 def _has_loops(rec: Recording | None) -> bool:

@@ -1,0 +1,144 @@
+"""Results handed out without a copy by the spare instances of a replayed graph
+(``staged/replay.py``, stage 4): a spare runs again only when nothing outside the replayer holds
+its last results (``memory.references``), so every result a caller, a view, a variable or
+another staged function still holds keeps its value, and a loop that drops its results gets
+them from two buffers in turn.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.backends.numba_cuda import memory
+
+pytestmark = pytest.mark.cuda
+
+
+def replayer(staged, *args):
+    with tf.device("/gpu:0"):
+        return staged.get_concrete_function(*args).executable.replayer
+
+
+def inputs(count, shape=(3, 3)):
+    rng = np.random.default_rng(7)
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
+
+
+def new_affine():
+    """A new staged ``x @ w + 1`` (each test counts its own calls and spares)."""
+    @tf.function
+    def affine(x, w):
+        return tf.matmul(x, w) + 1.0
+    return affine
+
+
+def test_a_loop_that_drops_its_results_gets_them_from_two_buffers_in_turn():
+    affine = new_affine()
+    xs, (w,) = inputs(10), inputs(1)
+    buffers, values = [], []
+    with tf.device("/gpu:0"):
+        tw = tf.constant(w)
+        for x in xs:
+            y = affine(tf.constant(x), tw)
+            buffers.append(id(y._value))
+            values.append(y.numpy())
+    assert "replays a CUDA graph" in replayer(affine, tf.constant(xs[0]).gpu(), tw).status
+    assert len(set(buffers[3:])) == 2 and buffers[3] == buffers[5] != buffers[4]
+    for x, got in zip(xs, values):
+        np.testing.assert_allclose(got, x @ w + 1.0, rtol=1e-5)
+
+
+def test_results_held_by_the_caller_keep_their_values_while_calls_go_on():
+    affine = new_affine()
+    xs, (w,) = inputs(12), inputs(1)
+    with tf.device("/gpu:0"):
+        tw = tf.constant(w)
+        held = [affine(tf.constant(x), tw) for x in xs]   # (both spares busy: copies)
+    assert len({id(h._value) for h in held}) == len(held)
+    for x, got in zip(xs, held):
+        np.testing.assert_allclose(got.numpy(), x @ w + 1.0, rtol=1e-5)
+
+
+def test_a_view_of_a_handed_result_keeps_its_buffer_from_being_rewritten():
+    affine = new_affine()
+    xs, (w,) = inputs(8), inputs(1)
+    with tf.device("/gpu:0"):
+        tw = tf.constant(w)
+        for x in xs[:4]:
+            y = affine(tf.constant(x), tw)   # (the fourth call hands out a spare's buffer)
+        row = y._value[1:]                   # a view of it, the array itself dropped
+        kept = xs[3]
+        del y
+        for x in xs[4:]:
+            affine(tf.constant(x), tw)
+    np.testing.assert_allclose(memory.to_host(row), (kept @ w + 1.0)[1:], rtol=1e-5)
+
+
+def test_a_spare_is_free_only_when_nothing_else_holds_its_results():
+    affine = new_affine()
+    xs, (w,) = inputs(5), inputs(1)
+    with tf.device("/gpu:0"):
+        tw = tf.constant(w)
+        for x in xs[:4]:
+            y = affine(tf.constant(x), tw)
+    spares = replayer(affine, tf.constant(xs[0]).gpu(), tw)._spares
+    assert [s.free() for s in spares] == [False]    # y holds the first spare's result
+    view = y._value.reshape(9)
+    del y
+    assert [s.free() for s in spares] == [False]    # a view of its memory still does
+    del view
+    assert [s.free() for s in spares] == [True]
+
+
+def test_variables_updated_by_replays_keep_every_step_right():
+    @tf.function
+    def step(v, x):
+        v.assign(v * 0.5 + x)
+        return v.read_value() * 2.0
+
+    xs = inputs(9, (4,))
+    expected, v_host, outs = [], np.zeros(4, np.float32), []
+    with tf.device("/gpu:0"):
+        v = tf.Variable(np.zeros(4, np.float32))
+        for x in xs:
+            outs.append(step(v, tf.constant(x)))
+            v_host = v_host * 0.5 + x
+            expected.append(v_host * 2.0)
+        np.testing.assert_allclose(v.numpy(), v_host, rtol=1e-5)
+    for got, want in zip(outs, expected):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+
+
+def test_a_result_fed_to_another_staged_function_is_not_rewritten_under_it():
+    """g keeps the last array it copied in and skips copying the same array again: a spare
+    must not rewrite a result g still keeps, or g would read stale staging."""
+    @tf.function
+    def g(y):
+        return y * 3.0
+
+    affine = new_affine()
+    xs, (w,) = inputs(10), inputs(1)
+    with tf.device("/gpu:0"):
+        tw = tf.constant(w)
+        for x in xs:
+            y = affine(tf.constant(x), tw)
+            z = g(y)
+            z2 = g(y)   # (the same array again: g's shortcut)
+            np.testing.assert_allclose(z.numpy(), (x @ w + 1.0) * 3.0, rtol=1e-5)
+            np.testing.assert_allclose(z2.numpy(), z.numpy())
+
+
+def test_an_input_returned_as_it_is_is_copied_not_handed_out():
+    @tf.function
+    def passthrough(x):
+        return x, x + 1.0
+
+    xs = inputs(6, (2,))
+    with tf.device("/gpu:0"):
+        outs = [passthrough(tf.constant(x)) for x in xs]
+    spare = replayer(passthrough, tf.constant(xs[0]).gpu())._spares[0]
+    assert spare.handed == [1]
+    for x, (same, plus) in zip(xs, outs):
+        np.testing.assert_allclose(same.numpy(), x)
+        np.testing.assert_allclose(plus.numpy(), x + 1.0, rtol=1e-6)
