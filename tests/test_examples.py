@@ -114,11 +114,12 @@ def test_gpu_backend_benchmark_runs_on_the_cuda_simulator(tmp_path) -> None:
     assert all(len(cells) == 5 and all(float(c) > 0 for c in cells) for cells in rows.values())
     for tf32 in ("off", "on"):
         title = f"matmul 8x8 float32, TF32 {tf32}"  # its column names on the same line
-        assert next(line for line in lines if line.startswith(title)).split()[-3:] == [
-            "ms", "GFLOP/s", "/BLAS"]
+        assert next(line for line in lines if line.startswith(title)).split()[-5:] == [
+            "ms", "GFLOP/s", "/BLAS", "ms_synced", "/BLAS"]
         matmul = table(title, 4, header=0)
         assert list(matmul) == ["eager_gpu", "staged_gpu", "cupy", "torch"]
         assert float(matmul["eager_gpu"][0]) > 0 and float(matmul["staged_gpu"][1]) > 0
+        assert float(matmul["eager_gpu"][3]) > 0 and len(matmul["torch"]) >= 5
     report = json.loads(path.read_text())
     assert report["errors"] == {}
     errors = report["mlp_step"]["variants"]["stagecraft_staged"]["relative_errors"]
@@ -235,9 +236,10 @@ def test_gpu_profile_runs_on_the_cuda_simulator() -> None:
     at = lines.index("upload of 8 float32 behind ten queued matmuls, host us (median of 5):")
     assert [line[:24].strip() for line in lines[at + 1:at + 3]] == [
         "numba cuda.to_device", "memory.to_device"]
-    at = lines.index("matmul 8x8 float32, TF32 off, interleaved rounds, median ms:")
-    assert [line.split()[0] for line in lines[at + 1:at + 3]] == [
-        "stagecraft_eager", "stagecraft_staged"]
+    for tf32 in ("off", "on"):
+        at = lines.index(f"matmul 8x8 float32, TF32 {tf32}, interleaved rounds, median ms:")
+        assert [line.split()[0] for line in lines[at + 1:at + 3]] == [
+            "stagecraft_eager", "stagecraft_staged"]
 
 
 def test_interleaved_timing_takes_the_variants_batches_in_turns(monkeypatch) -> None:

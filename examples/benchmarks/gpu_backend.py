@@ -25,8 +25,9 @@ Sections (--only names), in the order they run:
               off in both (TFLOP/s count the 5 matmuls: 2 forward, 3 backward)
   matmul      C = A @ B with A, B 4096x4096 float32 by stagecraft (eager and staged) and by
               cuBLAS through torch.matmul and cupy.matmul, with TF32 off, then on (stagecraft and
-              torch; CuPy's switch is an import-time environment variable, so it runs off only);
-              target: eager >= 0.95x cuBLAS's throughput
+              torch; CuPy's switch is an import-time environment variable, so it runs off only),
+              timed queued (throughput) and synchronized per call (latency); target: eager
+              >= 0.95x cuBLAS's throughput
   l2hmc, rnn_forward, rnn_backward
               the workloads of cpu_backend.py (same functions, sizes and inputs) three ways:
               eager_gpu (each op a GPU launch inside ``tf.device("/gpu:0")``), staged_gpu (the
@@ -37,7 +38,9 @@ Sections (--only names), in the order they run:
 Timing: add, expression, classifier_loss and mlp_step time a loop of calls (1000 adds, 100
 expressions, 100 losses, 10 steps)
 followed by one synchronize, as PyTorch's benchmarks time small ops (the launches queue up as in
-a program), and report the median per call over 7 such loops (--repeat); the other sections end
+a program), and report the median per call over 7 such loops (--repeat); matmul does both: its
+"ms" column (and the target) times batches of 20 queued calls and one synchronize, its
+"ms_synced" column calls synchronized one by one; the other sections end
 every timed call with a synchronize (numba.cuda.synchronize, which waits for every stream of
 the context; torch.cuda.synchronize and CuPy's for theirs) and report the median of batches of
 about 0.1 s (--number sets the calls per batch). First calls (trace and compile) are left out.
@@ -101,15 +104,26 @@ SIMULATOR_LAUNCHES = {"THREADS_PER_BLOCK": 4, "MAX_BLOCKS": 2, "MATMUL_TILE": (4
 # Elementwise relative tolerance of the matmul check (positive entries: no cancellation); TF32
 # rounds the inputs to 10 mantissa bits.
 MATMUL_RTOL = {"tf32_off": 1e-4, "tf32_on": 2e-3}
+# Matmuls per queued batch (one synchronize after them): the throughput timing.
+MATMULS_QUEUED = 20
 
 
 def on_gpu(call: Callable[[], Any]) -> Callable[[], Any]:
     """``call`` inside the GPU scope, returning once the device is idle."""
+    scoped = in_gpu_scope(call)
+
     def run() -> Any:
-        with tf.device("/gpu:0"):
-            out = call()
+        out = scoped()
         synchronize()
         return out
+    return run
+
+
+def in_gpu_scope(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call`` inside the GPU scope, returning as soon as its work is queued."""
+    def run() -> Any:
+        with tf.device("/gpu:0"):
+            return call()
     return run
 
 
@@ -159,27 +173,30 @@ def measure(name: str, sizes: Sizes, repeat: int | None, number: int | None) -> 
     return row
 
 
-def blas_matmuls(a: np.ndarray, b: np.ndarray, tf32: bool,
-                 baselines: Baselines) -> tuple[dict[str, Callable], dict[str, str]]:
-    """The cuBLAS matmuls that can run here (``{"cupy": call, "torch": call}``), and why the
-    others cannot."""
+def blas_matmuls(a: np.ndarray, b: np.ndarray, tf32: bool, baselines: Baselines
+                 ) -> tuple[dict[str, tuple[Callable, Callable]], dict[str, str]]:
+    """The cuBLAS matmuls that can run here (``{"cupy": (call, synchronize), "torch": ...}``),
+    and why the others cannot."""
     calls, missing = {}, dict(baselines.missing)
     if baselines.cupy is not None and tf32:
         missing["cupy"] = "CuPy's TF32 is the CUPY_TF32 variable, read at import: off only"
     elif baselines.cupy is not None:
         cupy = baselines.cupy
-        ca, cb, sync = cupy.asarray(a), cupy.asarray(b), baselines.sync("cupy")
-        calls["cupy"] = lambda: (cupy.matmul(ca, cb), sync())[0]
+        ca, cb = cupy.asarray(a), cupy.asarray(b)
+        calls["cupy"] = (lambda: cupy.matmul(ca, cb), baselines.sync("cupy"))
     if baselines.torch is not None:
         torch = baselines.torch
         ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-        calls["torch"] = lambda: (torch.matmul(ta, tb), torch.cuda.synchronize())[0]
+        calls["torch"] = (lambda: torch.matmul(ta, tb), baselines.sync("torch"))
     return calls, missing
 
 
 def measure_matmul(sizes: Sizes, tf32: str, baselines: Baselines, repeat: int | None,
                    number: int | None) -> dict:
-    """The matmul with TF32 ``tf32`` ("tf32_off" or "tf32_on") in stagecraft and PyTorch."""
+    """The matmul with TF32 ``tf32`` ("tf32_off" or "tf32_on") in stagecraft and PyTorch,
+    timed two ways: ``queued_ms``, a batch of ``MATMULS_QUEUED`` calls then one synchronize
+    (throughput: the host's work per call hides behind the device's, as in a program), and
+    ``median_ms``, each call synchronized (latency: the host's work adds to it)."""
     n = sizes.matmul_n
     rng = np.random.default_rng(4)
     # Positive entries of mean 1/n, as in cpu_backend's matmul_chain: no cancellation.
@@ -187,17 +204,33 @@ def measure_matmul(sizes: Sizes, tf32: str, baselines: Baselines, repeat: int | 
     with tf.device("/gpu:0"):
         ta, tb = tf.constant(a), tf.constant(b)
     staged = tf.function(lambda x, y: tf.matmul(x, y))  # a new trace under this TF32 setting
-    calls = {"eager_gpu": on_gpu(lambda: tf.matmul(ta, tb)),
-             "staged_gpu": on_gpu(lambda: staged(ta, tb))}
+    calls = {"eager_gpu": (in_gpu_scope(lambda: tf.matmul(ta, tb)), synchronize),
+             "staged_gpu": (in_gpu_scope(lambda: staged(ta, tb)), synchronize)}
     blas, missing = blas_matmuls(a, b, tf32 == "tf32_on", baselines)
     calls.update(blas)
-    row = run_variants(Workload("matmul", {}, rtol=MATMUL_RTOL[tf32], atol=0.0), calls,
+    synced = {v: (lambda c=c, s=s: (c(), s())[0]) for v, (c, s) in calls.items()}
+    row = run_variants(Workload("matmul", {}, rtol=MATMUL_RTOL[tf32], atol=0.0), synced,
                        [a @ b], repeat, number)
-    row.update({"n": n, "tf32": tf32 == "tf32_on", "blas_missing": missing})
-    best = min((row["variants"][v]["median_ms"] for v in blas), default=None)
+    queue = 2 if n < 64 else MATMULS_QUEUED   # (--quick: the script's check only)
+
+    def batch(call: Callable[[], Any], sync: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(queue):   # (each result dropped at once, as a loop's would be)
+                call()
+            sync()
+        return run
+    queued = time_interleaved({v: batch(c, s) for v, (c, s) in calls.items()},
+                              repeat or 7, 1)
+    row.update({"n": n, "tf32": tf32 == "tf32_on", "blas_missing": missing, "queued": queue})
+    for variant, timing in row["variants"].items():
+        timing["queued_ms"] = queued[variant]["median_ms"] / queue
+    best = min((row["variants"][v]["queued_ms"] for v in blas), default=None)
+    best_synced = min((row["variants"][v]["median_ms"] for v in blas), default=None)
     for timing in row["variants"].values():
-        timing["gflop_s"] = 2 * n ** 3 / (timing["median_ms"] * 1e6)
-        timing["ratio_to_blas"] = None if best is None else timing["median_ms"] / best
+        timing["gflop_s"] = 2 * n ** 3 / (timing["queued_ms"] * 1e6)
+        timing["ratio_to_blas"] = None if best is None else timing["queued_ms"] / best
+        timing["synced_ratio_to_blas"] = (None if best_synced is None
+                                          else timing["median_ms"] / best_synced)
     return row
 
 
@@ -232,16 +265,17 @@ def print_workloads(rows: list[dict]) -> None:
 
 def print_matmul(matmul: dict) -> None:
     title = f"matmul {matmul['n']}x{matmul['n']} float32, TF32 {'on' if matmul['tf32'] else 'off'}"
-    print(f"{title:36s}{'ms':>10s}{'GFLOP/s':>10s}{'/BLAS':>8s}")
+    print(f"{title:36s}{'ms':>10s}{'GFLOP/s':>10s}{'/BLAS':>8s}{'ms_synced':>11s}{'/BLAS':>8s}")
     for variant in ("eager_gpu", "staged_gpu", "cupy", "torch"):
         t = matmul["variants"].get(variant)
         if t is None:
-            print(f"  {variant:34s}{'n/a':>10s}{'n/a':>10s}{'n/a':>8s}  "
-                  f"({matmul['blas_missing'][variant]})")
+            print(f"  {variant:34s}{'n/a':>10s}{'n/a':>10s}{'n/a':>8s}{'n/a':>11s}{'n/a':>8s}"
+                  f"  ({matmul['blas_missing'][variant]})")
             continue
-        ratio = "n/a" if t["ratio_to_blas"] is None else _fmt(t["ratio_to_blas"])
-        print(f"  {variant:34s}{_fmt(t['median_ms']):>10s}{_fmt(t['gflop_s']):>10s}"
-              f"{ratio:>8s}")
+        ratios = ["n/a" if t[k] is None else _fmt(t[k])
+                  for k in ("ratio_to_blas", "synced_ratio_to_blas")]
+        print(f"  {variant:34s}{_fmt(t['queued_ms']):>10s}{_fmt(t['gflop_s']):>10s}"
+              f"{ratios[0]:>8s}{_fmt(t['median_ms']):>11s}{ratios[1]:>8s}")
 
 
 def gpu_machine(kind: str, baselines: Baselines) -> dict:

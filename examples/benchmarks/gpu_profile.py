@@ -4,14 +4,16 @@ the kernels of PyTorch's step, of stagecraft's staged and eager steps and of an 
 (torch.profiler, which sees every kernel of the process), an eager add's host cost layer by
 layer (operator, op library, allocation, the driver launch alone) beside PyTorch's add, the
 host time of an upload issued behind queued GPU work (Numba's, stagecraft's, PyTorch's), and
-the 4096^2 float32 matmul of stagecraft (eager, staged, cuBLAS called directly) and PyTorch
-timed in alternation (ABAB...), so that clock or thermal drift cannot favour either.
+the 4096^2 float32 matmul (TF32 off, then on) of stagecraft (eager, staged, cuBLAS called
+directly) and PyTorch timed in alternation (ABAB...), so that clock or thermal drift cannot
+favour either.
 
     python examples/benchmarks/gpu_profile.py [--quick] [--steps 5]
     PARTS="bench" BENCH_ARGS=... bash examples/benchmarks/device_check.sh   # (the device run)
 
 Prints its tables; the MLP sizes are gpu_small_ops.OPS_FULL's (OPS_QUICK with --quick). On
-Numba's CUDA simulator it runs (NUMBA_ENABLE_CUDASIM=1 ... --quick) but its times mean nothing.
+Numba's CUDA simulator it runs (NUMBA_ENABLE_CUDASIM=1 ... --quick), without PyTorch, but its
+times mean nothing.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import stagecraft as tf
 from gpu_baselines import find_baselines, set_tf32, synchronize  # sibling script modules
 from gpu_small_ops import OPS_FULL, OPS_QUICK, mlp_init, mlp_step_tf
 from stagecraft.backends.numba_cuda import cublas, eager, launcher, memory
+from stagecraft.backends.numba_cuda.launch import simulated
 from stagecraft.backends.numba_cuda.recording import Launch, recording
 
 
@@ -95,8 +98,8 @@ def kernels(torch: Any, step: Callable[[], Any], steps: int) -> list[tuple]:
 
 
 def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
-    """Median ms of an n x n float32 matmul (TF32 off), stagecraft eager and staged and
-    torch, one call of each per round, synchronized after each."""
+    """Median ms of an n x n float32 matmul (under the TF32 setting in force), stagecraft
+    eager and staged and torch, one call of each per round, synchronized after each."""
     rng = np.random.default_rng(4)
     a, b = (rng.random((n, n), dtype=np.float32) for _ in range(2))
     with tf.device("/gpu:0"):
@@ -214,7 +217,9 @@ def main() -> None:
     args = parser.parse_args()
     sizes = OPS_QUICK if args.quick else OPS_FULL
     baselines = find_baselines()
-    torch = baselines.torch
+    # (not beside the simulator: a real GPU's library times nothing there, and its profiler
+    # over the simulator's kernel threads takes minutes)
+    torch = None if simulated() else baselines.torch
     set_tf32(False, baselines)
     x, target, init = mlp_init(sizes.mlp)
     with tf.device("/gpu:0"):
@@ -265,9 +270,13 @@ def main() -> None:
                 for kernel, calls, per_step in rows:
                     print(f"  {kernel:62s}{calls:6.0f}{per_step:10.1f}")
     n = 8 if args.quick else 4096
-    print(f"matmul {n}x{n} float32, TF32 off, interleaved rounds, median ms:")
-    for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
-        print(f"  {name:22s}{ms:10.3f}")
+    for tf32 in (False, True):
+        set_tf32(tf32, baselines)
+        print(f"matmul {n}x{n} float32, TF32 {'on' if tf32 else 'off'}, interleaved rounds, "
+              f"median ms:")
+        for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
+            print(f"  {name:22s}{ms:10.3f}")
+    set_tf32(False, baselines)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ def _per_torch(section: str, variant: str) -> Callable[[dict], float | None]:
 
 
 def _matmul_speed(tf32: str) -> Callable[[dict], float | None]:
-    """cuBLAS's time (the faster of PyTorch and CuPy) over stagecraft's eager matmul."""
+    """cuBLAS's time (the faster of PyTorch and CuPy) over stagecraft's eager matmul, calls
+    queued with one synchronize per batch (throughput)."""
     def value(results: dict) -> float | None:
         ratio = results["matmul"][tf32]["variants"]["eager_gpu"]["ratio_to_blas"]
         return None if ratio is None else 1 / ratio
