@@ -16,6 +16,7 @@ once more.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable
 
 from stagecraft.backends.numba_cuda import config
@@ -176,9 +177,14 @@ def _lease_class(pointer_type: type | None) -> type:
 
     class Lease(pointer_type):  # type: ignore[misc,valid-type]
         __doc__ = f"A {pointer_type.__name__} over a pooled block (pool.leases)."
+        # (kept on the class: at interpreter exit, leases that outlive the modules (a staged
+        # function's graph buffers) die after the modules' names are cleared, and the pool
+        # is gone with the process's memory anyway)
+        _finalizing = staticmethod(sys.is_finalizing)
 
         def __del__(self) -> None:
-            self._back(self._key, self.size)
+            if not self._finalizing():
+                self._back(self._key, self.size)
     return Lease
 
 

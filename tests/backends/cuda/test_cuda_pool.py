@@ -149,3 +149,25 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_lease_dying_at_interpreter_exit_gives_nothing_back(monkeypatch):
+    """At exit the modules' names are cleared before the last leases die (a staged
+    function's graph buffers live to the end): giving back then would fail on them."""
+    from stagecraft.backends.numba_cuda.pool import _lease_class, leases
+
+    class Pointer:
+        def __init__(self, context, pointer, size):
+            self.device_pointer, self.size = pointer, size
+
+    class Block:
+        device_pointer = 4096
+    back = []
+    lease = leases(None, lambda key, size: back.append(key), Pointer)
+    kept = lease(Block, 512, 1)
+    del kept
+    assert back == [1]
+    dying = lease(Block, 512, 2)
+    monkeypatch.setattr(_lease_class(Pointer), "_finalizing", staticmethod(lambda: True))
+    del dying
+    assert back == [1]
