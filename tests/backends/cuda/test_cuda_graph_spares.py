@@ -33,6 +33,17 @@ def new_affine():
     return affine
 
 
+def handed_result(count):
+    """A new staged affine map, ``count`` inputs, its weight (host and GPU) and the result of
+    its fourth call (of ``xs[3]``), the first one a spare hands out."""
+    affine, xs, (w,) = new_affine(), inputs(count), inputs(1)
+    with tf.device("/gpu:0"):
+        tw = tf.constant(w)
+        for x in xs[:4]:
+            y = affine(tf.constant(x), tw)
+    return affine, xs, w, tw, y
+
+
 def test_a_loop_that_drops_its_results_gets_them_from_two_buffers_in_turn():
     affine = new_affine()
     xs, (w,) = inputs(10), inputs(1)
@@ -61,27 +72,17 @@ def test_results_held_by_the_caller_keep_their_values_while_calls_go_on():
 
 
 def test_a_view_of_a_handed_result_keeps_its_buffer_from_being_rewritten():
-    affine = new_affine()
-    xs, (w,) = inputs(8), inputs(1)
+    affine, xs, w, tw, y = handed_result(8)
+    row = y._value[1:]                   # a view of it, the array itself dropped
+    del y
     with tf.device("/gpu:0"):
-        tw = tf.constant(w)
-        for x in xs[:4]:
-            y = affine(tf.constant(x), tw)   # (the fourth call hands out a spare's buffer)
-        row = y._value[1:]                   # a view of it, the array itself dropped
-        kept = xs[3]
-        del y
         for x in xs[4:]:
             affine(tf.constant(x), tw)
-    np.testing.assert_allclose(memory.to_host(row), (kept @ w + 1.0)[1:], rtol=1e-5)
+    np.testing.assert_allclose(memory.to_host(row), (xs[3] @ w + 1.0)[1:], rtol=1e-5)
 
 
 def test_a_spare_is_free_only_when_nothing_else_holds_its_results():
-    affine = new_affine()
-    xs, (w,) = inputs(5), inputs(1)
-    with tf.device("/gpu:0"):
-        tw = tf.constant(w)
-        for x in xs[:4]:
-            y = affine(tf.constant(x), tw)
+    affine, xs, _, tw, y = handed_result(4)
     spares = replayer(affine, tf.constant(xs[0]).gpu(), tw)._spares
     assert [s.free() for s in spares] == [False]    # y holds the first spare's result
     view = y._value.reshape(9)
