@@ -120,8 +120,12 @@ def test_gpu_backend_benchmark_runs_on_the_cuda_simulator(tmp_path) -> None:
         assert list(matmul) == ["eager_gpu", "staged_gpu", "cupy", "torch"]
         assert float(matmul["eager_gpu"][0]) > 0 and float(matmul["staged_gpu"][1]) > 0
         assert float(matmul["eager_gpu"][3]) > 0 and len(matmul["torch"]) >= 5
+    conv = table("convolutions, batch 2, NHWC float32, TF32 off", 2)
+    assert set(conv) == {"3x3", "1x1/2"}   # (shape names: "3x3 6x6x2->3", ...)
+    assert all(float(cells[1]) > 0 and float(cells[4]) > 0 for cells in conv.values())
     report = json.loads(path.read_text())
     assert report["errors"] == {}
+    assert [r["shape"] for r in report["conv"]["rows"]] == ["3x3 6x6x2->3", "1x1/2 6x6x2->4"]
     errors = report["mlp_step"]["variants"]["stagecraft_staged"]["relative_errors"]
     assert errors["loss, first"] < 1e-4 and errors["update 3, after timing"] < 1e-4
     assert len(report["targets"]) == 8

@@ -28,6 +28,9 @@ Sections (--only names), in the order they run:
               torch; CuPy's switch is an import-time environment variable, so it runs off only),
               timed queued (throughput) and synchronized per call (latency); target: eager
               >= 0.95x cuBLAS's throughput
+  conv        ResNet-50's convolutions (batch 32, NHWC float32, TF32 off): the forward pass
+              eagerly and the forward pass with both gradients staged, against PyTorch's
+              cuDNN (gpu_conv.py); no target: where cuDNN beats im2col + cuBLAS
   l2hmc, rnn_forward, rnn_backward
               the workloads of cpu_backend.py (same functions, sizes and inputs) three ways:
               eager_gpu (each op a GPU launch inside ``tf.device("/gpu:0")``), staged_gpu (the
@@ -35,8 +38,8 @@ Sections (--only names), in the order they run:
               (stagecraft's default CPU backend, for reference); target: eager_gpu/staged_gpu
               >= 10
 
-Timing: add, expression, classifier_loss and mlp_step time a loop of calls (1000 adds, 100
-expressions, 100 losses, 10 steps)
+Timing: add, expression, classifier_loss, mlp_step and conv time a loop of calls (1000 adds,
+100 expressions, 100 losses, 10 steps, 10 convolutions)
 followed by one synchronize, as PyTorch's benchmarks time small ops (the launches queue up as in
 a program), and report the median per call over 7 such loops (--repeat); matmul does both: its
 "ms" column (and the target) times batches of 20 queued calls and one synchronize, its
@@ -84,6 +87,7 @@ from gpu_baselines import (LIBRARIES, Baselines, find_baselines, has_tf32_contro
                            synchronize, tf32_note, to_numpy)
 from gpu_small_ops import (OPS_FULL, OPS_QUICK, measure_add, measure_classifier_loss,
                            measure_expression, measure_mlp_step, print_small_ops)
+from gpu_conv import CONV_FULL, CONV_QUICK, measure_conv, print_conv
 from gpu_targets import assess, print_targets
 from timing import batches, benchmark_parser, time_interleaved
 import stagecraft as tf
@@ -92,7 +96,7 @@ from stagecraft.devices.device import gpu_kind
 
 SMALL_OPS = ("add", "expression", "classifier_loss", "mlp_step")
 GPU_WORKLOADS = ("l2hmc", "rnn_forward", "rnn_backward")
-SECTIONS = (*SMALL_OPS, "matmul", *GPU_WORKLOADS)
+SECTIONS = (*SMALL_OPS, "matmul", "conv", *GPU_WORKLOADS)
 VARIANTS = ("eager_gpu", "staged_gpu", "staged_cpu")
 RATIOS = {"eager_gpu/staged_gpu": ("eager_gpu", "staged_gpu"),
           "staged_cpu/staged_gpu": ("staged_cpu", "staged_gpu")}
@@ -379,6 +383,12 @@ def main(argv: list[str] | None = None) -> None:
     if "matmul" in only:
         report.results["matmul"] = report.run(
             "matmul", lambda: measure_matmuls(sizes, baselines, repeat, number))
+    if "conv" in only:
+        conv = report.run("conv", lambda: measure_conv(
+            CONV_QUICK if args.quick else CONV_FULL, baselines))
+        if conv is not None:
+            report.results["conv"] = conv
+            print_conv(conv, baselines.missing)
     for name in GPU_WORKLOADS:
         if name in only:
             row = report.run(name, lambda: measure(name, sizes, repeat, number))
