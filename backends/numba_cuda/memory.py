@@ -149,11 +149,14 @@ def address(array: Any) -> int:
     return array.gpu_data.device_pointer_value or 0
 
 
-def references(array: Any) -> tuple[int, int]:
-    """The reference counts of a device array and of the object that every view of its
-    memory holds (Numba's memory pointer on a GPU, the NumPy buffer under the simulator).
-    Equal counts at two moments say that nothing took hold of the array or its memory in
-    between; only their change means anything, so compare counts taken by the same code.
+def references(array: Any) -> tuple[int, ...]:
+    """The reference counts of a device array and of the objects that every view of its
+    memory holds: on a GPU its memory pointer (which reshapes and dtype views share) and that
+    pointer's owner (which slices hold), under the simulator the NumPy buffer. Equal counts
+    at two moments say that nothing took hold of the array or its memory in between; only
+    their change means anything, so compare counts taken by the same code. (CPython's counts:
+    whatever holds an object, a variable, a container or an attribute, holds a counted
+    reference.)
 
     >>> x = to_device(np.zeros(4))
     >>> before = references(x)
@@ -165,10 +168,10 @@ def references(array: Any) -> tuple[int, int]:
     True
     """
     if simulated():
-        data = array._ary if array._ary.base is None else array._ary.base
+        holders: tuple = (array._ary if array._ary.base is None else array._ary.base,)
     else:
-        data = array.gpu_data.owner
-    return sys.getrefcount(array), sys.getrefcount(data)
+        holders = (array.gpu_data, array.gpu_data.owner)
+    return (sys.getrefcount(array), *(sys.getrefcount(h) for h in holders))
 
 
 def to_host(array: Any) -> np.ndarray:

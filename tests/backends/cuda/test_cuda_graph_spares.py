@@ -11,6 +11,8 @@ import pytest
 
 import stagecraft as tf
 from stagecraft.backends.numba_cuda import memory
+from stagecraft.backends.numba_cuda.recording import NotReplayable
+from stagecraft.backends.numba_cuda.staged.replay import _Spare
 
 pytestmark = pytest.mark.cuda
 
@@ -143,3 +145,88 @@ def test_an_input_returned_as_it_is_is_copied_not_handed_out():
     for x, (same, plus) in zip(xs, outs):
         np.testing.assert_allclose(same.numpy(), x)
         np.testing.assert_allclose(plus.numpy(), x + 1.0, rtol=1e-6)
+
+
+def test_references_see_every_view_of_a_gpu_array_pooled_or_not():
+    """memory.references on Numba's real GPU array classes (a child process without the
+    simulator; no GPU needed to make arrays over given addresses): slices hold the memory's
+    owner, reshapes and dtype views share the memory pointer, in pooled arrays (a lease) and
+    in Numba's own (``config.POOL_BYTES = 0``: an owned pointer over a weak proxy)."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import numpy as np
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
+from numba.cuda.cudadrv.driver import MemoryPointer, binding
+from stagecraft.backends.numba_cuda import memory, pool
+kept = []
+def unpooled():
+    made = MemoryPointer(None, binding.CUdeviceptr(4096), 36, finalizer=lambda: None)
+    kept.append(made)   # (as Numba's memory manager keeps its allocations)
+    return DeviceNDArray((3, 3), (12, 4), np.dtype(np.float32), gpu_data=made.own())
+class Block:
+    device_pointer = binding.CUdeviceptr(8192)
+def pooled():
+    lease = pool.leases(None, lambda key, size: None)(Block, 36, 1)
+    return DeviceNDArray((3, 3), (12, 4), np.dtype(np.float32), gpu_data=lease)
+views = {"a slice's memory": lambda y: y.gpu_data.view(12),  # (slicing itself needs a GPU)
+         "numba reshape": lambda y: y.reshape(9),
+         "memory.reshape": lambda y: memory.reshape(y, (9,)),
+         "dtype view": lambda y: memory.view_as(y, np.int32)}
+for kind, make in (("unpooled", unpooled), ("pooled", pooled)):
+    y = make()
+    alone = memory.references(y)
+    for name, take in views.items():
+        view = take(y)
+        assert memory.references(y) != alone, (kind, name)
+        del view
+        assert memory.references(y) == alone, (kind, name)
+print("ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_relocate_moves_arrays_held_in_closures_and_default_arguments():
+    """A library call or host step holds its arrays in closure cells or default arguments
+    (recordings compare both): a spare's moved items must read and write its own buffers."""
+    from stagecraft.backends.numba_cuda.recording import Allocations, HostStep, Relocate
+    made, other = memory.to_device(np.zeros(4)), memory.to_device(np.ones(4))
+    seen = []
+
+    def by_default(out=made):
+        seen.append(memory.to_host(out).tolist())
+
+    def by_cell():
+        seen.append(memory.to_host(made[2:]).tolist())
+    move = Relocate(Allocations([made]), {0: other})
+    for step in (HostStep(by_default), HostStep(by_cell)):
+        move.item(step).fn()
+    assert seen == [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0]]
+
+
+@pytest.mark.parametrize("error", [NotReplayable("a step reads part of a buffer as another "
+                                                 "dtype"),
+                                   RuntimeError("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY")])
+def test_a_spare_that_cannot_be_made_leaves_the_graph_copying_its_results(monkeypatch, error):
+    def fail(*args):
+        raise error
+    monkeypatch.setattr(_Spare, "build", fail)
+    affine, xs, w, tw, y = handed_result(6)
+    with tf.device("/gpu:0"):
+        outs = [y] + [affine(tf.constant(x), tw) for x in xs[4:]]
+    replay = replayer(affine, tf.constant(xs[0]).gpu(), tw)
+    assert "replays a CUDA graph" in replay.status and replay._spares is None
+    for x, got in zip(xs[3:], outs):
+        np.testing.assert_allclose(got.numpy(), x @ w + 1.0, rtol=1e-5)
+
+
+def test_another_error_making_a_spare_is_raised(monkeypatch):
+    def fail(*args):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(_Spare, "build", fail)
+    with pytest.raises(RuntimeError, match="a bug"):
+        handed_result(4)
