@@ -228,13 +228,15 @@ class Rebind:
         if isinstance(x, (tuple, list)):
             out = [self.walk(v) for v in x]
             return x if all(a is b for a, b in zip(out, x)) else type(x)(out)
-        closure = getattr(x, "__closure__", None)
-        if closure:
-            cells = [c.cell_contents for c in closure]
+        if isinstance(x, types.FunctionType) and (x.__closure__ or x.__defaults__):
+            # (cells and default arguments: a recording compares a call's both)
+            closure = x.__closure__
+            cells = [c.cell_contents for c in closure or ()]
             new = [self.walk(v) for v in cells]
-            if any(a is not b for a, b in zip(new, cells)):
-                f = types.FunctionType(x.__code__, x.__globals__, x.__name__, x.__defaults__,
-                                       tuple(types.CellType(v) for v in new))
+            defaults = self.walk(x.__defaults__) if x.__defaults__ else x.__defaults__
+            if defaults is not x.__defaults__ or any(a is not b for a, b in zip(new, cells)):
+                f = types.FunctionType(x.__code__, x.__globals__, x.__name__, defaults,
+                                       tuple(types.CellType(v) for v in new) or closure)
                 f.__kwdefaults__ = x.__kwdefaults__
                 return f
         return x

@@ -119,8 +119,8 @@ class Replayer:
         if staged is None:
             return self._fn(*values)
         if self._graph is not None:
+            spare = self._spare()
             try:
-                spare = self._spare()
                 valid = (spare or self._graph).launch()
             except NotReplayable as e:
                 self._give_up(str(e))
@@ -216,9 +216,19 @@ class Replayer:
                 return spare
         if len(self._spares) >= _SPARES:
             return None
-        spare = _Spare.build(self._kept, self._results)
+        try:
+            spare = _Spare.build(self._kept, self._results)
+        except NotReplayable as e:   # (the graph itself still replays: its results are copied)
+            spare, why = None, str(e)
+        except Exception as e:   # no memory for more buffers: copying out needs none
+            if "OUT_OF_MEMORY" not in str(e).upper().replace(" ", "_"):
+                raise
+            spare, why = None, f"no device memory for their buffers ({e})"
+        else:
+            why = "no result is a whole buffer the call made"
         if spare is None:
             self._spares = None
+            logger.info("%s copies its results out on every call: %s", self._name, why)
             return None
         self._spares.append(spare)
         return spare
