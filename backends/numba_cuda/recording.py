@@ -289,7 +289,8 @@ class Relocate(Rebind):
         if spot[0] != "alloc" or spot[1] not in self.moves:
             return a
         base, offset = self.moves[spot[1]], spot[2]
-        if offset == 0 and tuple(base.shape) == tuple(a.shape) and base.dtype == a.dtype:
+        if (offset == 0 and tuple(base.shape) == tuple(a.shape) and base.dtype == a.dtype
+                and tuple(base.strides) == tuple(a.strides)):
             return base
         if (base.dtype == a.dtype and memory.contiguous(a) and memory.contiguous(base)
                 and offset % a.dtype.itemsize == 0):

@@ -234,12 +234,7 @@ class Replayer:
         return spare
 
     def _copy_out(self, results: Sequence[Any]) -> tuple:
-        out = []
-        for r in results:
-            fresh = memory.empty(r.shape, r.dtype)
-            memory.copy_into(fresh, r)
-            out.append(fresh)
-        return tuple(out)
+        return tuple(_copy(r) for r in results)
 
     def _give_up(self, reason: str) -> None:
         self._reason = reason
@@ -297,15 +292,17 @@ class _Spare:
         """The results: the handed buffers themselves, the others copied into new arrays."""
         if self._alone is None:
             self._alone = self._references()
-        out = list(self.results)
-        for i, r in enumerate(out):
-            if i not in self.handed:
-                out[i] = memory.empty(r.shape, r.dtype)
-                memory.copy_into(out[i], r)
-        return tuple(out)
+        return tuple(r if i in self.handed else _copy(r) for i, r in enumerate(self.results))
 
     def _references(self) -> list:
         return [memory.references(self.results[i]) for i in self.handed]
+
+
+def _copy(array: Any) -> Any:
+    """A new device array holding ``array``'s values."""
+    fresh = memory.empty(array.shape, array.dtype)
+    memory.copy_into(fresh, array)
+    return fresh
 
 
 def _has_loops(rec: Recording | None) -> bool:

@@ -230,3 +230,13 @@ def test_another_error_making_a_spare_is_raised(monkeypatch):
     monkeypatch.setattr(_Spare, "build", fail)
     with pytest.raises(RuntimeError, match="a bug"):
         handed_result(4)
+
+
+def test_relocate_refuses_a_view_it_cannot_rebuild():
+    """A transposed view of a buffer (the same shape, other strides) is not the new buffer
+    itself, nor a reshape of it: Relocate says so (a spare is then not made, and the graph
+    copies its results out), rather than moving it as the plain buffer."""
+    from stagecraft.backends.numba_cuda.recording import Allocations, Relocate
+    made, other = memory.to_device(np.zeros((2, 2))), memory.to_device(np.ones((2, 2)))
+    with pytest.raises(NotReplayable, match="another dtype or layout"):
+        Relocate(Allocations([made]), {0: other}).array(made.T)
