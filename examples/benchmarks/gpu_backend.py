@@ -83,8 +83,8 @@ import numpy as np
 
 from cpu_backend import (FULL, QUICK, WORKLOADS, Sizes, Workload, _arrays, _fmt,
                          _warm_up_numba, check, machine)  # sibling script modules
-from gpu_baselines import (LIBRARIES, Baselines, find_baselines, has_tf32_control, set_tf32,
-                           synchronize, tf32_note, to_numpy)
+from gpu_baselines import (LIBRARIES, Baselines, find_baselines, has_tf32_control,
+                           in_gpu_scope, set_tf32, synchronize, tf32_note, to_numpy)
 from gpu_small_ops import (OPS_FULL, OPS_QUICK, measure_add, measure_classifier_loss,
                            measure_expression, measure_mlp_step, print_small_ops)
 from gpu_conv import CONV_FULL, CONV_QUICK, measure_conv, print_conv
@@ -120,14 +120,6 @@ def on_gpu(call: Callable[[], Any]) -> Callable[[], Any]:
         out = scoped()
         synchronize()
         return out
-    return run
-
-
-def in_gpu_scope(call: Callable[[], Any]) -> Callable[[], Any]:
-    """``call`` inside the GPU scope, returning as soon as its work is queued."""
-    def run() -> Any:
-        with tf.device("/gpu:0"):
-            return call()
     return run
 
 

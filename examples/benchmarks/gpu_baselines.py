@@ -1,6 +1,7 @@
 """What gpu_backend.py compares stagecraft with on the same GPU: PyTorch and CuPy when they are
 installed and see a GPU (neither is a dependency of stagecraft), their synchronize calls, the
-TF32 switches of stagecraft and PyTorch, and the accuracy check the sections share."""
+GPU scope of stagecraft's calls, the TF32 switches of stagecraft and PyTorch, and the accuracy
+check the sections share."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,6 +12,14 @@ import numpy as np
 import stagecraft as tf
 
 LIBRARIES = ("torch", "cupy")
+
+
+def in_gpu_scope(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call`` inside the GPU scope, returning as soon as its work is queued."""
+    def run() -> Any:
+        with tf.device("/gpu:0"):
+            return call()
+    return run
 
 
 def synchronize() -> None:

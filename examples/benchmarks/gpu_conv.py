@@ -15,12 +15,12 @@ synchronize, as the small ops are.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from cpu_backend import _fmt  # sibling script modules
-from gpu_baselines import Baselines, check_close, synchronize
+from gpu_baselines import Baselines, check_close, in_gpu_scope, synchronize
 from timing import loop_us
 import stagecraft as tf
 
@@ -107,15 +107,9 @@ def measure_shape(name: str, shape: tuple, sizes: ConvSizes, baselines: Baseline
     with tf.device("/gpu:0"):
         tx, tw, tdy = tf.constant(x), tf.constant(w), tf.constant(dy)
     staged = tf.function(lambda a, b, g: conv_step_tf(a, b, g, s))
-
-    def on_gpu(call: Callable[[], Any]) -> Callable[[], Any]:
-        def run() -> Any:
-            with tf.device("/gpu:0"):
-                return call()
-        return run
-    calls = {"forward": {"stagecraft_eager": (on_gpu(lambda: conv_tf(tx, tw, s)), synchronize,
-                                              lambda y: y)},
-             "fwd+bwd": {"stagecraft_staged": (on_gpu(lambda: staged(tx, tw, tdy)),
+    calls = {"forward": {"stagecraft_eager": (in_gpu_scope(lambda: conv_tf(tx, tw, s)),
+                                              synchronize, lambda y: y)},
+             "fwd+bwd": {"stagecraft_staged": (in_gpu_scope(lambda: staged(tx, tw, tdy)),
                                                synchronize, lambda out: out)}}
     if baselines.torch is not None:
         for part, (call, host) in _torch_calls(baselines.torch, x, w, dy, s).items():
