@@ -1,12 +1,10 @@
-"""The lazily imported ``numba.cuda`` module, launch configurations, and kernels built from
-generated source (registered in ``linecache`` so tracebacks show the generated lines)."""
+"""The lazily imported ``numba.cuda`` module and launch configurations (kernels built from
+generated source are ``kernel_module``'s)."""
 from __future__ import annotations
 
 import functools
-import linecache
 import threading
 from types import ModuleType
-from typing import Any, Callable
 
 from stagecraft.backends.numba_cuda import config
 
@@ -73,17 +71,3 @@ def grid(n: int) -> tuple[int, int]:
     threads = config.THREADS_PER_BLOCK
     blocks = max(1, min(-(-n // threads), config.MAX_BLOCKS))
     return blocks, threads
-
-
-def jit_source(name: str, source: str, namespace: dict[str, Any]) -> Callable:
-    """Compiles ``source`` (defining a function called ``name``) and ``cuda.jit``s it.
-
-    The module name makes NumPy's RuntimeWarnings from simulated kernels fall under the op
-    table's warning filter (which covers ``stagecraft.*``), like the CPU kernels' warnings.
-    """
-    filename = f"<stagecraft-cuda {name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    scope = dict(namespace)
-    scope["__name__"] = "stagecraft.backends.numba_cuda.generated"
-    exec(compile(source, filename, "exec"), scope)
-    return cuda_module().jit(scope[name])

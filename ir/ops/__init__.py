@@ -30,7 +30,7 @@ OPS: types.MappingProxyType = types.MappingProxyType(
 
 # NumPy reports 1/0, log(0), sqrt(-1) as RuntimeWarnings; TensorFlow returns inf/nan silently,
 # and so do our kernels (the filter covers only warnings raised from stagecraft's own modules,
-# where kernels run).
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"stagecraft\.")
+# where kernels run, and its generated ones, ``stagecraft_gen_*``: simulated CUDA kernels).
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"stagecraft(\.|_gen_)")
 
 __all__ = ["OPS", "OpDef", "Kind", "Example"]

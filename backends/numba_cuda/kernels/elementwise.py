@@ -13,17 +13,16 @@ launches (the eager library keeps one per signature, ``numba_cuda.eager``).
 """
 from __future__ import annotations
 
-import cmath
 import functools
 from typing import Any, Callable, Sequence
 
-import numba
 import numpy as np
 
 from stagecraft.backends.codegen import scalar_ops
 from stagecraft.backends.numba_cuda import config, layout
-from stagecraft.backends.numba_cuda.kernels.index import grid_stride_loop, offset_function
-from stagecraft.backends.numba_cuda.launch import cuda_module, grid, jit_source, simulated
+from stagecraft.backends.numba_cuda.kernel_module import jit_kernel
+from stagecraft.backends.numba_cuda.kernels.index import grid_stride_loop
+from stagecraft.backends.numba_cuda.launch import grid, simulated
 from stagecraft.backends.numba_cuda.launcher import Bound
 from stagecraft.backends.numba_cuda.memory import allocator, scalar, to_device
 from stagecraft.ir import dtypes as dt
@@ -75,17 +74,9 @@ def source(op: str, in_dtypes: Sequence[DType], out_dtype: DType, modes: Sequenc
 
 @functools.lru_cache(maxsize=None)
 def _kernel(op: str, in_dtypes: tuple, out_dtype: DType, modes: tuple, device_np: bool) -> Callable:
-    if device_np:
-        from stagecraft.backends.numba_cuda.kernels.device_numpy import module
-        np_module = module()
-    else:
-        np_module = np
     name = f"{op}_{'_'.join(d.short for d in in_dtypes)}_{'_'.join(m[:2] for m in modes)}"
     text = source(op, in_dtypes, out_dtype, modes).replace("def kernel", f"def {name}", 1)
-    from stagecraft.backends.numba_cuda.kernels.device_special import module as special
-    return jit_source(name, text, {"np": np_module, "cmath": cmath, "cuda": cuda_module(),
-                                   "offset": offset_function(), "K": special(),
-                                   "uint64": numba.uint64})
+    return jit_kernel(name, text, device_numpy=device_np)
 
 
 def _mode(shape: tuple | None, out: tuple) -> str:

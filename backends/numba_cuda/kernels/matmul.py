@@ -21,7 +21,6 @@ from typing import Any, Callable
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config, cublas, layout
-from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launcher import launch
 from stagecraft.backends.numba_cuda.memory import empty
 
@@ -89,8 +88,7 @@ def _indent(text: str, depth: int) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _blocked_kernel(dtype: np.dtype, tile: tuple, work: tuple) -> tuple[Callable, Callable]:
-    import numba
-    from stagecraft.backends.numba_cuda.launch import cuda_module, jit_source
+    from stagecraft.backends.numba_cuda.kernel_module import jit_kernel
     bm, bn, bk = tile
     tm, tn = work
     if bm % tm or bn % tn:
@@ -102,8 +100,8 @@ def _blocked_kernel(dtype: np.dtype, tile: tuple, work: tuple) -> tuple[Callable
     guards = {"guard_a": "" if bm * bk % threads == 0 else "if e < bm * bk: ",
               "guard_b": "" if bk * bn % threads == 0 else "if e < bk * bn: "}
     body = _PRODUCT.format(**guards)
-    names = dict(cuda=cuda_module(), offset=offset_function(), elem=numba.from_dtype(dtype),
-                 bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, ty_n=ty_n, tx_n=tx_n, threads=threads,
+    names = dict(elem=np.dtype(dtype), bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, ty_n=ty_n, tx_n=tx_n,
+                 threads=threads,
                  a_cols=bm + 1,  # the transposed A tile's row length: + 1 against bank conflicts
                  loads_a=-(-bm * bk // threads), loads_b=-(-bk * bn // threads))
     kernels = []
@@ -111,7 +109,7 @@ def _blocked_kernel(dtype: np.dtype, tile: tuple, work: tuple) -> tuple[Callable
         loop = name == "batched"
         text = (header + "\n" + _indent(_SETUP, 1) + _indent(start, 1) +
                 _indent(body, 2 if loop else 1))
-        kernels.append(jit_source(name, text, names))
+        kernels.append(jit_kernel(name, text, names))
     return kernels[0], kernels[1]
 
 

@@ -3,34 +3,16 @@ arguments to the device, reads variables' buffers, writes assigned variables bac
 device arrays."""
 from __future__ import annotations
 
-import hashlib
 import pathlib
 from typing import Any, Sequence
 
-from stagecraft.backends import numba_cache
-from stagecraft.backends.numba_cuda import memory
+from stagecraft.backends.numba_cuda import kernel_module, memory
 from stagecraft.backends.numba_cuda.kernels import half
-from stagecraft.backends.numba_cuda.launch import simulated
 from stagecraft.backends.numba_cuda.staged import runtime
 from stagecraft.backends.numba_cuda.staged.codegen import ENTRY, generate
 from stagecraft.backends.numba_cuda.staged.replay import Replayer
 from stagecraft.ir import dtypes as dt
 from stagecraft.ir.graph import Graph
-
-_library_hash: str | None = None
-
-
-def library_hash() -> str:
-    """A hash of the CUDA backend's sources (kernels, eager library, this package), part of
-    every cache key: numba does not notice changes in the modules a cached kernel calls."""
-    global _library_hash
-    if _library_hash is None:
-        h = hashlib.sha256()
-        root = pathlib.Path(__file__).resolve().parent.parent
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode() + path.read_bytes())
-        _library_hash = h.hexdigest()[:16]
-    return _library_hash
 
 
 class Executable:
@@ -46,10 +28,7 @@ class Executable:
         self.source = gen.source
         self.fallback_reason = None
         self.num_kernels = gen.num_kernels
-        mode = "simulator" if simulated() else "gpu"
-        if not simulated():  # kernels use cuda.jit(cache=True): verified files, as on the CPU
-            numba_cache.install_verified_cuda_cache()
-        module = numba_cache.load_module(gen.source, extra=f"cuda-{mode}-{library_hash()}")
+        module = kernel_module.load(gen.source, "staged")
         self.path = pathlib.Path(module.__file__)
         consts = [memory.to_device(c) for c in gen.consts]
         self.replayer = Replayer(getattr(module, ENTRY)(consts, gen.sites),

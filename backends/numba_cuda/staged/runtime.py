@@ -10,15 +10,14 @@ see ``numba_cuda.eager``); everything else only reads array metadata (shapes) on
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config, layout, memory
-from stagecraft.backends.numba_cuda.launch import RECORDING, cuda_module, simulated
+from stagecraft.backends.numba_cuda.launch import RECORDING
 from stagecraft.backends.numba_cuda.launcher import launch  # noqa: F401 (generated code's)
 from stagecraft.backends.numba_cuda.memory import address
 from stagecraft.backends.numba_cuda.recording import host_step
@@ -369,37 +368,3 @@ def call_host(site: tuple, values: tuple) -> tuple:
                 f"staged code expects rank {rank}.")
         out.append(memory.to_device(a))
     return tuple(out)
-
-
-@functools.lru_cache(maxsize=None)
-def kernel_numpy() -> Any:
-    """The ``np`` generated kernels see: NumPy under the simulator (kernels run as Python),
-    ``numba_cuda.kernels.device_numpy`` on a GPU (NumPy's names as CUDA device code)."""
-    if simulated():
-        return np
-    from stagecraft.backends.numba_cuda.kernels.device_numpy import module
-    return module()
-
-
-def kernel_special() -> Any:
-    """The ``K`` generated kernels see: the special functions (``kernels.device_special``)."""
-    from stagecraft.backends.numba_cuda.kernels.device_special import module
-    return module()
-
-
-@functools.lru_cache(maxsize=None)
-def offset() -> Callable:
-    """The device function giving the element offset of a flat index through strides."""
-    from stagecraft.backends.numba_cuda.kernels.index import offset_function
-    return offset_function()
-
-
-def cuda() -> Any:
-    """``numba.cuda`` (kernels must reach it through a module global named ``cuda``)."""
-    return cuda_module()
-
-
-def disk_cache() -> bool:
-    """Whether kernels use ``cuda.jit(cache=True)``: on a GPU (PTX/cubin cached next to the
-    generated file); the simulator compiles nothing, so there is nothing to cache."""
-    return not simulated()

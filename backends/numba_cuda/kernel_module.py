@@ -1,0 +1,188 @@
+"""Generated kernels as modules of the disk cache, so that a new process loads their machine
+code instead of compiling it again.
+
+A kernel written as source (the eager elementwise kernels, the blocked matmul, a staged
+function's fused groups) becomes a module: :data:`PRELUDE` (the globals kernels use), its
+constants, its functions. ``numba_cache.load_module`` publishes it as ``gen_<key>.py`` in
+``$STAGECRAFT_CACHE_DIR`` (keyed by the text, the versions and :func:`library_hash`) and
+kernels are ``cuda.jit(cache=True)`` on a GPU: numba-cuda keeps their PTX and cubin beside the
+file, in sealed files (``numba_cache.install_verified_cuda_cache``). On the simulator nothing
+is compiled, so nothing is cached, and the same modules run as Python.
+
+Numba compiles a kernel's globals as constants, and the simulator runs a kernel by swapping the
+globals that hold ``numba.cuda``: so kernels reach the CUDA API through the module global
+``cuda``, bound by the prelude.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import pathlib
+import types
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
+
+#: The first lines of every generated kernel module: the names kernels use (``np``: NumPy's
+#: names as device code on a GPU, NumPy itself on the simulator; ``K``: the special
+#: functions; ``offset``: strided indexing) and ``_CACHE``, the ``cache=`` of their ``cuda.jit``.
+PRELUDE = (
+    "import cmath",
+    "from numba import cuda, uint64",
+    "",
+    "from stagecraft.backends.numba_cuda import kernel_module as _km",
+    "",
+    "offset = _km.offset()",
+    "K = _km.kernel_special()  # special functions as device code",
+    "_CACHE = _km.disk_cache()",
+)
+#: Names the prelude binds (generated code must not assign them).
+PRELUDE_NAMES = ("cmath", "cuda", "uint64", "_km", "np", "offset", "K", "_CACHE")
+
+
+def numpy_line(device: bool | None = None) -> str:
+    """The prelude's line binding ``np``: :func:`kernel_numpy` for ``device``.
+
+    >>> numpy_line(True)
+    'np = _km.kernel_numpy(True)  # NumPy as device code'
+    """
+    return (f"np = _km.kernel_numpy({device!r})  # NumPy as device code"
+            + ("" if device else " (NumPy itself on the simulator)"))
+
+
+def kernel_numpy(device: bool | None = None) -> Any:
+    """The ``np`` generated kernels see: ``kernels.device_numpy`` (NumPy's names as CUDA
+    device code) when ``device`` is true, NumPy itself when false; None picks the device
+    version on a GPU and NumPy on the simulator (where kernels run as Python)."""
+    if device is None:
+        device = not simulated()
+    if not device:
+        return np
+    from stagecraft.backends.numba_cuda.kernels.device_numpy import module
+    return module()
+
+
+def kernel_special() -> Any:
+    """The ``K`` generated kernels see: the special functions (``kernels.device_special``)."""
+    from stagecraft.backends.numba_cuda.kernels.device_special import module
+    return module()
+
+
+@functools.lru_cache(maxsize=None)
+def offset() -> Callable:
+    """The device function giving the element offset of a flat index through strides."""
+    from stagecraft.backends.numba_cuda.kernels.index import offset_function
+    return offset_function()
+
+
+def disk_cache() -> bool:
+    """Whether kernels use ``cuda.jit(cache=True)``: on a GPU (PTX/cubin cached next to the
+    generated file); the simulator compiles nothing, so there is nothing to cache."""
+    return not simulated()
+
+
+def numba_dtype(name: str) -> Any:
+    """The Numba type of NumPy dtype ``name`` (a kernel constant such as a tile's element).
+
+    >>> str(numba_dtype("float32"))
+    'float32'
+    """
+    import numba
+    return numba.from_dtype(np.dtype(name))
+
+
+_library_hash: str | None = None
+
+
+def library_hash() -> str:
+    """A hash of the CUDA backend's sources (kernels, eager library, this package), part of
+    every cache key: numba does not notice changes in the modules a cached kernel calls."""
+    global _library_hash
+    if _library_hash is None:
+        h = hashlib.sha256()
+        root = pathlib.Path(__file__).resolve().parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + path.read_bytes())
+        _library_hash = h.hexdigest()[:16]
+    return _library_hash
+
+
+def constant_line(name: str, value: Any) -> str:
+    """``name = value`` for a kernel constant: a Python int, float or bool, or a NumPy dtype
+    (bound to its Numba type). Only values of these kinds, which stagecraft computed, are
+    written into generated code.
+
+    >>> constant_line("bm", 64), constant_line("elem", np.dtype(np.float64))
+    ('bm = 64', "elem = _km.numba_dtype('float64')")
+    """
+    if isinstance(value, np.dtype):
+        return f"{name} = _km.numba_dtype({value.name!r})"
+    if type(value) in (int, float, bool):
+        return f"{name} = {value!r}"
+    raise TypeError(f"kernel constant {name!r} is a {type(value).__name__}: constants of "
+                    f"generated kernels are ints, floats, bools or NumPy dtypes")
+
+
+def load(source: str, kind: str) -> types.ModuleType:
+    """The generated module of ``source`` (which starts with :data:`PRELUDE`), from the disk
+    cache; ``kind`` names the generator in the key (``"eager"``, ``"staged"``)."""
+    from stagecraft.backends import numba_cache
+    mode = "simulator" if simulated() else "gpu"
+    if not simulated():  # kernels use cuda.jit(cache=True): verified files, as on the CPU
+        numba_cache.install_verified_cuda_cache()
+    module = numba_cache.load_module(source, extra=f"cuda-{kind}-{mode}-{library_hash()}")
+    _LOADED.setdefault(module.__name__, module)
+    return module
+
+
+# The generated kernel modules this process loaded, by name (for cache_stats).
+_LOADED: dict[str, types.ModuleType] = {}
+
+
+def cache_stats() -> dict[str, int]:
+    """How this process got the machine code of its generated kernels so far: ``loaded``
+    kernel signatures came from the disk cache, ``compiled`` ones were compiled (and saved),
+    over ``kernels`` kernels (numba-cuda's counts; on the simulator nothing compiles, so
+    both stay 0). A program's second start should compile none.
+
+    >>> sorted(cache_stats())
+    ['compiled', 'kernels', 'loaded']
+    """
+    stats = {"kernels": 0, "loaded": 0, "compiled": 0}
+    for module in list(_LOADED.values()):
+        for name, value in list(vars(module).items()):
+            if name in PRELUDE_NAMES:   # (the device functions kernels share)
+                continue
+            counts = getattr(value, "_cache_hits", None), getattr(value, "_cache_misses", None)
+            if None in counts:   # (not a kernel, or one of the simulator's)
+                continue
+            stats["kernels"] += 1
+            stats["loaded"] += sum(counts[0].values())
+            stats["compiled"] += sum(counts[1].values())
+    return stats
+
+
+def jit_kernel(name: str, source: str, constants: Mapping[str, Any] | None = None,
+               device_numpy: bool | None = None) -> Callable:
+    """``cuda.jit`` of the function ``name`` that ``source`` defines, loaded as a generated
+    module (:func:`load`) after the prelude, ``np`` bound for ``device_numpy``
+    (:func:`kernel_numpy`) and ``constants`` (:func:`constant_line`), so that on a GPU its
+    machine code is cached on disk.
+
+    >>> kernel = jit_kernel("twice", "def twice(out, x):\\n    out[0] = x[0] * k\\n", {"k": 2})
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> out = to_device(np.zeros(1, np.float32))
+    >>> kernel[1, 1](out, to_device(np.float32([1.5]))); to_host(out)
+    array([3.], dtype=float32)
+    """
+    cuda_module()   # (raises the error that says how to get CUDA first)
+    lines = [*PRELUDE, numpy_line(device_numpy)]
+    lines += [constant_line(k, v) for k, v in (constants or {}).items()]
+    module = load("\n".join([*lines, "", "", source.rstrip("\n"), ""]), "eager")
+    kernel = getattr(module, name)
+    if isinstance(kernel, types.FunctionType):   # (not jitted when loaded before)
+        kernel = module.cuda.jit(cache=module._CACHE)(kernel)
+        setattr(module, name, kernel)   # where cache_stats finds it
+    return kernel

@@ -1,0 +1,123 @@
+"""Generated kernels (eager elementwise, blocked matmul, staged groups) as modules of the disk
+cache (``numba_cuda.kernel_module``): the module each kernel comes from, its key, and on a GPU
+numba-cuda's verified disk cache (checked on Numba's real CUDA dispatcher in a process without
+the simulator; loading machine code back needs a GPU, where every CUDA test runs these
+kernels)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import stagecraft as tf
+from stagecraft.backends.numba_cuda import kernel_module, memory
+from stagecraft.backends.numba_cuda.kernels import elementwise
+from stagecraft.ir import dtypes as dt
+
+pytestmark = pytest.mark.cuda
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def _module_file(kernel) -> pathlib.Path:
+    return pathlib.Path(sys.modules[kernel.py_func.__module__].__file__)
+
+
+def test_an_elementwise_kernel_is_a_module_of_the_disk_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path))
+    kernel = elementwise._kernel.__wrapped__("add", (dt.float32, dt.float32), dt.float32,
+                                              ("same", "strided"), True)
+    path = _module_file(kernel)
+    assert path.parent == tmp_path.resolve() and path.name.startswith("gen_")
+    text = path.read_text()
+    assert text.startswith("\n".join(kernel_module.PRELUDE))
+    assert "np = _km.kernel_numpy(True)" in text and "def add_f32_f32_sa_st(" in text
+    # The device spelling of NumPy, asked for, even on the simulator.
+    assert kernel.py_func.__globals__["np"] is kernel_module.kernel_numpy(True)
+    again = elementwise._kernel.__wrapped__("add", (dt.float32, dt.float32), dt.float32,
+                                             ("same", "strided"), True)
+    assert again is kernel   # one module, one kernel per process
+
+
+def test_eager_ops_run_the_cached_modules_kernels(monkeypatch, tmp_path):
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path))
+    elementwise._kernel.cache_clear()
+    elementwise.prepared.cache_clear()
+    with tf.device("/gpu:0"):
+        x = tf.constant([[1.0, -2.0], [3.0, 4.5]])
+        y = tf.maximum(x, tf.constant([0.5, 0.0])) * 2.0
+    np.testing.assert_array_equal(y.numpy(), [[2.0, 0.0], [6.0, 9.0]])
+    written = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".py")
+    assert len(written) == 2, written   # maximum (broadcast), multiply (by value)
+
+
+def test_the_key_holds_the_library_hash(monkeypatch, tmp_path):
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path))
+    source = "\n".join([*kernel_module.PRELUDE, kernel_module.numpy_line(), "X = 1", ""])
+    first = kernel_module.load(source, "eager")
+    monkeypatch.setattr(kernel_module, "_library_hash", "0" * 16)   # the kernels changed
+    second = kernel_module.load(source, "eager")
+    assert first.__file__ != second.__file__
+    assert kernel_module.load(source, "staged").__file__ not in (first.__file__,
+                                                                 second.__file__)
+
+
+def test_kernel_constants_are_numbers_or_dtypes_only():
+    assert kernel_module.constant_line("flag", True) == "flag = True"
+    with pytest.raises(TypeError) as info:
+        kernel_module.constant_line("name", "x; import os")
+    assert str(info.value).splitlines()[0] == (
+        "kernel constant 'name' is a str: constants of generated kernels are ints, floats, "
+        "bools or NumPy dtypes")
+    with pytest.raises(TypeError):
+        kernel_module.constant_line("n", np.int64(3))   # (its repr is not its value's text)
+
+
+def test_the_blocked_matmul_kernels_come_from_modules(monkeypatch, tmp_path):
+    from stagecraft.backends.numba_cuda.kernels import matmul
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path))
+    single, batched = matmul._blocked_kernel.__wrapped__(np.dtype(np.int32), (8, 8, 4), (2, 2))
+    text = _module_file(single).read_text()
+    assert "elem = _km.numba_dtype('int32')" in text and "bm = 8" in text
+    assert _module_file(batched) != _module_file(single)
+    a = memory.to_device(np.arange(12, dtype=np.int32).reshape(3, 4))
+    b = memory.to_device(np.arange(8, dtype=np.int32).reshape(4, 2))
+    out = matmul.matmul(a, b, False, False, (3, 2))
+    np.testing.assert_array_equal(memory.to_host(out),
+                                  np.arange(12).reshape(3, 4) @ np.arange(8).reshape(4, 2))
+
+
+_REAL_DISPATCHER = textwrap.dedent("""
+    import json, os
+    from stagecraft.backends.numba_cuda import detect
+    detect._probe = lambda: ("gpu", "a stand-in: no kernel is compiled or launched")
+    from stagecraft.backends.numba_cuda import kernel_module
+    from stagecraft.backends.numba_cuda.kernels import elementwise
+    from stagecraft.ir import dtypes as dt
+    k = elementwise._kernel("multiply", (dt.float32, dt.float32), dt.float32,
+                            ("same", "value"), True)
+    print(json.dumps({"dispatcher": type(k).__name__,
+                      "files": type(k._cache._cache_file).__name__,
+                      "cache_path": k._cache._cache_path,
+                      "cache": kernel_module.disk_cache(),
+                      "stats": kernel_module.cache_stats()}))
+""")
+
+
+def test_on_a_gpu_kernels_keep_their_machine_code_in_verified_files(tmp_path):
+    # Numba's real CUDA dispatcher (no simulator), made without a driver: what a GPU gets.
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "STAGECRAFT_CACHE_DIR": str(tmp_path)}
+    env.pop("NUMBA_CACHE_DIR", None)   # (numba's folder beside the generated file)
+    run = subprocess.run([sys.executable, "-c", _REAL_DISPATCHER], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["dispatcher"] == "CUDADispatcher" and got["files"] == "VerifiedCacheFile"
+    assert got["cache"] is True
+    assert pathlib.Path(got["cache_path"]) == tmp_path.resolve() / "__pycache__"
+    assert got["stats"] == {"kernels": 1, "loaded": 0, "compiled": 0}   # (nothing launched)
