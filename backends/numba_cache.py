@@ -80,7 +80,8 @@ from stagecraft.ir import durable
 
 __all__ = ["cache_dir", "source_key", "load", "load_module", "clear", "DEFAULT_NJIT_OPTIONS",
            "VERSION", "CacheCorrupted", "seal", "unseal", "write_verified", "read_verified",
-           "discard", "install_verified_numba_cache", "install_verified_cuda_cache"]
+           "discard", "install_verified_numba_cache", "install_verified_cuda_cache",
+           "tag_cache_files"]
 
 _log = logging.getLogger("stagecraft")
 
@@ -351,16 +352,43 @@ def _install(dispatcher_class: type, file_class: type, null_cache: type) -> None
         _installed.add(name)
 
 
+#: Module-name prefix -> a tag in the cache file names of that package's functions
+#: (:func:`tag_cache_files`).
+_TAGS: dict[str, str] = {}
+
+
+def tag_cache_files(prefix: str, tag: str) -> None:
+    """Puts ``tag`` in the names of the numba cache files of every function defined from now
+    on in a module whose name starts with ``prefix``. Numba's index notices a change of the
+    file that defines a function, not of the modules it calls (device functions, shared
+    helpers): a tag that hashes the whole package (say, the CUDA kernels) makes a changed
+    package miss the files of the old one.
+
+    >>> tag_cache_files("my_kernels.", "v2")
+    >>> _tag(types.SimpleNamespace(py_func=types.SimpleNamespace(__module__="my_kernels.add")))
+    '.v2'
+    >>> del _TAGS["my_kernels."]
+    """
+    with _lock:
+        _TAGS[prefix] = tag
+
+
+def _tag(dispatcher: Any) -> str:
+    module = getattr(dispatcher.py_func, "__module__", "") or ""
+    tags = [t for prefix, t in _TAGS.items() if module.startswith(prefix)]
+    return "".join(f".{t}" for t in tags)
+
+
 def _verify(dispatcher: Any, file_class: type, null_cache: type) -> None:
     cache = dispatcher._cache
     old = cache._cache_file
     if not _private_numba_folder(old._cache_path):
         dispatcher._cache = null_cache()  # compiled in memory: same results, no disk cache
         return
+    base = old._index_name[: -len(".nbi")] + _tag(dispatcher) + ".sc"
     cache._cache_file = _verified_cache_file_class(file_class)(
-        cache_path=old._cache_path, filename_base=old._index_name[: -len(".nbi")] + ".sc",
-        source_stamp=old._source_stamp)
-    _guard_cache_loads(dispatcher)
+        cache_path=old._cache_path, filename_base=base, source_stamp=old._source_stamp)
+    _guard_cache_loads(dispatcher, null_cache)
 
 
 _refused_folders: set[str] = set()
@@ -421,12 +449,24 @@ def _inside_own_cache(folder: str) -> bool:
         return False
 
 
-def _guard_cache_loads(dispatcher: Any) -> None:
+def _guard_cache_loads(dispatcher: Any, null_cache: type) -> None:
     """Safety net: a verified numba cache entry that still fails to load at call time (say,
     numba cannot rebuild it) is deleted (with a warning) and the function recompiled, instead
-    of the call raising."""
+    of the call raising; a function whose compiled code cannot be saved (numba pickles the
+    values a closure holds for its key) runs compiled in memory, with one warning."""
     cache = dispatcher._cache
     original = cache.load_overload
+    original_save = cache.save_overload
+
+    def save_overload(sig: Any, data: Any) -> None:
+        try:
+            original_save(sig, data)
+        except Exception as e:  # noqa: BLE001 - the compiled code is right; only saving failed
+            dispatcher._cache = null_cache()
+            _log.warning("stagecraft: cannot cache the compiled code of %s (%s: %s); it is "
+                         "compiled again in each process, with the same results",
+                         getattr(dispatcher.py_func, "__qualname__", dispatcher),
+                         type(e).__name__, str(e).splitlines()[0] if str(e) else "")
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         try:
@@ -438,6 +478,7 @@ def _guard_cache_loads(dispatcher: Any) -> None:
             return None
 
     cache.load_overload = load_overload
+    cache.save_overload = save_overload
 
 
 def load(source: str, entry: str, extra: str = "",

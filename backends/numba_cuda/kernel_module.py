@@ -130,37 +130,68 @@ def load(source: str, kind: str) -> types.ModuleType:
     cache; ``kind`` names the generator in the key (``"eager"``, ``"staged"``)."""
     from stagecraft.backends import numba_cache
     mode = "simulator" if simulated() else "gpu"
-    if not simulated():  # kernels use cuda.jit(cache=True): verified files, as on the CPU
-        numba_cache.install_verified_cuda_cache()
+    _install_cache()
     module = numba_cache.load_module(source, extra=f"cuda-{kind}-{mode}-{library_hash()}")
     _LOADED.setdefault(module.__name__, module)
     return module
 
 
-# The generated kernel modules this process loaded, by name (for cache_stats).
+# The generated kernel modules this process loaded, by name, and the library's kernels (for
+# cache_stats).
 _LOADED: dict[str, types.ModuleType] = {}
+_LIBRARY: list = []
+
+
+def _install_cache() -> None:
+    """On a GPU, before a kernel is made: numba-cuda's cache files sealed and verified, and
+    those of the library's kernels named with :func:`library_hash` (numba's index notices a
+    change of a kernel's own file only, not of the device functions it calls)."""
+    if not simulated():
+        from stagecraft.backends import numba_cache
+        numba_cache.install_verified_cuda_cache()
+        numba_cache.tag_cache_files(__name__.rsplit(".", 1)[0] + ".", f"lib{library_hash()}")
+
+
+def library_kernel(fn: Callable) -> Callable:
+    """``cuda.jit`` for the kernels of the library (``kernels/``): on a GPU their machine code
+    is cached on disk as the generated kernels' is (numba-cuda keys a closure's entry by the
+    values it holds: its factory's arguments, device functions, launch constants).
+
+    >>> @library_kernel
+    ... def fill(out, value):
+    ...     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+    ...         out[i] = value
+    >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
+    >>> from stagecraft.backends.numba_cuda.launch import bind_cuda
+    >>> _ = bind_cuda(globals())
+    >>> out = to_device(np.zeros(3, np.int32)); fill[1, 4](out, 7); to_host(out)
+    array([7, 7, 7], dtype=int32)
+    """
+    _install_cache()
+    kernel = cuda_module().jit(cache=disk_cache())(fn)
+    _LIBRARY.append(kernel)
+    return kernel
 
 
 def cache_stats() -> dict[str, int]:
-    """How this process got the machine code of its generated kernels so far: ``loaded``
-    kernel signatures came from the disk cache, ``compiled`` ones were compiled (and saved),
-    over ``kernels`` kernels (numba-cuda's counts; on the simulator nothing compiles, so
-    both stay 0). A program's second start should compile none.
+    """How this process got the machine code of its kernels (generated and the library's) so
+    far: ``loaded`` kernel signatures came from the disk cache, ``compiled`` ones were
+    compiled (and saved), over ``kernels`` kernels (numba-cuda's counts; on the simulator
+    nothing compiles, so all stay 0). A program's second start should compile none.
 
     >>> sorted(cache_stats())
     ['compiled', 'kernels', 'loaded']
     """
     stats = {"kernels": 0, "loaded": 0, "compiled": 0}
-    for module in list(_LOADED.values()):
-        for name, value in list(vars(module).items()):
-            if name in PRELUDE_NAMES:   # (the device functions kernels share)
-                continue
-            counts = getattr(value, "_cache_hits", None), getattr(value, "_cache_misses", None)
-            if None in counts:   # (not a kernel, or one of the simulator's)
-                continue
-            stats["kernels"] += 1
-            stats["loaded"] += sum(counts[0].values())
-            stats["compiled"] += sum(counts[1].values())
+    kernels = [v for m in list(_LOADED.values()) for k, v in list(vars(m).items())
+               if k not in PRELUDE_NAMES]   # (the device functions that kernels share)
+    for value in kernels + _LIBRARY:
+        counts = getattr(value, "_cache_hits", None), getattr(value, "_cache_misses", None)
+        if None in counts:   # (not a kernel, or one of the simulator's)
+            continue
+        stats["kernels"] += 1
+        stats["loaded"] += sum(counts[0].values())
+        stats["compiled"] += sum(counts[1].values())
     return stats
 
 

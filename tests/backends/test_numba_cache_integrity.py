@@ -252,3 +252,31 @@ def test_cuda_kernel_caches_are_verified_like_the_cpu_caches(tmp_path):
     assert len(warnings) == 2, run.stderr
     assert warnings[0].startswith("stagecraft cache: ") and " is corrupted (" in warnings[0]
     assert warnings[1].startswith(f"stagecraft: not caching compiled code in {shared}")
+
+
+def test_a_kernel_whose_code_cannot_be_saved_runs_compiled_in_memory(caplog):
+    # numba pickles the values a closure holds into its cache key; a value that cannot be
+    # pickled fails the save after the compile succeeded: the call must not fail with it.
+    class Cache:
+        def load_overload(self, sig, target_context):
+            return None
+
+        def save_overload(self, sig, data):
+            raise TypeError("cannot pickle '_thread.lock' object\nmore detail")
+
+    class NullCache:
+        pass
+
+    def kernel(x):
+        return x
+
+    dispatcher = type("Dispatcher", (), {})()
+    dispatcher.py_func, dispatcher._cache = kernel, Cache()
+    numba_cache._guard_cache_loads(dispatcher, NullCache)
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        dispatcher._cache.save_overload(("sig",), object())   # what numba calls after compiling
+    assert isinstance(dispatcher._cache, NullCache)
+    assert caplog.records[0].getMessage().splitlines()[0] == (
+        "stagecraft: cannot cache the compiled code of test_a_kernel_whose_code_cannot_be_saved_"
+        "runs_compiled_in_memory.<locals>.kernel (TypeError: cannot pickle '_thread.lock' "
+        "object); it is compiled again in each process, with the same results")

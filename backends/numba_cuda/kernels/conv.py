@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np  # noqa: F401 (the docstring examples use it)
 
 from stagecraft.backends.numba_cpu.kernels.conv import geometry
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.kernels import matmul, shape
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
@@ -31,7 +32,7 @@ cuda: Any = None
 def _kernels() -> dict[str, Callable]:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def im2col(cols, x, s5, k3, o3, g):
         nd, nh, nw, nc = s5[1], s5[2], s5[3], s5[4]
         kd, kh, kw = k3
@@ -68,7 +69,7 @@ def _kernels() -> dict[str, Callable]:
             return -1
         return num // s
 
-    @cuda.jit
+    @library_kernel
     def col2im(dx, dcols, s5, k3, o3, g):
         nd, nh, nw, nc = s5[1], s5[2], s5[3], s5[4]
         kd, kh, kw = k3

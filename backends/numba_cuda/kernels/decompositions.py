@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from stagecraft.backends.numba_cuda import memory
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.kernels.shape import copy_view
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
@@ -35,7 +36,7 @@ cuda: Any = None
 def _lu_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def lu(work, piv, sign, ok, a, n, transpose):
         """Copies matrix b of ``a`` (transposed with ``transpose``) into ``work`` and factors
         it in place: unit-lower L below the diagonal, U on and above, row swaps in ``piv``."""
@@ -97,7 +98,7 @@ def _check(ok: Any, message: str) -> None:
 def _det_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def det(out_sign, out_value, work, sign, n, log):
         """The determinant (``log``: sign and log |det|) from the LU factors."""
         for b in range(cuda.grid(1), sign.size, cuda.gridsize(1)):
@@ -123,7 +124,7 @@ def _det_kernel() -> Callable:
 def _lu_solve_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def solve(x, work, piv, n, k, identity):
         """Overwrites the right-hand sides ``x`` of matrix b ([n, k]; the identity with
         ``identity``) with the solution: row swaps, forward then back substitution."""
@@ -207,7 +208,7 @@ def determinant(x: Any, log: bool) -> Any:
 def _permutation_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def permutation(perm, piv, n):
         """The row order of matrix b from its row swaps (``piv``)."""
         for b in range(cuda.grid(1), perm.size // max(n, 1), cuda.gridsize(1)):
@@ -242,7 +243,7 @@ def lu(x: Any, out_type: np.dtype) -> tuple:
 def _cholesky_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def chol(out, ok, a, n):
         """L of matrix b from the lower triangle of ``a``; zeros above the diagonal."""
         for b in range(cuda.grid(1), ok.size, cuda.gridsize(1)):
@@ -289,7 +290,7 @@ def cholesky(x: Any) -> Any:
 def _triangular_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def trsv(x, a, rhs, ia, ib, n, k, lower, adjoint):
         """Output matrix t: op(a[ia[t]]) x = rhs[ib[t]] by substitution over one triangle."""
         forward = lower != adjoint

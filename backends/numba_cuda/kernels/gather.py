@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty, flat, scalar, to_device
@@ -25,7 +26,7 @@ cuda: Any = None
 def _check_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def check(indices, n, first):
         for i in range(cuda.grid(1), indices.size, cuda.gridsize(1)):
             v = indices[i]
@@ -108,7 +109,7 @@ def _gather_kernel() -> Callable:
     bind_cuda(globals())
     source = cuda.jit(device=True)(source_index)
 
-    @cuda.jit
+    @library_kernel
     def gather(out, params, indices, npre, n, npost, ni, first):
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             k = source(o, indices, npre, n, npost, ni)
@@ -125,7 +126,7 @@ def _scatter_add_kernel() -> Callable:
     bind_cuda(globals())
     source = cuda.jit(device=True)(source_index)
 
-    @cuda.jit
+    @library_kernel
     def scatter_add(out, grad, indices, npre, n, npost, ni, first):
         for o in range(cuda.grid(1), grad.size, cuda.gridsize(1)):
             k = source(o, indices, npre, n, npost, ni)
@@ -177,7 +178,7 @@ def gather_grad(grad: Any, indices: Any, like_shape: tuple, axis: int, batch_dim
 def _one_hot_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def one_hot(out, indices, on, off, depth, inner):
         on_value = on[0]
         off_value = off[0]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from stagecraft.backends.codegen import half
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
 from stagecraft.backends.numba_cuda.launcher import launch
 from stagecraft.backends.numba_cuda.memory import empty, view_as
@@ -39,17 +40,17 @@ def _kernels() -> tuple:
             return math.floor(v / quantum) * quantum
         return round_to(v, bits, emin, top)
 
-    @cuda.jit
+    @library_kernel
     def decode(out, x, fbits, bias, emax):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = from_bits(x[i], fbits, bias, emax)
 
-    @cuda.jit
+    @library_kernel
     def encode(out, x, bits, emin, top, quantum, fbits, bias, emax):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = to_bits(rounded_value(x[i], bits, emin, top, quantum), fbits, bias, emax)
 
-    @cuda.jit
+    @library_kernel
     def round_all(out, x, bits, emin, top, quantum):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = rounded_value(x[i], bits, emin, top, quantum)

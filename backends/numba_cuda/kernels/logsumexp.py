@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda, simulated
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty, flat
@@ -24,7 +25,7 @@ def _kernel() -> Callable:
         from stagecraft.backends.numba_cuda.kernels.device_numpy import module
         logaddexp = module().logaddexp
 
-    @cuda.jit
+    @library_kernel
     def scan(out, x, n, inner, lines, exclusive, reverse, start):
         for line in range(cuda.grid(1), lines, cuda.gridsize(1)):
             base = (line // inner) * n * inner + line % inner

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from stagecraft.backends.numba_cpu.kernels.pooling import geometry
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty
@@ -64,7 +65,7 @@ def _kernels() -> dict[str, Callable]:
         t //= oh
         return t // od, t % od, j, k, c
 
-    @cuda.jit
+    @library_kernel
     def max_pool(out, x, shape, out_dims, g):
         nd, nh, nw, nc = shape[1], shape[2], shape[3], shape[4]
         od, oh, ow = out_dims
@@ -82,7 +83,7 @@ def _kernels() -> dict[str, Callable]:
                             m = v
             out[o] = m
 
-    @cuda.jit
+    @library_kernel
     def avg_pool(out, x, shape, out_dims, g):
         nd, nh, nw, nc = shape[1], shape[2], shape[3], shape[4]
         od, oh, ow = out_dims
@@ -98,7 +99,7 @@ def _kernels() -> dict[str, Callable]:
                         acc += x[(((b * nd + d) * nh + h) * nw + w) * nc + c]
             out[o] = acc / ((d1 - d0) * (h1 - h0) * (w1 - w0))
 
-    @cuda.jit
+    @library_kernel
     def argmax(at, x, shape, out_dims, g):
         nc = shape[4]
         od, oh, ow = out_dims
@@ -106,7 +107,7 @@ def _kernels() -> dict[str, Callable]:
             b, i, j, k, c = unravel(o, od, oh, ow, nc)
             at[o] = first_max(x, b, c, i, j, k, shape, g)
 
-    @cuda.jit
+    @library_kernel
     def max_grad(dx, at, dy, shape, out_dims, g):
         nd, nh, nw, nc = shape[1], shape[2], shape[3], shape[4]
         od, oh, ow = out_dims
@@ -124,7 +125,7 @@ def _kernels() -> dict[str, Callable]:
                             acc += dy[o]
             dx[q] = acc
 
-    @cuda.jit
+    @library_kernel
     def max_grad_grad(out, x, grad, shape, out_dims, g):
         nc = shape[4]
         od, oh, ow = out_dims
@@ -132,7 +133,7 @@ def _kernels() -> dict[str, Callable]:
             b, i, j, k, c = unravel(o, od, oh, ow, nc)
             out[o] = grad[first_max(x, b, c, i, j, k, shape, g)]
 
-    @cuda.jit
+    @library_kernel
     def avg_grad(dx, dy, shape, out_dims, g):
         nd, nh, nw, nc = shape[1], shape[2], shape[3], shape[4]
         od, oh, ow = out_dims

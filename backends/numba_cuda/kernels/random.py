@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
 from stagecraft.backends.numba_cuda.launcher import launch
 from stagecraft.backends.numba_cuda.memory import empty, scalar
@@ -72,7 +73,7 @@ def _kernel(kind: str) -> Callable:
             attempt += 1
         return z
 
-    @cuda.jit
+    @library_kernel
     def draw(out, seed, low, span):
         # The key from the seed triple, then pair g gives out[2g], out[2g + 1].
         k0, k1, c2, c3 = key_words(seed)

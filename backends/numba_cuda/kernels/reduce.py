@@ -28,6 +28,7 @@ import numpy as np
 from numba import uint64
 
 from stagecraft.backends.numba_cuda import config, layout
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
 from stagecraft.backends.numba_cuda.launcher import Bound, launch
@@ -116,7 +117,7 @@ def _tree_kernel(kind: str, acc_dtype: np.dtype, threads: int) -> Callable:
     fold = block_fold(kind, threads)
     acc_type = numba.from_dtype(acc_dtype)
 
-    @cuda.jit
+    @library_kernel
     def reduce(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m, chunk,
                splits):
         # out[o * splits + c]: output o's chunk c of the reduced elements
@@ -142,7 +143,7 @@ def _line_kernel(kind: str) -> Callable:
     offset = offset_function()
     combine = cuda.jit(device=True)(COMBINE[kind])
 
-    @cuda.jit
+    @library_kernel
     def reduce_lines(out, x, start, kept_shape, kept_strides, red_shape, red_strides, m, chunk,
                      splits):
         # out[c * outputs + o]: output o's chunk c (neighbouring threads, neighbouring outputs)
@@ -271,7 +272,7 @@ def _splits(outputs: int, m: int, lines: bool, threads: int) -> int:
 def _mean_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def finish(out, total, count, is_float):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             if is_float:
@@ -312,7 +313,7 @@ def _lines(shape: tuple, axis: int) -> tuple[int, int, int]:
 def _arg_kernel(largest: bool) -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def arg(out, x, n, inner):
         for line in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             base = (line // inner) * n * inner + line % inner
@@ -361,7 +362,7 @@ def _scan_kernels(product: bool) -> tuple[Callable, Callable, Callable]:
         # The buffer offset of the j-th element of a line in scan order.
         return (line // inner) * n * inner + line % inner + ((n - 1 - j) if reverse else j) * inner
 
-    @cuda.jit
+    @library_kernel
     def chunk_totals(totals, x, n, inner, size, chunks, start, reverse):
         for w in range(cuda.grid(1), totals.size, cuda.gridsize(1)):
             line = w // chunks
@@ -371,7 +372,7 @@ def _scan_kernels(product: bool) -> tuple[Callable, Callable, Callable]:
                 acc = acc * v if product else acc + v
             totals[w] = acc
 
-    @cuda.jit
+    @library_kernel
     def chunk_offsets(totals, chunks, start):
         for line in range(cuda.grid(1), totals.size // chunks, cuda.gridsize(1)):
             acc = start
@@ -380,7 +381,7 @@ def _scan_kernels(product: bool) -> tuple[Callable, Callable, Callable]:
                 totals[c] = acc
                 acc = acc * t if product else acc + t
 
-    @cuda.jit
+    @library_kernel
     def rescan(out, x, offsets, n, inner, size, chunks, exclusive, reverse):
         for w in range(cuda.grid(1), offsets.size, cuda.gridsize(1)):
             line = w // chunks
@@ -463,7 +464,7 @@ def _argsort_kernel() -> Callable:
             return a > b or (a != a and b == b)
         return a < b or (b != b and a == a)
 
-    @cuda.jit
+    @library_kernel
     def kernel(out, x, n, inner, descending):
         for line in range(cuda.grid(1), out.size // max(n, 1), cuda.gridsize(1)):
             base = (line // inner) * n * inner + line % inner

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from stagecraft.backends.numba_cpu.kernels.rejection import compiled_with
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty, flat
@@ -28,7 +29,7 @@ def _kernel(sampler: str) -> Callable:
     pair = compiled_with(device, rejection.uniform_pair, philox=device(rejection.philox))
     one = compiled_with(device, getattr(rejection, sampler), uniform_pair=pair)
 
-    @cuda.jit
+    @library_kernel
     def sample(out, alpha, seed):
         k0, k1, c2, c3 = key_words(seed)
         for j in range(cuda.grid(1), out.size, cuda.gridsize(1)):
@@ -60,7 +61,7 @@ def _binomial_kernel() -> Callable:
     pair = compiled_with(device, rejection.uniform_pair, philox=device(rejection.philox))
     one = compiled_with(device, rejection.binomial_one, uniform_pair=pair)
 
-    @cuda.jit
+    @library_kernel
     def sample(out, counts, probs, seed):
         k0, k1, c2, c3 = key_words(seed)
         for j in range(cuda.grid(1), out.size, cuda.gridsize(1)):

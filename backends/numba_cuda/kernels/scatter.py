@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import flat, scalar, to_device, to_host
@@ -21,7 +22,7 @@ cuda: Any = None  # numba.cuda, bound on first use (see launch.bind_cuda)
 def _scatter_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def scatter(out, indices, updates, shape, n, k, rows, mode, first):
         for r in range(cuda.grid(1), rows, cuda.gridsize(1)):
             for u in range(n):

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch_over
 from stagecraft.backends.numba_cuda.memory import empty, flat, scalar, to_device, to_host
@@ -31,7 +32,7 @@ cuda: Any = None  # numba.cuda, bound on first use (see launch.bind_cuda)
 def _check_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def check(ids, n, is_sorted, first):
         for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
             s = ids[i]
@@ -48,7 +49,7 @@ def _check_kernel() -> Callable:
 def _reduce_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def reduce(out, data, ids, width, mode, is_sorted, in_order, init):
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             s, r = o // width, o % width
@@ -131,7 +132,7 @@ def segment_reduce(data: Any, ids: Any, num: Any, mode: str, is_sorted: bool,
 def _first_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def first_equal(x, first, flags):
         for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
             j = 0
@@ -146,7 +147,7 @@ def _first_kernel() -> Callable:
 def _number_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def number(out, first, places):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = places[first[i]]
@@ -176,7 +177,7 @@ def unique_index(x: Any, out_dtype: np.dtype) -> Any:
 def _search_kernel() -> Callable:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def search(out, seq, values, n, m, right):
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             base = (o // m) * n

@@ -14,6 +14,7 @@ import numpy as np
 from numba import uint64
 
 from stagecraft.backends.numba_cuda import layout
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.kernels.index import offset_function
 from stagecraft.backends.numba_cuda.launch import bind_cuda, grid
 from stagecraft.backends.numba_cuda.launcher import launch, launch_over
@@ -35,7 +36,7 @@ def _copy_kernel() -> Callable:
     bind_cuda(globals())
     offset = offset_function()
 
-    @cuda.jit
+    @library_kernel
     def copy(out, src, base, shape, strides):
         # (unsigned indices: see index.grid_stride_loop)
         step = cuda.gridsize(1)
@@ -70,7 +71,7 @@ def _scatter_kernel() -> Callable:
     bind_cuda(globals())
     offset = offset_function()
 
-    @cuda.jit
+    @library_kernel
     def scatter(out, src, base, shape, strides):
         step = cuda.gridsize(1)
         i = cuda.grid(1)
@@ -115,13 +116,13 @@ def _at_kernel(scatter: bool) -> Callable:
             return -1
         return base + i * step
 
-    @cuda.jit
+    @library_kernel
     def copy_at(out, src, base, shape, strides, index, size, step, wrap, err):
         at = start(base, index, size, step, wrap, err)
         for j in range(cuda.grid(1), out.size if at >= 0 else 0, cuda.gridsize(1)):
             out[j] = src[at + offset(j, shape, strides)]
 
-    @cuda.jit
+    @library_kernel
     def scatter_at(out, src, base, shape, strides, index, size, step, wrap, err):
         at = start(base, index, size, step, wrap, err)
         for j in range(cuda.grid(1), src.size if at >= 0 else 0, cuda.gridsize(1)):
@@ -161,7 +162,7 @@ def view_at(x: Any, view: Callable[[np.ndarray], np.ndarray], index: Any, size: 
 @functools.lru_cache(maxsize=None)
 def _fill_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def fill(out, value):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = value
@@ -171,7 +172,7 @@ def _fill_kernel() -> Callable:
 @functools.lru_cache(maxsize=None)
 def _fill_from_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def fill_from(out, value):
         v = value[0]
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
@@ -207,7 +208,7 @@ def fill(value: Any, dims: Sequence[int]) -> Any:
 @functools.lru_cache(maxsize=None)
 def _concat_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def place(out, src, length, inner, total, start):
         # src is (outer, length, inner); it lands at [:, start:start + length, :] of
         # out, which is (outer, total, inner).
@@ -242,7 +243,7 @@ def concat(xs: Sequence[Any], axis: int, out_shape: tuple) -> Any:
 @functools.lru_cache(maxsize=None)
 def _tile_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def tile(out, src, shape, in_shape, in_strides):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             j = i
@@ -276,7 +277,7 @@ def tile(x: Any, multiples: Sequence[int]) -> Any:
 @functools.lru_cache(maxsize=None)
 def _eye_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def eye(out, columns, one, zero):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = one if i // columns == i % columns else zero
@@ -299,7 +300,7 @@ def eye(rows: int, columns: int, dtype: np.dtype) -> Any:
 @functools.lru_cache(maxsize=None)
 def _range_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def arange(out, start, delta):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             out[i] = start + i * delta
@@ -329,7 +330,7 @@ def arange(start: Any, limit: Any, delta: Any) -> Any:
 @functools.lru_cache(maxsize=None)
 def _diag_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def diag(out, src, n, zero):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             b = i // (n * n)
@@ -362,7 +363,7 @@ _WHERE_WORKERS = 16384
 @functools.lru_cache(maxsize=None)
 def _count_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def count(x, chunk, counts):
         t = cuda.grid(1)
         if t < counts.size:
@@ -377,7 +378,7 @@ def _count_kernel() -> Callable:
 @functools.lru_cache(maxsize=None)
 def _exclusive_scan_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def scan(counts, total):
         # At most _WHERE_WORKERS counts: one thread scans them.
         if cuda.grid(1) == 0:
@@ -393,7 +394,7 @@ def _exclusive_scan_kernel() -> Callable:
 @functools.lru_cache(maxsize=None)
 def _coordinates_kernel() -> Callable:
     bind_cuda(globals())
-    @cuda.jit
+    @library_kernel
     def coordinates(x, chunk, starts, shape, out):
         t = cuda.grid(1)
         if t < starts.size:

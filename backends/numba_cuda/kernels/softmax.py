@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from stagecraft.backends.numba_cuda import config
+from stagecraft.backends.numba_cuda.kernel_module import library_kernel
 from stagecraft.backends.numba_cuda.kernels import elementwise, reduce
 from stagecraft.backends.numba_cuda.launch import bind_cuda
 from stagecraft.backends.numba_cuda.launcher import launch, launch_over
@@ -43,7 +44,7 @@ ONE_THREAD_MAX = 1024
 def _kernels() -> tuple[Callable, Callable, Callable]:
     bind_cuda(globals())
 
-    @cuda.jit
+    @library_kernel
     def lines(out, x, n, inner, count, log):
         for line in range(cuda.grid(1), count, cuda.gridsize(1)):
             base = (line // inner) * n * inner + line % inner
@@ -73,7 +74,7 @@ def _kernels() -> tuple[Callable, Callable, Callable]:
             total += math.exp(logits[base + j] - top)
         return top, total
 
-    @cuda.jit
+    @library_kernel
     def loss(out, logits, labels, classes):
         for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             label = labels[i]
@@ -83,7 +84,7 @@ def _kernels() -> tuple[Callable, Callable, Callable]:
             top, total = shifted_row(logits, i * classes, classes)
             out[i] = math.log(total) - (logits[i * classes + label] - top)
 
-    @cuda.jit
+    @library_kernel
     def grad(out, g, logits, labels, classes, one):
         for i in range(cuda.grid(1), labels.size, cuda.gridsize(1)):
             base, label = i * classes, labels[i]
@@ -122,7 +123,7 @@ def _row_kernels(dtype: np.dtype, threads: int) -> tuple[Callable, Callable, Cal
         buf[t] = total
         return top, fold_sum(buf, t)
 
-    @cuda.jit
+    @library_kernel
     def softmax_rows(out, x, n, rows, log, zero):
         buf = cuda.shared.array(threads, acc)
         t = cuda.threadIdx.x
@@ -137,7 +138,7 @@ def _row_kernels(dtype: np.dtype, threads: int) -> tuple[Callable, Callable, Cal
 
     # A row's label decides for the whole block, so a bad row skips block_max_sum's
     # synchronizations in every thread alike.
-    @cuda.jit
+    @library_kernel
     def loss_rows(out, logits, labels, classes, zero):
         buf = cuda.shared.array(threads, acc)
         for i in range(cuda.blockIdx.x, labels.size, cuda.gridDim.x):
@@ -150,7 +151,7 @@ def _row_kernels(dtype: np.dtype, threads: int) -> tuple[Callable, Callable, Cal
             if cuda.threadIdx.x == 0:
                 out[i] = math.log(total) - (logits[i * classes + label] - top)
 
-    @cuda.jit
+    @library_kernel
     def grad_rows(out, g, logits, labels, classes, one, zero):
         buf = cuda.shared.array(threads, acc)
         t = cuda.threadIdx.x

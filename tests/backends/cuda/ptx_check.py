@@ -8,13 +8,17 @@ or driver needed). Run it as a script, without the simulator:
     NUMBA_ENABLE_CUDASIM=0 python tests/backends/cuda/ptx_check.py [--quick]
 
 ``--quick`` checks the first dtype of each op only. Exit status: 0 all compiled, 1 some
-failed (listed), 77 no NVVM (nothing checked).
+failed (listed), 77 no NVVM (nothing checked). ``--cache-keys`` compiles nothing (no NVVM
+needed) and prints, per kernel signature reached, the digest of the values its closure holds,
+which numba-cuda's disk cache pickles into the kernel's key: the test suite runs it in two
+processes with different hash seeds and compares.
 
 Device buffers become NumPy arrays of ones, so values are meaningless; kernels that a
 value-dependent branch skips would be missing from the list of kernels reached.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -67,13 +71,26 @@ class Recorder:
         sig = tuple(numba.typeof(np.asarray(a) if isinstance(a, np.ndarray) else a)
                     for a in args)
         key = (self.py_func.__qualname__, self.py_func.__code__.co_filename, sig)
-        if key in Recorder.compiled or key in Recorder.failures:
-            return
         try:
-            cuda.compile_ptx(self.py_func, sig, cc=CC)
-            Recorder.compiled[key] = True
+            if CACHE_KEYS:
+                Recorder.compiled.setdefault(key, set()).add(closure_digest(self.py_func))
+            elif key not in Recorder.compiled and key not in Recorder.failures:
+                cuda.compile_ptx(self.py_func, sig, cc=CC)
+                Recorder.compiled[key] = True
         except Exception as e:   # report every failing kernel, not just the first
             Recorder.failures[key] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+
+
+# --cache-keys: instead of compiling, record the part of numba-cuda's disk-cache key that
+# depends on the values a closure holds (numba pickles them): it must be computable for every
+# kernel and the same in every process, or a cached kernel is never found again.
+CACHE_KEYS = False
+
+
+def closure_digest(fn) -> str:
+    from numba.cuda.serialize import dumps
+    cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+    return hashlib.sha256(dumps(cells)).hexdigest()[:16]
 
 
 def install_fakes() -> None:
@@ -107,8 +124,10 @@ def nvvm_available() -> bool:
         return False
 
 
-def main(quick: bool = False) -> int:
-    if not nvvm_available():
+def main(quick: bool = False, cache_keys: bool = False) -> int:
+    global CACHE_KEYS
+    CACHE_KEYS = cache_keys
+    if not cache_keys and not nvvm_available():
         print("NVVM is not installed (pip install 'numba-cuda[cu13]'); nothing checked")
         return 77
     install_fakes()
@@ -127,10 +146,14 @@ def main(quick: bool = False) -> int:
                               dict(ex.attrs))
                 except Exception:
                     pass   # zero-filled buffers can trip value checks; launches so far count
-    print(f"compiled {len(Recorder.compiled)} kernel signatures to PTX in "
-          f"{time.time() - start:.0f} s; {len(Recorder.failures)} failed")
+    if cache_keys:
+        for (qualname, filename, sig), digests in sorted(Recorder.compiled.items(), key=str):
+            print(f"KEY {qualname} {os.path.basename(filename)} {sig} {sorted(digests)}")
+    print(f"{'keyed' if cache_keys else 'compiled'} {len(Recorder.compiled)} kernel signatures"
+          f"{'' if cache_keys else ' to PTX'} in {time.time() - start:.0f} s; "
+          f"{len(Recorder.failures)} failed")
     kernels = sorted({q.rsplit(".", 1)[-1] for q, f, _ in Recorder.compiled
-                      if not f.startswith("<")})
+                      if not os.path.basename(f).startswith("gen_")})
     print(f"library kernels reached: {', '.join(kernels)} (+ generated elementwise kernels)")
     for (qualname, filename, sig), message in sorted(Recorder.failures.items(), key=str):
         print(f"FAILED {qualname} ({os.path.basename(filename)}) {sig}: {message}")
@@ -138,4 +161,4 @@ def main(quick: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(quick="--quick" in sys.argv[1:]))
+    sys.exit(main(quick="--quick" in sys.argv[1:], cache_keys="--cache-keys" in sys.argv[1:]))

@@ -1,6 +1,6 @@
 """Generated kernels (eager elementwise, blocked matmul, staged groups) as modules of the disk
 cache (``numba_cuda.kernel_module``): the module each kernel comes from, its key, and on a GPU
-numba-cuda's verified disk cache (checked on Numba's real CUDA dispatcher in a process without
+numba-cuda's verified disk cache for them and the library's kernels (checked on Numba's real CUDA dispatcher in a process without
 the simulator; loading machine code back needs a GPU, where every CUDA test runs these
 kernels)."""
 from __future__ import annotations
@@ -44,16 +44,16 @@ def test_an_elementwise_kernel_is_a_module_of_the_disk_cache(monkeypatch, tmp_pa
     assert again is kernel   # one module, one kernel per process
 
 
-def test_eager_ops_run_the_cached_modules_kernels(monkeypatch, tmp_path):
-    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(tmp_path))
-    elementwise._kernel.cache_clear()
-    elementwise.prepared.cache_clear()
+def test_eager_ops_run_kernels_of_generated_modules():
     with tf.device("/gpu:0"):
         x = tf.constant([[1.0, -2.0], [3.0, 4.5]])
-        y = tf.maximum(x, tf.constant([0.5, 0.0])) * 2.0
-    np.testing.assert_array_equal(y.numpy(), [[2.0, 0.0], [6.0, 9.0]])
-    written = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".py")
-    assert len(written) == 2, written   # maximum (broadcast), multiply (by value)
+        y = tf.maximum(x, tf.constant([0.5, 0.0]))
+    np.testing.assert_array_equal(y.numpy(), [[1.0, 0.0], [3.0, 4.5]])
+    call = elementwise.prepared("maximum", (((2, 2), np.dtype(np.float32)),
+                                            ((2,), np.dtype(np.float32))), dt.float32, (2, 2))
+    assert call.setting, "the eager maximum did not run this Call"
+    path = _module_file(call.launch.kernel)
+    assert path.name.startswith("gen_") and "np.maximum(a0, a1)" in path.read_text()
 
 
 def test_the_key_holds_the_library_hash(monkeypatch, tmp_path):
@@ -101,10 +101,15 @@ _REAL_DISPATCHER = textwrap.dedent("""
     from stagecraft.ir import dtypes as dt
     k = elementwise._kernel("multiply", (dt.float32, dt.float32), dt.float32,
                             ("same", "value"), True)
+    from stagecraft.backends.numba_cuda.kernels import gather
+    library = gather._check_kernel()
     print(json.dumps({"dispatcher": type(k).__name__,
                       "files": type(k._cache._cache_file).__name__,
                       "cache_path": k._cache._cache_path,
                       "cache": kernel_module.disk_cache(),
+                      "library_files": type(library._cache._cache_file).__name__,
+                      "library_index": library._cache._cache_file._index_name,
+                      "library_hash": kernel_module.library_hash(),
                       "stats": kernel_module.cache_stats()}))
 """)
 
@@ -120,4 +125,26 @@ def test_on_a_gpu_kernels_keep_their_machine_code_in_verified_files(tmp_path):
     assert got["dispatcher"] == "CUDADispatcher" and got["files"] == "VerifiedCacheFile"
     assert got["cache"] is True
     assert pathlib.Path(got["cache_path"]) == tmp_path.resolve() / "__pycache__"
-    assert got["stats"] == {"kernels": 1, "loaded": 0, "compiled": 0}   # (nothing launched)
+    # The library's kernels too, in files named with the hash of the whole kernel library.
+    assert got["library_files"] == "VerifiedCacheFile"
+    assert got["library_index"].startswith("gather._check_kernel.locals.check-")
+    assert got["library_index"].endswith(f".lib{got['library_hash']}.sc.nbi")
+    assert got["stats"] == {"kernels": 2, "loaded": 0, "compiled": 0}   # (nothing launched)
+
+
+def test_every_library_kernel_has_the_same_cache_key_in_every_process(tmp_path):
+    # numba-cuda keys a closure's disk-cache entry by the pickled values it holds: one that
+    # cannot be pickled would fail to save, one pickled differently per process (a set's
+    # order under hash randomization) would miss every time and grow the index.
+    script = str(ROOT / "tests" / "backends" / "cuda" / "ptx_check.py")
+    runs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONHASHSEED": seed,
+               "STAGECRAFT_CACHE_DIR": str(tmp_path)}
+        run = subprocess.run([sys.executable, script, "--quick", "--cache-keys"], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        runs.append([line for line in run.stdout.splitlines() if line.startswith("KEY ")])
+    library = [line for line in runs[0] if " gen_" not in line]
+    assert len(library) > 50 and any("_tree_kernel.<locals>.reduce" in k for k in library)
+    assert runs[0] == runs[1]
