@@ -77,6 +77,26 @@ def test_cpu_backend_benchmark_runs_every_workload_four_ways(tmp_path) -> None:
 
 
 @pytest.mark.cuda
+def test_gpu_first_call_benchmark_runs_on_the_cuda_simulator(tmp_path) -> None:
+    """gpu_first_call.py --quick: two fresh processes (empty caches, then the caches the first
+    filled), each timing an eager and a staged MLP step twice on the simulator, where nothing
+    compiles: the kernel counts are 0 there (on a GPU the second row should compile none)."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    path = tmp_path / "first.json"
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "benchmarks",
+                                                       "gpu_first_call.py"),
+                          "--quick", "--json", str(path)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("first GPU calls in fresh processes (MLP 16-8-4, batch 4")
+    rows = json.loads(path.read_text())
+    assert list(rows) == ["empty caches", "warm caches"]
+    for row in rows.values():
+        assert all(row[f"{w}_{c}_s"] > 0 for w in ("eager", "staged") for c in ("first", "second"))
+        assert row["compiled"] == row["loaded"] == 0
+
+
+@pytest.mark.cuda
 def test_gpu_backend_benchmark_runs_on_the_cuda_simulator(tmp_path) -> None:
     """The GPU benchmark's smoke test: every section at tiny sizes on Numba's CUDA simulator
     (whatever the machine has), staged_cpu on the default Numba backend; PyTorch and CuPy are

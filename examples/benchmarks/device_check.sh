@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU device check (issue 19): the one script a session runs when it is lent a GPU. It runs
 # examples/benchmarks/gpu_backend.py (every target of the issue against PyTorch/CuPy on the
-# same machine, ending with its TARGETS table), gpu_profile.py (where the time goes),
+# same machine, ending with its TARGETS table), gpu_first_call.py (first calls in fresh
+# processes, with empty and warm kernel caches), gpu_profile.py (where the time goes),
 # gpu_host.py (the host work of eager ops on this machine's CPU, to set beside the development
 # machine's figures in the README), then the CUDA tests, each part under its own time limit,
 # and writes everything under $OUT. Worst case
-# about 9.5 minutes; on an H100 (2026-11-27) about 4.
+# about 10 minutes (the limits below add up to 590 s); on an H100 (2026-11-27) about 4.
 #
 # A lent machine starts bare (PyTorch, CuPy, numba-cuda and NVIDIA's libraries, none of
 # stagecraft's own dependencies), so the session carries wheels of gast, astunparse, a NumPy
@@ -17,21 +18,24 @@
 #     command: bash examples/benchmarks/device_check.sh     carry: [".whl"]     timeout_s: 600
 # The reply's output tail ends with a summary (test counts, failures, the TARGETS table); the
 # files under $OUT come back: env.txt (nvidia-smi, versions), gpu_backend.log,
-# gpu_backend.json, profile.log, host.log, pytest_cuda.log, pytest_cuda_unmarked.log. The tests run
+# gpu_backend.json, first_call.log, first_call.json, profile.log, host.log, pytest_cuda.log,
+# pytest_cuda_unmarked.log. The tests run
 # verbose, so a part cut off by its limit still names every test that failed or hung.
 #
 # Settings (environment variables):
-#   PARTS         which parts, in order (default "bench profile host tests unmarked"): bench =
-#                 gpu_backend.py --json $OUT/gpu_backend.json, profile = gpu_profile.py, host =
+#   PARTS         which parts, in order (default "bench first profile host tests unmarked"):
+#                 bench = gpu_backend.py --json $OUT/gpu_backend.json, first =
+#                 gpu_first_call.py --json $OUT/first_call.json, profile = gpu_profile.py, host =
 #                 gpu_host.py (no device work: a stand-in GPU), tests =
 #                 `pytest -m cuda tests` (the issue's "pytest -m cuda all green"), unmarked = the
 #                 tests of tests/backends/cuda that carry no cuda marker (launcher, pool,
 #                 complex, decompositions)
-#   BENCH_LIMIT, PROFILE_LIMIT, HOST_LIMIT, TESTS_LIMIT, UNMARKED_LIMIT   seconds per part
-#                 (180, 90, 40, 240, 40; an H100 took 75, 22, 3, over 180 and 22 s on
-#                 2026-11-27, the tests cut off in their last one, gpu_profile.py on the
-#                 simulator beside PyTorch, which no longer uses PyTorch there; the bench
-#                 has had a conv section since)
+#   BENCH_LIMIT, FIRST_LIMIT, PROFILE_LIMIT, HOST_LIMIT, TESTS_LIMIT, UNMARKED_LIMIT
+#                 seconds per part (150, 60, 60, 40, 240, 40; an H100 took 75 s for the
+#                 bench, 22 for profile, 3 for host, over 180 for the tests and 22 for unmarked
+#                 on 2026-11-27, the tests cut off in their last one, gpu_profile.py on the
+#                 simulator beside PyTorch, which no longer uses PyTorch there; the bench has
+#                 had a conv section since, and first has not run on a GPU)
 #   WORKERS       pytest-xdist workers (14, for the lent machines' 16 cores; without
 #                 pytest-xdist the tests run in one process)
 #   MAXFAIL       stop the tests after this many failures (20: a rare GPU run should show
@@ -46,7 +50,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/stagecraft-device-check}
 PY=${PYTHON:-python3}
-PARTS=${PARTS:-bench profile host tests unmarked}
+PARTS=${PARTS:-bench first profile host tests unmarked}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 # One private compile cache for every test worker and the benchmark (stagecraft refuses to
@@ -142,14 +146,17 @@ for p in $PARTS; do
                    "${PYTEST[@]}" -m cuda "${EXTRA[@]}" tests ;;
         unmarked) part unmarked "${UNMARKED_LIMIT:-40}" pytest_cuda_unmarked.log \
                       "${PYTEST[@]}" -m "not cuda" "${EXTRA[@]}" tests/backends/cuda ;;
-        bench) part bench "${BENCH_LIMIT:-180}" gpu_backend.log \
+        bench) part bench "${BENCH_LIMIT:-150}" gpu_backend.log \
                    "$PY" examples/benchmarks/gpu_backend.py --json "$OUT/gpu_backend.json" \
                    "${BENCH_EXTRA[@]}" ;;
-        profile) part profile "${PROFILE_LIMIT:-90}" profile.log \
+        first) part first "${FIRST_LIMIT:-60}" first_call.log \
+                   "$PY" examples/benchmarks/gpu_first_call.py --json "$OUT/first_call.json" ;;
+        profile) part profile "${PROFILE_LIMIT:-60}" profile.log \
                      "$PY" examples/benchmarks/gpu_profile.py ;;
         host) part host "${HOST_LIMIT:-40}" host.log \
                   "$PY" examples/benchmarks/gpu_host.py --number 500 --repeat 3 ;;
-        *) echo "device_check.sh: unknown part '$p' (bench, profile, host, tests, unmarked)" >&2
+        *) echo "device_check.sh: unknown part '$p' (bench, first, profile, host, tests," \
+                "unmarked)" >&2
            exit 2 ;;
     esac
 done
@@ -162,11 +169,14 @@ for p in $PARTS; do
         tests) log=pytest_cuda.log ;;
         unmarked) log=pytest_cuda_unmarked.log ;;
         bench) log=gpu_backend.log ;;
+        first) log=first_call.log ;;
         profile) log=profile.log ;;
         host) log=host.log ;;
     esac
     if [ "$p" = bench ]; then
         sed -n '/^TARGETS/,$p' "$OUT/$log"
+    elif [ "$p" = first ]; then
+        tail -n 5 "$OUT/$log"
     elif [ "$p" = profile ] || [ "$p" = host ]; then
         head -n 17 "$OUT/$log"
     else

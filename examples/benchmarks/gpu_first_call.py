@@ -4,7 +4,7 @@ steps take on the GPU while their kernels compile or load from the disk cache, a
 kernel signatures compiled and how many loaded (``kernel_module.cache_stats``), beside
 PyTorch's first step in a fresh process.
 
-    python examples/benchmarks/gpu_first_call.py [--json FILE]
+    python examples/benchmarks/gpu_first_call.py [--quick] [--json FILE]
 
 Each row is a new process (MLP 784-128-10, batch 32, SGD, float32, TF32 off; the first step
 includes making the CUDA context, for PyTorch too). With warm caches every kernel should load
@@ -37,12 +37,12 @@ CHILD = textwrap.dedent("""
     rng = np.random.default_rng(0)
     times = {{"import_s": imported}}
     with tf.device("/gpu:0"):
-        params = [tf.Variable(rng.normal(size=(784, 128)).astype(np.float32) * 0.05),
-                  tf.Variable(np.zeros(128, np.float32)),
-                  tf.Variable(rng.normal(size=(128, 10)).astype(np.float32) * 0.05),
-                  tf.Variable(np.zeros(10, np.float32))]
-        x = tf.constant(rng.random((32, 784), np.float32))
-        labels = tf.constant(rng.integers(0, 10, 32))
+        params = [tf.Variable(rng.normal(size=({n}, {h})).astype(np.float32) * 0.05),
+                  tf.Variable(np.zeros({h}, np.float32)),
+                  tf.Variable(rng.normal(size=({h}, {k})).astype(np.float32) * 0.05),
+                  tf.Variable(np.zeros({k}, np.float32))]
+        x = tf.constant(rng.random(({b}, {n}), np.float32))
+        labels = tf.constant(rng.integers(0, {k}, {b}))
         staged = tf.function(lambda x, labels: w.mlp_train_step_tf(params, x, labels))
         for name, step in (("eager", lambda: w.mlp_train_step_tf(params, x, labels)),
                            ("staged", lambda: staged(x, labels))):
@@ -110,18 +110,23 @@ def _ms(seconds: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument("--quick", action="store_true",
+                        help="an MLP of 16-8-4, batch 4 (for the simulator), and no PyTorch")
     args = parser.parse_args()
+    sizes = dict(n=16, h=8, k=4, b=4) if args.quick else dict(n=784, h=128, k=10, b=32)
+    child = CHILD.format(here=HERE, **sizes)
     rows: dict = {}
     with tempfile.TemporaryDirectory() as root:
         caches = tuple(os.path.join(root, k) for k in ("stagecraft", "numba"))
         for folder in caches:
             os.makedirs(folder, mode=0o700)
-        rows["empty caches"] = run(CHILD.format(here=HERE), caches)
-        rows["warm caches"] = run(CHILD.format(here=HERE), caches)   # (what the first filled)
-    anchor = torch_row()
+        rows["empty caches"] = run(child, caches)
+        rows["warm caches"] = run(child, caches)   # (what the first filled)
+    anchor = None if args.quick else torch_row()
     if anchor is not None:
         rows["PyTorch"] = anchor
-    print("first GPU calls in fresh processes (MLP 784-128-10, batch 32, SGD; ms)")
+    print(f"first GPU calls in fresh processes (MLP {sizes['n']}-{sizes['h']}-{sizes['k']}, "
+          f"batch {sizes['b']}, SGD; ms)")
     print(f"  {'':14s}{'import':>8s}{'eager 1st':>11s}{'eager 2nd':>11s}{'staged 1st':>12s}"
           f"{'staged 2nd':>12s}{'kernels compiled/loaded':>25s}")
     for name, r in rows.items():
