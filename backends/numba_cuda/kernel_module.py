@@ -2,7 +2,7 @@
 code instead of compiling it again.
 
 A kernel written as source (the eager elementwise kernels, the blocked matmul, a staged
-function's fused groups) becomes a module: :data:`PRELUDE` (the globals kernels use), its
+function's fused groups) becomes a module: :func:`prelude` (the globals kernels use), its
 constants, its functions. ``numba_cache.load_module`` publishes it as ``gen_<key>.py`` in
 ``$STAGECRAFT_CACHE_DIR`` (keyed by the text, the versions and :func:`library_hash`) and
 kernels are ``cuda.jit(cache=True)`` on a GPU: numba-cuda keeps their PTX and cubin beside the
@@ -25,31 +25,35 @@ import numpy as np
 
 from stagecraft.backends.numba_cuda.launch import cuda_module, simulated
 
-#: The first lines of every generated kernel module: the names kernels use (``np``: NumPy's
-#: names as device code on a GPU, NumPy itself on the simulator; ``K``: the special
-#: functions; ``offset``: strided indexing) and ``_CACHE``, the ``cache=`` of their ``cuda.jit``.
-PRELUDE = (
-    "import cmath",
-    "from numba import cuda, uint64",
-    "",
-    "from stagecraft.backends.numba_cuda import kernel_module as _km",
-    "",
-    "offset = _km.offset()",
-    "K = _km.kernel_special()  # special functions as device code",
-    "_CACHE = _km.disk_cache()",
-)
 #: Names the prelude binds (generated code must not assign them).
 PRELUDE_NAMES = ("cmath", "cuda", "uint64", "_km", "np", "offset", "K", "_CACHE")
 
 
-def numpy_line(device: bool | None = None) -> str:
-    """The prelude's line binding ``np``: :func:`kernel_numpy` for ``device``.
+def prelude(device_numpy: bool | None = None, imports: tuple[str, ...] = ()) -> list[str]:
+    """The first lines of a generated kernel module: the names kernels use (``np``: NumPy's
+    names as device code, see :func:`kernel_numpy`; ``K``: the special functions;
+    ``offset``: strided indexing) and ``_CACHE``, the ``cache=`` of their ``cuda.jit``;
+    ``imports``: more import lines (the staged host function's runtime).
 
-    >>> numpy_line(True)
-    'np = _km.kernel_numpy(True)  # NumPy as device code'
+    >>> print("\\n".join(prelude(True)))
+    import cmath
+    from numba import cuda, uint64
+    <BLANKLINE>
+    from stagecraft.backends.numba_cuda import kernel_module as _km
+    <BLANKLINE>
+    np = _km.kernel_numpy(True)  # NumPy's names as device code
+    offset = _km.offset()
+    K = _km.kernel_special()  # special functions as device code
+    _CACHE = _km.disk_cache()
     """
-    return (f"np = _km.kernel_numpy({device!r})  # NumPy as device code"
-            + ("" if device else " (NumPy itself on the simulator)"))
+    where = {True: "", False: " (NumPy itself)", None: " (NumPy itself on the simulator)"}
+    return ["import cmath", "from numba import cuda, uint64", "",
+            "from stagecraft.backends.numba_cuda import kernel_module as _km", *imports, "",
+            f"np = _km.kernel_numpy({device_numpy!r})  # NumPy's names as device code"
+            f"{where[device_numpy]}",
+            "offset = _km.offset()",
+            "K = _km.kernel_special()  # special functions as device code",
+            "_CACHE = _km.disk_cache()"]
 
 
 def kernel_numpy(device: bool | None = None) -> Any:
@@ -126,7 +130,7 @@ def constant_line(name: str, value: Any) -> str:
 
 
 def load(source: str, kind: str) -> types.ModuleType:
-    """The generated module of ``source`` (which starts with :data:`PRELUDE`), from the disk
+    """The generated module of ``source`` (which starts with :func:`prelude`), from the disk
     cache; ``kind`` names the generator in the key (``"eager"``, ``"staged"``)."""
     from stagecraft.backends import numba_cache
     mode = "simulator" if simulated() else "gpu"
@@ -198,9 +202,9 @@ def cache_stats() -> dict[str, int]:
 def jit_kernel(name: str, source: str, constants: Mapping[str, Any] | None = None,
                device_numpy: bool | None = None) -> Callable:
     """``cuda.jit`` of the function ``name`` that ``source`` defines, loaded as a generated
-    module (:func:`load`) after the prelude, ``np`` bound for ``device_numpy``
-    (:func:`kernel_numpy`) and ``constants`` (:func:`constant_line`), so that on a GPU its
-    machine code is cached on disk.
+    module (:func:`load`) after the :func:`prelude` (``np`` bound for ``device_numpy``) and
+    ``constants`` (:func:`constant_line`), so that on a GPU its machine code is cached on
+    disk.
 
     >>> kernel = jit_kernel("twice", "def twice(out, x):\\n    out[0] = x[0] * k\\n", {"k": 2})
     >>> from stagecraft.backends.numba_cuda.memory import to_device, to_host
@@ -209,8 +213,7 @@ def jit_kernel(name: str, source: str, constants: Mapping[str, Any] | None = Non
     array([3.], dtype=float32)
     """
     cuda_module()   # (raises the error that says how to get CUDA first)
-    lines = [*PRELUDE, numpy_line(device_numpy)]
-    lines += [constant_line(k, v) for k, v in (constants or {}).items()]
+    lines = prelude(device_numpy) + [constant_line(k, v) for k, v in (constants or {}).items()]
     module = load("\n".join([*lines, "", "", source.rstrip("\n"), ""]), "eager")
     kernel = getattr(module, name)
     if isinstance(kernel, types.FunctionType):   # (not jitted when loaded before)
