@@ -97,9 +97,11 @@ def kernels(torch: Any, step: Callable[[], Any], steps: int) -> list[tuple]:
     return sorted(rows, key=lambda r: -r[2])[:15]
 
 
-def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
+def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, tuple[float, float]]:
     """Median ms of an n x n float32 matmul (under the TF32 setting in force), stagecraft
-    eager and staged and torch, one call of each per round, synchronized after each."""
+    eager and staged and torch, one call of each per round, synchronized after each; and the
+    median ms until the call returned, before the synchronize (the host's part: a call that
+    waits for the device inside shows it here)."""
     rng = np.random.default_rng(4)
     a, b = (rng.random((n, n), dtype=np.float32) for _ in range(2))
     with tf.device("/gpu:0"):
@@ -115,17 +117,20 @@ def interleaved_matmul(n: int, rounds: int, torch: Any) -> dict[str, float]:
     if torch is not None:
         la, lb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
         calls["torch"] = (lambda: la @ lb, torch.cuda.synchronize)
-    samples: dict[str, list[float]] = {k: [] for k in calls}
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in calls}
     for round_ in range(rounds + 3):
         for name, (call, sync) in calls.items():
             with tf.device("/gpu:0"):
                 sync()
                 start = time.perf_counter()
                 call()
+                returned = time.perf_counter()
                 sync()
             if round_ >= 3:   # (three rounds of warm-up: trace, compile, graph capture)
-                samples[name].append((time.perf_counter() - start) * 1e3)
-    return {k: statistics.median(v) for k, v in samples.items()}
+                samples[name].append(((time.perf_counter() - start) * 1e3,
+                                      (returned - start) * 1e3))
+    return {k: (statistics.median(t for t, _ in v), statistics.median(h for _, h in v))
+            for k, v in samples.items()}
 
 
 def add_layers(torch: Any, n: int, loop: int) -> list[tuple[str, float, float]]:
@@ -273,9 +278,9 @@ def main() -> None:
     for tf32 in (False, True):
         set_tf32(tf32, baselines)
         print(f"matmul {n}x{n} float32, TF32 {'on' if tf32 else 'off'}, interleaved rounds, "
-              f"median ms:")
-        for name, ms in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
-            print(f"  {name:22s}{ms:10.3f}")
+              f"median ms (synchronized; until the call returned):")
+        for name, (ms, host) in interleaved_matmul(n, 3 if args.quick else 15, torch).items():
+            print(f"  {name:22s}{ms:10.3f}{host:10.3f}")
     set_tf32(False, baselines)
 
 
