@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import pathlib
+import sys
 import types
 from typing import Any, Callable, Mapping
 
@@ -100,15 +101,32 @@ def numba_dtype(name: str) -> Any:
 _library_hash: str | None = None
 
 
+def library_sources() -> list[tuple[str, pathlib.Path]]:
+    """The sources kernels are made from, as (name, path): this package (kernels, eager
+    library) and those it takes device code from, ``backends/codegen`` (scalar expressions,
+    special functions, half rounding) and ``ir`` (the Philox stream).
+
+    >>> names = [name for name, _ in library_sources()]
+    >>> "stagecraft.ir/ops/philox.py" in names, "stagecraft.backends.codegen/half.py" in names
+    (True, True)
+    """
+    import stagecraft.backends.codegen  # noqa: F401 (in sys.modules for the loop below)
+    import stagecraft.ir  # noqa: F401
+    sources = []
+    for package in (__package__, "stagecraft.backends.codegen", "stagecraft.ir"):
+        root = pathlib.Path(sys.modules[package].__file__).resolve().parent
+        sources += [(f"{package}/{p.relative_to(root)}", p) for p in sorted(root.rglob("*.py"))]
+    return sources
+
+
 def library_hash() -> str:
-    """A hash of the CUDA backend's sources (kernels, eager library, this package), part of
-    every cache key: numba does not notice changes in the modules a cached kernel calls."""
+    """A hash of :func:`library_sources`, part of every cache key: numba does not notice
+    changes in the modules a cached kernel calls."""
     global _library_hash
     if _library_hash is None:
         h = hashlib.sha256()
-        root = pathlib.Path(__file__).resolve().parent
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode() + path.read_bytes())
+        for name, path in library_sources():
+            h.update(name.encode() + path.read_bytes())
         _library_hash = h.hexdigest()[:16]
     return _library_hash
 
