@@ -248,6 +248,8 @@ def _register_linecache(path: pathlib.Path, source: str) -> None:
 # ------------------------------------------------------------------------------ numba's files
 
 _verified_classes: dict[type, type] = {}
+# The first item of a verified data file's payload: (_KEYED, key, numba's data).
+_KEYED = "stagecraft-keyed-v1"
 
 
 def _verified_cache_file_class(base: type) -> type:
@@ -297,6 +299,20 @@ def _verified_cache_file_class(base: type) -> type:
             if payload is None:  # numba's load() reads an OSError as a miss
                 raise FileNotFoundError(self._data_path(name))
             return pickle.loads(payload)
+
+        # Each data file holds its key beside the code: numba picks a data file's number from
+        # the index it read, so two processes saving two keys of one function at once can
+        # leave the index naming, for one key, the file the other wrote. A file whose key is
+        # another reads as a miss (compiled again), never as the other's code.
+        def save(self, key: Any, data: Any) -> None:
+            super().save(key, (_KEYED, key, data))
+
+        def load(self, key: Any) -> Any:
+            stored = super().load(key)
+            if (isinstance(stored, tuple) and len(stored) == 3 and stored[0] == _KEYED
+                    and stored[1] == key):
+                return stored[2]
+            return None
 
         @contextlib.contextmanager
         def _open_for_write(self, filepath: str) -> Iterator[io.BytesIO]:

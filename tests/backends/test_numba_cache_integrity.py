@@ -280,3 +280,24 @@ def test_a_kernel_whose_code_cannot_be_saved_runs_compiled_in_memory(caplog):
         "stagecraft: cannot cache the compiled code of test_a_kernel_whose_code_cannot_be_saved_"
         "runs_compiled_in_memory.<locals>.kernel (TypeError: cannot pickle '_thread.lock' "
         "object); it is compiled again in each process, with the same results")
+
+
+def test_a_data_file_written_for_another_key_reads_as_a_miss(tmp_path):
+    # Two processes saving two keys of one function at once: each reads the index, takes the
+    # first free data file, writes the index, then its data. The index can end up naming, for
+    # one key, the file the other process wrote last: that must be a miss, not its code.
+    from numba.core.caching import IndexDataCacheFile
+    files = numba_cache._verified_cache_file_class(IndexDataCacheFile)
+    a, b = (files(str(tmp_path), "kernel.sc", (1, 2)) for _ in range(2))
+    index_a, index_b = a._load_index(), b._load_index()
+    index_a["key A"] = a._data_name(1)
+    a._save_index(index_a)
+    index_b["key B"] = b._data_name(1)
+    b._save_index(index_b)                                        # the index B wrote stays
+    b._save_data(b._data_name(1), (numba_cache._KEYED, "key B", "code of B"))
+    a._save_data(a._data_name(1), (numba_cache._KEYED, "key A", "code of A"))  # A's data last
+    reader = files(str(tmp_path), "kernel.sc", (1, 2))
+    assert reader._load_index() == {"key B": "kernel.sc.1.nbc"}
+    assert reader.load("key B") is None
+    reader.save("key B", "code of B")                             # compiled again, saved
+    assert files(str(tmp_path), "kernel.sc", (1, 2)).load("key B") == "code of B"
