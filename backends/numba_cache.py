@@ -468,26 +468,36 @@ def _inside_own_cache(folder: str) -> bool:
 def _guard_cache_loads(dispatcher: Any, null_cache: type) -> None:
     """Safety net: a verified numba cache entry that still fails to load at call time (say,
     numba cannot rebuild it) is deleted (with a warning) and the function recompiled, instead
-    of the call raising; a function whose compiled code cannot be saved (numba pickles the
-    values a closure holds for its key) runs compiled in memory, with one warning."""
+    of the call raising. A function whose cache key cannot be made, or whose compiled code
+    cannot be saved (numba pickles the values a closure holds into its key), runs compiled in
+    memory with one warning, and the files of its other variants, which share its index, are
+    left alone."""
     cache = dispatcher._cache
     original = cache.load_overload
     original_save = cache.save_overload
+
+    def stop_caching(e: Exception) -> None:
+        dispatcher._cache = null_cache()
+        _log.warning("stagecraft: cannot cache the compiled code of %s (%s: %s); it is "
+                     "compiled again in each process, with the same results",
+                     getattr(dispatcher.py_func, "__qualname__", dispatcher),
+                     type(e).__name__, str(e).splitlines()[0] if str(e) else "")
 
     def save_overload(sig: Any, data: Any) -> None:
         try:
             original_save(sig, data)
         except Exception as e:  # noqa: BLE001 - the compiled code is right; only saving failed
-            dispatcher._cache = null_cache()
-            _log.warning("stagecraft: cannot cache the compiled code of %s (%s: %s); it is "
-                         "compiled again in each process, with the same results",
-                         getattr(dispatcher.py_func, "__qualname__", dispatcher),
-                         type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            stop_caching(e)
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         try:
             return original(sig, target_context)
         except Exception as e:  # noqa: BLE001 - any damaged entry means: recompile
+            try:
+                cache._index_key(sig, target_context.codegen())
+            except Exception:  # noqa: BLE001 - no key: nothing on disk is to blame
+                stop_caching(e)
+                return None
             files = cache._cache_file
             discard(files._index_path, f"loading it failed: {type(e).__name__}: {e}",
                     also=files._entry_files())

@@ -254,32 +254,64 @@ def test_cuda_kernel_caches_are_verified_like_the_cpu_caches(tmp_path):
     assert warnings[1].startswith(f"stagecraft: not caching compiled code in {shared}")
 
 
-def test_a_kernel_whose_code_cannot_be_saved_runs_compiled_in_memory(caplog):
-    # numba pickles the values a closure holds into its cache key; a value that cannot be
-    # pickled fails the save after the compile succeeded: the call must not fail with it.
-    class Cache:
-        def load_overload(self, sig, target_context):
-            return None
+class _UnpicklableKeyCache:
+    """Stands in for numba's cache of a closure holding a value pickle refuses: numba pickles
+    it into the key on loading (before compiling) and on saving."""
 
-        def save_overload(self, sig, data):
-            raise TypeError("cannot pickle '_thread.lock' object\nmore detail")
+    def __init__(self, files: object = None):
+        self._cache_file = files
 
-    class NullCache:
-        pass
+    def _index_key(self, sig, codegen):
+        raise TypeError("cannot pickle '_thread.lock' object\nmore detail")
 
+    def load_overload(self, sig, target_context):
+        return self._index_key(sig, None)
+
+    def save_overload(self, sig, data):
+        self._index_key(sig, None)
+
+
+class _NullCache:
+    pass
+
+
+def _guarded(cache: object) -> object:
     def kernel(x):
         return x
-
     dispatcher = type("Dispatcher", (), {})()
-    dispatcher.py_func, dispatcher._cache = kernel, Cache()
-    numba_cache._guard_cache_loads(dispatcher, NullCache)
+    dispatcher.py_func, dispatcher._cache = kernel, cache
+    numba_cache._guard_cache_loads(dispatcher, _NullCache)
+    return dispatcher
+
+
+_CANNOT_CACHE = ("stagecraft: cannot cache the compiled code of _guarded.<locals>.kernel "
+                 "(TypeError: cannot pickle '_thread.lock' object); it is compiled again in "
+                 "each process, with the same results")
+
+
+def test_a_kernel_whose_code_cannot_be_saved_runs_compiled_in_memory(caplog):
+    dispatcher = _guarded(_UnpicklableKeyCache())
     with caplog.at_level("WARNING", logger="stagecraft"):
         dispatcher._cache.save_overload(("sig",), object())   # what numba calls after compiling
-    assert isinstance(dispatcher._cache, NullCache)
-    assert caplog.records[0].getMessage().splitlines()[0] == (
-        "stagecraft: cannot cache the compiled code of test_a_kernel_whose_code_cannot_be_saved_"
-        "runs_compiled_in_memory.<locals>.kernel (TypeError: cannot pickle '_thread.lock' "
-        "object); it is compiled again in each process, with the same results")
+    assert isinstance(dispatcher._cache, _NullCache)
+    assert caplog.records[0].getMessage().splitlines()[0] == _CANNOT_CACHE
+
+
+def test_a_key_that_cannot_be_made_leaves_the_other_variants_files_alone(caplog, tmp_path):
+    # The closures of one kernel factory share one index: a variant whose key cannot be made
+    # must not delete the index and data files of the variants that could be saved.
+    kept = [tmp_path / "kernel.sc.nbi", tmp_path / "kernel.sc.1.nbc"]
+    for path in kept:
+        path.write_bytes(b"sealed")
+    files = type("Files", (), {"_index_path": str(kept[0]),
+                               "_entry_files": lambda self: [str(kept[1])]})()
+    dispatcher = _guarded(_UnpicklableKeyCache(files))
+    context = type("Context", (), {"codegen": lambda self: None})()
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        assert dispatcher._cache.load_overload(("sig",), context) is None   # a miss: compile
+    assert all(path.exists() for path in kept)
+    assert isinstance(dispatcher._cache, _NullCache)
+    assert [r.getMessage().splitlines()[0] for r in caplog.records] == [_CANNOT_CACHE]
 
 
 def test_a_data_file_written_for_another_key_reads_as_a_miss(tmp_path):
