@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import linecache
+import logging
 import pathlib
 import sys
 import types
@@ -153,9 +155,38 @@ def load(source: str, kind: str) -> types.ModuleType:
     from stagecraft.backends import numba_cache
     mode = "simulator" if simulated() else "gpu"
     _install_cache()
-    module = numba_cache.load_module(source, extra=f"cuda-{kind}-{mode}-{library_hash()}")
+    extra = f"cuda-{kind}-{mode}-{library_hash()}"
+    try:
+        module = numba_cache.load_module(source, extra=extra)
+    except OSError as e:   # (a cache folder refused, or one that cannot be written)
+        if kind != "eager":
+            raise
+        module = _in_memory(numba_cache.source_key(source, extra), source, e)
     _LOADED.setdefault(module.__name__, module)
     return module
+
+
+def _in_memory(key: str, source: str, why: OSError) -> types.ModuleType:
+    """The module of ``source`` run from memory, its kernels compiled per process: an eager op
+    works without a usable cache folder (as TensorFlow's do), saying once why it is slower."""
+    name = f"stagecraft_gen_{key}"   # (under the warning filter of generated modules)
+    module = sys.modules.get(name)
+    if module is None:
+        if not _IN_MEMORY_WARNED:
+            _IN_MEMORY_WARNED.append(True)
+            logging.getLogger("stagecraft").warning(
+                "stagecraft: GPU kernels are compiled in every process, not cached on disk: "
+                "%s", why)
+        filename = f"<stagecraft-cuda {key[:16]}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        module = types.ModuleType(name)
+        exec(compile(source, filename, "exec"), module.__dict__)
+        module._CACHE = False   # (numba caches only functions defined in a file)
+        sys.modules[name] = module
+    return module
+
+
+_IN_MEMORY_WARNED: list = []
 
 
 # The generated kernel modules this process loaded, by name, and the library's kernels (for

@@ -148,3 +148,26 @@ def test_every_library_kernel_has_the_same_cache_key_in_every_process(tmp_path):
     library = [line for line in runs[0] if " gen_" not in line]
     assert len(library) > 50 and any("_tree_kernel.<locals>.reduce" in k for k in library)
     assert runs[0] == runs[1]
+
+
+def test_eager_kernels_run_from_memory_when_the_cache_folder_is_refused(monkeypatch, tmp_path,
+                                                                        caplog):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)   # others could plant code there: stagecraft refuses the folder
+    monkeypatch.setenv("STAGECRAFT_CACHE_DIR", str(shared))
+    monkeypatch.setattr(kernel_module, "_IN_MEMORY_WARNED", [])
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        kernel = elementwise._kernel.__wrapped__("subtract", (dt.int16, dt.int16), dt.int16,
+                                                  ("same", "scalar"), True)
+        again = elementwise._kernel.__wrapped__("subtract", (dt.int16, dt.int16), dt.int16,
+                                                 ("same", "scalar"), True)
+    assert again is kernel and kernel.py_func.__code__.co_filename.startswith("<stagecraft-")
+    out = memory.to_device(np.zeros(2, np.int16))
+    kernel[1, 2](out, memory.to_device(np.int16([5, 7])), memory.to_device(np.int16([2])))
+    np.testing.assert_array_equal(memory.to_host(out), [3, 5])
+    assert [r.getMessage().split(":")[:2] for r in caplog.records] == [
+        ["stagecraft", " GPU kernels are compiled in every process, not cached on disk"]]
+    assert not list(shared.iterdir())
+    with pytest.raises(PermissionError):   # staged code, as on the CPU, names the folder
+        kernel_module.load("\n".join(kernel_module.prelude()), "staged")
