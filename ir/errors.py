@@ -27,13 +27,18 @@ class InvalidArgumentError(OpError, ValueError):
 
 def kernel_failed(op: str, error: Exception, loc: str) -> InvalidArgumentError:
     """The error of a kernel of ``op`` that raised ``error`` at ``loc``, naming the op once
-    (kernels' messages may start with it already).
+    (kernels' messages may start with it already). A variant of a public op keeps the public
+    name its kernel gives (``reshape_dynamic``'s ``reshape: ...``, what the user called).
 
     >>> str(kernel_failed("gather", IndexError("gather: index 5 is out of range"), "f.py:3"))
     'gather: index 5 is out of range\\n  at f.py:3'
+    >>> str(kernel_failed("reshape_dynamic", ValueError("reshape: 5 values, not 4"), "f.py:4"))
+    'reshape: 5 values, not 4\\n  at f.py:4'
     """
     text = str(error)
-    text = text if text.startswith(f"{op}:") else f"{op}: {text}"
+    head = text.split(":", 1)[0]
+    if not (head == op or head.isidentifier() and op.startswith(head + "_")):
+        text = f"{op}: {text}"
     return InvalidArgumentError(f"{text}\n  at {loc}")
 
 

@@ -812,6 +812,16 @@ def test_73_used_out_of_range_gather_raises():
         f(tf.constant([1.0, 2.0]))
 
 
+def test_run_time_shape_error_names_the_op_the_user_called():
+    @tf.function
+    def f(x, shape):
+        return tf.reshape(x, shape)   # staged as reshape_dynamic: the shape is a tensor
+
+    with pytest.raises(InvalidArgumentError) as e:
+        f(tf.constant([1.0, 2.0, 3.0]), tf.constant([2, 2]))
+    assert str(e.value).splitlines()[0].startswith("reshape: Input to reshape is a tensor ")
+
+
 def test_73_unused_op_inside_cond_branch_pruned():
     @tf.function
     def f(x):
