@@ -53,6 +53,19 @@ def is_compatible(a: Dims, b: Dims) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
+def is_instance(shape: Dims, of: Dims) -> bool:
+    """True when every tensor of shape ``shape`` also has shape ``of`` (``of`` is as general).
+
+    >>> is_instance((5,), (None,)), is_instance((None,), (5,)), is_instance((5,), None)
+    (True, False, True)
+    """
+    if of is None:
+        return True
+    if shape is None or len(shape) != len(of):
+        return False
+    return all(b is None or a == b for a, b in zip(shape, of))
+
+
 def most_specific_common(a: Dims, b: Dims) -> Dims:
     """The most specific shape that both ``a`` and ``b`` are instances of."""
     if a is None or b is None or len(a) != len(b):

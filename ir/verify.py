@@ -19,6 +19,7 @@ from stagecraft.ir.ops import OPS
 from stagecraft.ir.ops.structural import STRUCTURAL, names_where
 from stagecraft.ir.parser import parse
 from stagecraft.ir.printer import REGION_LABELS, Printout, print_lines
+from stagecraft.ir.shapes import is_compatible, is_instance
 from stagecraft.ir.types import TensorType
 
 CONTEXT_LINES = 5  # printed IR lines shown before and after the failing one
@@ -237,7 +238,7 @@ class _Verifier:
             dtype = dt.from_numpy(value.dtype)
         except TypeError:
             dtype = None
-        if dtype is not t.dtype or not _instance(value.shape, t.shape):
+        if dtype is not t.dtype or not is_instance(value.shape, t.shape):
             self.fail(e, f"the value is a {value.dtype}{list(value.shape)} array but the output "
                          f"type is {t}")
 
@@ -258,7 +259,7 @@ class _Verifier:
         if isinstance(value, Value) and value.ref:
             self.fail(e, f"the value {self.name(value)} must be a tensor, not a reference")
         if value.type.dtype is not ref.type.dtype or \
-                not _compatible(value.type.shape, ref.type.shape):
+                not is_compatible(value.type.shape, ref.type.shape):
             self.fail(e, f"the variable is {ref.type} but the value is {value.type}")
 
     def check_print(self, e: Eqn) -> None:
@@ -296,7 +297,7 @@ class _Verifier:
                              f"expected {t}")
             ok = {"equal": x.type == p.type, "instance": _instance_type(x.type, p.type),
                   "compatible": x.type.dtype is p.type.dtype and
-                  _compatible(x.type.shape, p.type.shape)}[how]
+                  is_compatible(x.type.shape, p.type.shape)}[how]
             if not ok:
                 self.fail(e, f"operand {self.name(x)} is {x.type} but region {label!r} "
                              f"parameter {k} ({self.name(p)}) is {p.type}")
@@ -358,20 +359,5 @@ def _types(types: Sequence[TensorType]) -> str:
     return ", ".join(str(t) for t in types)
 
 
-def _instance(shape: Any, of: Any) -> bool:
-    """True when every tensor of shape ``shape`` also has shape ``of`` (``of`` is as general)."""
-    if of is None:
-        return True
-    if shape is None or len(shape) != len(of):
-        return False
-    return all(b is None or a == b for a, b in zip(shape, of))
-
-
 def _instance_type(t: TensorType, of: TensorType) -> bool:
-    return t.dtype is of.dtype and _instance(t.shape, of.shape)
-
-
-def _compatible(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return True
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+    return t.dtype is of.dtype and is_instance(t.shape, of.shape)

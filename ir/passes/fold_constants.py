@@ -3,9 +3,13 @@
 An equation is folded when its op is a stateless primitive of the op table (never a random op,
 ``read``, ``print`` or control flow), every operand is a ``Literal`` or the output of a
 ``const`` equation, and the op table's NumPy ``kernel`` (the reference backend's) returns, for
-each output, an array of exactly the output's dtype and fully known shape with at most
-``MAX_FOLDED_ELEMENTS`` elements. The equation becomes a ``const`` equation defining the same
-output value (so its type, and everything downstream, is unchanged) at the same location.
+each output, an array of exactly the output's dtype, of a shape the output's type admits, with
+at most ``MAX_FOLDED_ELEMENTS`` elements. The equation becomes a ``const`` equation defining the
+same output value (so its type, and everything downstream, is unchanged) at the same location.
+
+An output whose type leaves dimensions unknown (``range``'s ``i32[?]``) folds too: its value
+is then known, so backends need not size it from device values at run time (on a GPU a host
+read; the stacks of a while loop's gradient are made this way from its trip count).
 
 A kernel that raises (an integer division by zero, an out-of-range index) is left for run
 time, where the error is reported as usual. The now unused input constants are left for
@@ -20,6 +24,7 @@ import numpy as np
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, const_value
 from stagecraft.ir.ops import OPS
 from stagecraft.ir.passes.rewrite import const_eqn, literal_array, map_regions
+from stagecraft.ir.shapes import is_instance
 
 MAX_FOLDED_ELEMENTS = 4096  # larger results stay computed at run time (graphs stay small)
 
@@ -88,7 +93,7 @@ def _try_fold(eqn: Eqn, consts: dict) -> list[Eqn] | None:
     for v, o in zip(eqn.outputs, outs):
         arr = np.array(o)  # a copy: never a view of an input constant
         t = v.type
-        if (v.ref or arr.dtype != t.dtype.np or t.shape is None or arr.shape != t.shape
+        if (v.ref or arr.dtype != t.dtype.np or not is_instance(arr.shape, t.shape)
                 or arr.size > MAX_FOLDED_ELEMENTS):
             return None
         folded.append(const_eqn(v, arr, eqn.loc))

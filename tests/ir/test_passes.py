@@ -238,6 +238,23 @@ def test_fold_constants_skips_random_large_and_failing_ops():
     assert all(const_value(e).size <= MAX_FOLDED_ELEMENTS for e in after.eqns if e.op == "const")
 
 
+def test_fold_constants_folds_outputs_of_unknown_size():
+    # range's output type is i32[?]: the folded value has a known size, its type stays as it
+    # was (so nothing downstream changes), and no backend sizes it from device values
+    def f(x):
+        n = tf.maximum(tf.constant(5) - tf.constant(2), 0)
+        return tf.gather(x, tf.range(0, n, 1) * 0)
+
+    before = graph_of(f, V3)
+    assert "range" in [e.op for e in before.eqns]
+    after = apply(fold_constants, before)
+    assert [e.op for e in after.eqns if e.op != "const"] == ["gather"]
+    (gather,) = [e for e in after.eqns if e.op == "gather"]
+    (index,) = [e for e in after.eqns if e.outputs[0] is gather.inputs[1]]
+    assert str(index.outputs[0].type) == "i32[?]" and const_value(index).tolist() == [0, 0, 0]
+    assert_same_results(before, after)
+
+
 def test_fold_constants_inside_regions():
     def f(x):
         return tf.cond(x[0] > 0, lambda: x * (tf.constant(2.0) + 1.0), lambda: x)
