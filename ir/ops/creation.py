@@ -12,9 +12,11 @@ from stagecraft.ir.ops.shape import check_shape_input, runtime_dims
 from stagecraft.ir.types import TensorType
 
 
-def creation(name, inputs, attrs, infer, kernel, examples, doc, unify=(), dtypes=dt.ALL):
+def creation(name, inputs, attrs, infer, kernel, examples, doc, unify=(), dtypes=dt.ALL,
+             value_free=False):
     return OpDef(name=name, kind=Kind.CREATION, inputs=inputs, attrs=attrs, infer=infer,
-                 kernel=kernel, dtypes=dtypes, unify=unify, examples=examples, doc=doc)
+                 kernel=kernel, dtypes=dtypes, unify=unify, examples=examples, doc=doc,
+                 value_free=value_free)
 
 
 def _fill_infer(types, dims):
@@ -105,7 +107,7 @@ shape_op = creation(
     lambda x, out_type: np.array(np.shape(x), dtype=out_type.np),
     lambda rng, d: [Example((values(rng, d, s),), {"out_type": o})
                     for s in [(), (3, 4)] for o in dt.INTS],
-    "The shape of the input as a 1-D integer tensor.", unify=(0,))
+    "The shape of the input as a 1-D integer tensor.", unify=(0,), value_free=True)
 
 
 def _where_infer(types):

@@ -22,7 +22,8 @@ def _out_dtype(rule, d: DType) -> DType:
 
 
 def unary(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo: float = -2.0,
-          hi: float = 2.0, avoid: Sequence[float] = (), out=None) -> OpDef:
+          hi: float = 2.0, avoid: Sequence[float] = (), out=None, value_free: bool = False
+          ) -> OpDef:
     """An elementwise op of one input whose output has the input's shape."""
     def infer(types, _op=name):
         d = check_unified(_op, ("x",), types, (0,), dtypes)
@@ -32,7 +33,8 @@ def unary(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo:
         return [Example((values(rng, d, s, lo, hi, avoid),)) for s in UNARY_SHAPES]
 
     return OpDef(name=name, kind=Kind.ELEMENTWISE, inputs=("x",), attrs=(), infer=infer,
-                 kernel=kernel, dtypes=tuple(dtypes), unify=(0,), examples=examples, doc=doc)
+                 kernel=kernel, dtypes=tuple(dtypes), unify=(0,), examples=examples, doc=doc,
+                 value_free=value_free)
 
 
 def binary(name: str, kernel: Callable, dtypes: Sequence[DType], doc: str, *, lo: float = -2.0,
@@ -115,8 +117,10 @@ logical_not_op = unary("logical_not", np.logical_not, B, "Elementwise NOT of a b
 identity_op = unary("identity", lambda x: x, A, "Returns its input unchanged.")
 stop_gradient_op = unary("stop_gradient", lambda x: x, A,
                          "Returns its input; no gradient flows through it.")
-zeros_like_op = unary("zeros_like", np.zeros_like, A, "Zeros of the input's shape and dtype.")
-ones_like_op = unary("ones_like", np.ones_like, A, "Ones of the input's shape and dtype.")
+zeros_like_op = unary("zeros_like", np.zeros_like, A, "Zeros of the input's shape and dtype.",
+                      value_free=True)
+ones_like_op = unary("ones_like", np.ones_like, A, "Ones of the input's shape and dtype.",
+                     value_free=True)
 
 expm1_op = unary("expm1", np.expm1, F, "exp(x) - 1, accurate for small x.")
 tan_op = unary("tan", np.tan, F + C, "Elementwise tangent.", lo=-1.2, hi=1.2)

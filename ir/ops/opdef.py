@@ -48,7 +48,9 @@ class OpDef:
     ``ir/ops/structural.py``): ``stateful`` ops are never pruned and keep their order;
     ``copying`` ops compute a fresh result that never aliases an input on any backend, so a
     loop that reads a buffer only through them (or elementwise code) may then overwrite that
-    buffer in place (``backends/codegen/inplace_rows.py``).
+    buffer in place (``backends/codegen/inplace_rows.py``); ``value_free`` ops compute their
+    result from their operands' types alone (shapes and dtypes: ``zeros_like``, ``shape``), so
+    constant folding needs no operand values where those types are fully known.
     """
 
     name: str
@@ -66,6 +68,7 @@ class OpDef:
     num_outputs: int = 1
     stateful: bool = False
     copying: bool = False
+    value_free: bool = False
     # Derived in __post_init__ for bind's hot path: unified input indices, allowed NumPy dtypes.
     unify_indices: tuple[int, ...] = field(init=False, default=())
     np_dtypes: frozenset = field(init=False, default=frozenset())

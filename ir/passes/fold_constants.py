@@ -7,6 +7,10 @@ each output, an array of exactly the output's dtype, of a shape the output's typ
 at most ``MAX_FOLDED_ELEMENTS`` elements. The equation becomes a ``const`` equation defining the
 same output value (so its type, and everything downstream, is unchanged) at the same location.
 
+A ``value_free`` op of the op table (``zeros_like``, ``ones_like``, ``shape``) folds as soon as
+its operands' types are fully known, whatever computes them: the zero accumulators of a
+gradient and the buffers of its loop stacks become constants.
+
 An output whose type leaves dimensions unknown (``range``'s ``i32[?]``) folds too: its value
 is then known, so backends need not size it from device values at run time (on a GPU a host
 read; the stacks of a while loop's gradient are made this way from its trip count).
@@ -79,6 +83,8 @@ def _try_fold(eqn: Eqn, consts: dict) -> list[Eqn] | None:
             args.append(literal_array(x))
         elif isinstance(x, Value) and x.uid in consts:
             args.append(consts[x.uid])
+        elif op.value_free and _static(x):   # (any values of the operand's type will do)
+            args.append(np.zeros(x.type.shape, x.type.dtype.np))
         else:
             return None
     try:
@@ -98,3 +104,10 @@ def _try_fold(eqn: Eqn, consts: dict) -> list[Eqn] | None:
             return None
         folded.append(const_eqn(v, arr, eqn.loc))
     return folded
+
+
+def _static(x: Value) -> bool:
+    """Whether ``x`` is a tensor of fully known shape, small enough to stand in for."""
+    shape = x.type.shape
+    return (not x.ref and shape is not None and None not in shape
+            and int(np.prod(shape)) <= MAX_FOLDED_ELEMENTS)

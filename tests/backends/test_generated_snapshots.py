@@ -10,7 +10,7 @@ is checked out.
 
 Regenerate after an intended change of the generated code, then review the diff::
 
-    STAGECRAFT_UPDATE_SNAPSHOTS=1 python -m pytest -p no:xdist tests/backends/test_generated_snapshots.py
+    STAGECRAFT_UPDATE_SNAPSHOTS=1 python -m pytest -n 0 tests/backends/test_generated_snapshots.py
 """
 from __future__ import annotations
 

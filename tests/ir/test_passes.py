@@ -255,6 +255,22 @@ def test_fold_constants_folds_outputs_of_unknown_size():
     assert_same_results(before, after)
 
 
+def test_fold_constants_folds_ops_of_types_alone():
+    # zeros_like/ones_like/shape (value_free in the op table) need only their operands' types
+    def f(x, big):
+        return (tf.zeros_like(x), tf.ones_like(tf.exp(x)), tf.shape(x * 2.0),
+                tf.zeros_like(big))
+
+    big = tf.TensorSpec([MAX_FOLDED_ELEMENTS + 1], tf.float32)
+    before = graph_of(f, V3, big)
+    after = apply(fold_constants, before)
+    values = {e.outputs[0].uid: const_value(e) for e in after.eqns if e.op == "const"}
+    zeros, ones, shape, _ = after.results
+    assert values[zeros.uid].tolist() == [0.0] * 3 and values[ones.uid].tolist() == [1.0] * 3
+    assert values[shape.uid].tolist() == [3] and after.results[3].uid not in values
+    assert_same_results(before, after)
+
+
 def test_fold_constants_inside_regions():
     def f(x):
         return tf.cond(x[0] > 0, lambda: x * (tf.constant(2.0) + 1.0), lambda: x)
