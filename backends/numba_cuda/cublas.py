@@ -10,7 +10,10 @@ product, in different summation orders.
 
 Each CUDA context gets one cuBLAS handle, created on first use, with a workspace in a device
 buffer the handle keeps (capturing cuBLAS work into a CUDA graph requires a workspace set by
-the caller). Every call is issued through ``launcher.library_call``, so a recording of a
+the caller). Threads share it under a lock: the stream a handle enqueues on is a setting of
+the handle, so a call pairs setting its stream with enqueueing its gemms (else one thread's
+eager gemm could land in the CUDA graph another is capturing). All of them run on the legacy
+default stream, in order, so one workspace serves them. Every call is issued through ``launcher.library_call``, so a recording of a
 staged call captures it with the kernels around it. ``alpha`` and ``beta`` are host scalars
 (cuBLAS's default pointer mode) held by this module for the life of the process. Float32
 products use TensorFloat-32 tensor cores while ``config.TENSOR_FLOAT_32`` is set
@@ -19,6 +22,7 @@ products use TensorFloat-32 tensor cores while ``config.TENSOR_FLOAT_32`` is set
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -39,6 +43,7 @@ _SCALARS = {name: (np.ones(1, dtype), np.zeros(1, dtype))
 _BLAS_DTYPES = frozenset(np.dtype(name) for name in gemm_plan.DATA_TYPES)
 # The handle of each CUDA context by its driver handle; None where cuBLAS could not start.
 _HANDLES: dict[int, "_Handle | None"] = {}
+_CREATING = threading.Lock()
 _INSTALL = 'pip install "stagecraft[cuda]" (or pip install "nvmath-python[cu13]")'
 
 
@@ -57,6 +62,9 @@ class _Handle:
         self.workspace = workspace
         self.pointer = bindings.create()
         self.stream: int | None = None
+        # held from setting the stream to enqueueing the last gemm (nvmath's calls release
+        # the GIL); enqueueing does not wait for the GPU, so holding it costs nothing
+        self.lock = threading.Lock()
         # matmul_into's key (shapes, flags, dtype, TF32) -> the plan's resolved calls
         self.plans: dict[tuple, list[Callable[[int, int, int], None]]] = {}
 
@@ -64,16 +72,18 @@ class _Handle:
             stream: int) -> None:
         """Enqueues ``calls`` (:meth:`calls` of a plan) on ``stream`` (a ``CUstream`` handle;
         0 is the legacy default stream): ``b``, ``a`` and ``out`` are the device pointers of
-        the row-major operands and the output (cuBLAS's A, B and C)."""
-        if stream != self.stream:
-            lib = self.bindings
-            lib.set_stream(self.pointer, stream)
-            # cublasSetStream puts cuBLAS back on its own workspace pool: set ours again
-            lib.set_workspace(self.pointer, _device_pointer(self.workspace),
-                              self.workspace.size * self.workspace.dtype.itemsize)
-            self.stream = stream
-        for call in calls:
-            call(b, a, out)
+        the row-major operands and the output (cuBLAS's A, B and C). Safe from any thread."""
+        with self.lock:
+            if stream != self.stream:
+                lib = self.bindings
+                self.stream = None   # (unknown until both settings are made)
+                lib.set_stream(self.pointer, stream)
+                # cublasSetStream puts cuBLAS back on its own workspace pool: set ours again
+                lib.set_workspace(self.pointer, _device_pointer(self.workspace),
+                                  self.workspace.size * self.workspace.dtype.itemsize)
+                self.stream = stream
+            for call in calls:
+                call(b, a, out)
 
     def calls(self, plan: gemm_plan.GemmPlan, itemsize: int
               ) -> list[Callable[[int, int, int], None]]:
@@ -171,9 +181,13 @@ def _handle() -> _Handle | None:
     if bindings is None:
         return None
     context = int(cuda_module().current_context().handle)
-    if context not in _HANDLES:
-        _HANDLES[context] = _create(*bindings)
-    return _HANDLES[context]
+    handle = _HANDLES.get(context, _HANDLES)
+    if handle is _HANDLES:
+        with _CREATING:   # (two threads' first matmuls: one handle, one warning)
+            if context not in _HANDLES:
+                _HANDLES[context] = _create(*bindings)
+            handle = _HANDLES[context]
+    return handle
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import threading
 import types
 
 import numpy as np
@@ -316,3 +317,39 @@ def test_integer_products_and_the_off_switch_leave_cublas_alone(host_blas, monke
     monkeypatch.setattr(config, "USE_CUBLAS", False)
     y = HostArray(np.eye(2))
     assert not cublas.matmul_into(HostArray(np.zeros((2, 2))), y, y, False, False)
+
+
+def test_a_threads_gemm_lands_on_its_own_stream_while_another_thread_captures():
+    """Threads share a context's handle, whose stream is a setting: setting it and enqueueing
+    the gemms are one step, so an eager gemm of one thread never lands in the CUDA graph
+    another thread is capturing (nor the captured gemm on the eager stream)."""
+    class Streams(Bindings):
+        def __init__(self):
+            super().__init__([])
+            self.current, self.during_setup, self.landed = None, None, []
+
+        def set_stream(self, handle, stream):
+            self.current = stream
+
+        def set_workspace(self, handle, pointer, nbytes):
+            during, self.during_setup = self.during_setup, None
+            if during is not None:
+                during()
+
+        def gemm_ex(self, handle, *args):
+            self.landed.append((threading.current_thread().name, self.current))
+
+    lib = Streams()
+    handle = cublas._Handle(lib, Bindings.DataType, HostArray(np.zeros(256, np.uint8)))
+    calls = handle.calls(plan((2, 2), (2, 2), False, False, "float32", False), 4)
+    handle.run(calls, 1, 2, 3, 0)   # the handle was last used eagerly, on stream 0
+    eager = threading.Thread(target=handle.run, args=(calls, 1, 2, 3, 0), name="eager")
+
+    def another_thread_calls():   # while this thread moves the handle to its capture stream
+        eager.start()
+        eager.join(0.2)           # (it must wait until this thread's gemm is enqueued)
+    lib.during_setup = another_thread_calls
+    del lib.landed[:]
+    handle.run(calls, 1, 2, 3, 77)
+    eager.join()
+    assert sorted(lib.landed) == sorted([(threading.current_thread().name, 77), ("eager", 0)])
