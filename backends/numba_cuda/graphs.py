@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from stagecraft.backends.numba_cuda import guards, launcher, memory
-from stagecraft.backends.numba_cuda.launch import simulated
+from stagecraft.backends.numba_cuda.launch import context_here, simulated
 from stagecraft.backends.numba_cuda.memory import address
 from stagecraft.backends.numba_cuda.recording import (Copy, Guard, HostStep, LibraryCall,
                                                       Launch, NotReplayable, Recording,
@@ -134,6 +134,7 @@ class DriverGraph:
         self._exec = self._graph = self._stream = None
         if not items:
             return
+        context_here()
         for item in items:
             if isinstance(item, Launch) and item.prepared is None:
                 raise NotReplayable(f"kernel {getattr(item.kernel, '__name__', item.kernel)} "
@@ -166,8 +167,15 @@ class DriverGraph:
                     _check(driver.cuMemcpyDtoDAsync(address(item.device),
                                                     address(sources[id(item)]),
                                                     item.host.nbytes, handle))
-        except BaseException:
-            driver.cuStreamEndCapture(stream)   # (ends the capture; its partial graph is dropped)
+        except BaseException as e:
+            partial = driver.cuStreamEndCapture(stream)   # (ends the capture: ours to free)
+            if partial[0] == driver.CUresult.CUDA_SUCCESS and partial[1] is not None:
+                driver.cuGraphDestroy(partial[1])
+            if isinstance(e, Exception) and not isinstance(e, NotReplayable):
+                # Nothing runs during a capture: a library or launch error here is about
+                # capturing, and the call then runs plainly (where a real error shows)
+                raise NotReplayable(f"capturing the recorded work into a CUDA graph failed: "
+                                    f"{type(e).__name__}: {e}") from e
             raise
         self._graph = _check(driver.cuStreamEndCapture(stream))
         self._exec = _check(driver.cuGraphInstantiate(self._graph, 0))
@@ -182,6 +190,7 @@ class DriverGraph:
         from cuda.bindings import driver
         if self._exec is None:   # (nothing recorded: an empty segment)
             return b""
+        context_here()   # (a thread's first replay may come before any other work of it)
         _check(driver.cuGraphLaunch(self._exec, 0))
         if self._summary is None:
             return b""

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 import types
 
 import numpy as np
 import pytest
 
 import stagecraft as tf
-from stagecraft.backends.numba_cuda import graphs, launcher
+from stagecraft.backends.numba_cuda import graphs, launcher, memory, recording
 from stagecraft.backends.numba_cuda.detect import detect
+from stagecraft.backends.numba_cuda.kernels.shape import copy_view
+from stagecraft.backends.numba_cuda.recording import NotReplayable
 
 pytestmark = pytest.mark.cuda
 
@@ -201,3 +204,45 @@ def test_a_captured_guard_copies_the_value_where_it_was_read(driver):
     with tf.device("/gpu:0"):
         outs = [float(f(*(tf.constant(a) for a in args)).numpy()) for args in calls]
     assert outs == expected
+
+
+def _copy_graph() -> tuple:
+    """A one-launch graph (a copy of ``x`` into ``y``) and its arrays."""
+    x = memory.to_device(np.float32([1, 2]))
+    with recording.recording() as rec:
+        y = copy_view(x, lambda v: v)
+    return graphs.build(rec), x, y
+
+
+def test_a_replay_on_a_new_thread_makes_the_context_current_first(driver, monkeypatch):
+    # (a thread's first staged call may replay at once, its arguments unchanged: without a
+    # current context its cuGraphLaunch fails and the function lost its graph for good)
+    current = threading.local()
+    monkeypatch.setattr(graphs, "context_here", lambda: setattr(current, "made", True))
+    launched, launch = [], driver.cuGraphLaunch
+    driver.cuGraphLaunch = lambda exe, stream: (
+        launched.append(getattr(current, "made", False)) or launch(exe, stream))
+    graph, x, y = _copy_graph()
+    memory.copy_into(x, memory.to_device(np.float32([5, 6])))
+    worker = threading.Thread(target=graph.launch)
+    worker.start()
+    worker.join()
+    assert launched == [True] and memory.to_host(y).tolist() == [5.0, 6.0]
+
+
+def test_a_capture_that_fails_frees_its_partial_graph_and_says_why(driver):
+    destroyed = []
+    driver.cuGraphDestroy = lambda graph: destroyed.append(graph) or (0,)
+
+    def library(stream: int) -> None:   # a library call that cannot be captured
+        if stream:
+            raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
+    x = memory.to_device(np.float32([1, 2]))
+    with recording.recording() as rec:
+        copy_view(x, lambda v: v)
+        launcher.library_call(library)
+    with pytest.raises(NotReplayable) as failed:
+        graphs.build(rec)
+    assert str(failed.value) == ("capturing the recorded work into a CUDA graph failed: "
+                                 "RuntimeError: CUBLAS_STATUS_NOT_SUPPORTED")
+    assert len(destroyed) == 1 and len(destroyed[0]) == 1   # the captured copy, freed
