@@ -8,6 +8,8 @@ SimulatedGraph``); on a GPU it is one CUDA graph, through the same recording and
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,32 @@ def test_the_same_input_tensor_again_is_not_copied_but_still_read():
         source = [1.0, 2.0] if k % 2 == 0 or k >= CALLS else [5.0, 7.0]
         np.testing.assert_array_equal(same.numpy(), source)   # an input returned: a copy
         np.testing.assert_array_equal(doubled.numpy(), np.float32(source) * 2)
+
+
+def test_a_new_threads_first_call_replays_the_graph():
+    # (its arguments are the arrays the last call copied in: the replay is the thread's first
+    # driver call, so it must make the CUDA context current there itself)
+    @tf.function
+    def f(x):
+        return tf.tanh(x) * 2.0
+
+    with tf.device("/gpu:0"):
+        x = tf.constant([0.5, -1.0])
+        for _ in range(CALLS):
+            f(x)
+    replays, calls = replayer(f, x), replayer(f, x)._calls
+    assert replays.status.startswith("@f replays a CUDA graph"), replays.status
+    out = []
+
+    def call() -> None:
+        with tf.device("/gpu:0"):
+            out.append(f(x))
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    assert "GPU" in out[0].device and replays._calls == calls + 1   # (through the replayer)
+    np.testing.assert_allclose(out[0].numpy(), np.tanh([0.5, -1.0]) * 2.0, rtol=1e-6)
+    assert replays.status.startswith("@f replays a CUDA graph"), replays.status
 
 
 def test_variables_assigned_in_replays_and_eagerly_between_them():
