@@ -141,9 +141,12 @@ class _Codegen(SourceEmitter):
     # ------------------------------------------------------------------ values
 
     def const(self, value: Any, dtype: Any) -> str:
-        """``C[k]``: a device constant holding ``value`` (deduplicated for scalars)."""
-        array = np.array(half.literal_value(value, dtype) if half.is_half(dtype) else value,
-                         dtype=half.storage_name(dtype), order="C")
+        """``C[k]``: a device constant holding ``value`` (deduplicated for scalars). A
+        float16/bfloat16 value (a Python number or an array) is rounded to its format, as eager
+        code rounds it, and held in float32 like every half tensor here."""
+        if half.is_half(dtype):
+            value = np.asarray(value, dtype=dtype.np)
+        array = np.array(value, dtype=half.storage_name(dtype), order="C")
         key = (array.dtype.str, array.tobytes()) if array.ndim == 0 else None
         if key is not None and key in self.const_keys:
             return f"C[{self.const_keys[key]}]"

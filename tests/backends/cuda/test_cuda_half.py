@@ -72,6 +72,21 @@ def test_staged_gpu_code_holds_float32_buffers(d):
     assert '"float32"' in source and f'"{d.np.name}"' not in source
 
 
+@pytest.mark.parametrize("d", HALF, ids=lambda d: d.name)
+def test_array_constants_of_staged_gpu_code(d):
+    # (a half array constant, traced or folded, is rounded and held in float32 like the
+    # tensors; its code generation once failed on arrays, taking only scalars)
+    def f(x):
+        return x * tf.constant([0.1, 2.0, -3.3], d), tf.ones_like(x)
+
+    x = tf.constant([3.0, 4.0, 0.5], d)
+    cpu = f(x)
+    with tf.device("/gpu:0"):
+        gpu = tf.function(f)(tf.identity(x))
+    for got, want in zip(gpu, cpu):
+        assert got.dtype is d and got.device == GPU and _bits(got) == _bits(want)
+
+
 def test_variables_on_the_gpu_keep_their_dtype():
     with tf.device("/gpu:0"):
         v = tf.Variable(tf.constant([1.0, 2.0], tf.bfloat16))
