@@ -96,12 +96,19 @@ def eqn_key(eqn: Eqn) -> Hashable | None:
         op = OPS.get(eqn.op)
         if op is None or op.stateful:
             return None
-    operands = tuple(("v", x.uid) if isinstance(x, Value) else _literal_key(x)
-                     for x in eqn.inputs)
+    operands = tuple(operand_key(x) for x in eqn.inputs)
     return (eqn.op, operands, _attr_key(eqn.attrs), tuple(o.type for o in eqn.outputs))
 
 
-def _literal_key(x: Literal) -> tuple:
+def operand_key(x: Value | Literal) -> tuple:
+    """A key equal for the same value, or for literals of one dtype and bit pattern.
+
+    >>> from stagecraft.ir import dtypes
+    >>> operand_key(Literal.of(0.0, dtypes.float32)) == operand_key(Literal.of(-0.0, dtypes.float32))
+    False
+    """
+    if isinstance(x, Value):
+        return ("v", x.uid)
     return ("l", x.type.dtype.name, np.asarray(x.value, x.type.dtype.np).tobytes())
 
 

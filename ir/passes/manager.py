@@ -17,6 +17,7 @@ from stagecraft.ir.passes.eliminate_dead_loop_vars import eliminate_dead_loop_va
 from stagecraft.ir.passes.eliminate_unused_operands import eliminate_unused_operands
 from stagecraft.ir.passes.fold_constant_cond import fold_constant_cond
 from stagecraft.ir.passes.fold_constants import fold_constants
+from stagecraft.ir.passes.merge_equal_loop_vars import merge_equal_loop_vars
 from stagecraft.ir.passes.rewrite import Pass
 from stagecraft.ir.passes.simplify_algebra import simplify_algebra
 
@@ -28,6 +29,7 @@ DEFAULT_PIPELINE: tuple[Pass, ...] = (
     eliminate_dead_code,
     eliminate_unused_operands,
     eliminate_dead_loop_vars,
+    merge_equal_loop_vars,
 )
 
 

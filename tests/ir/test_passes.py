@@ -20,7 +20,7 @@ from stagecraft.ir.graph import (Eqn, Graph, GraphBuilder, Literal, Value, const
 from stagecraft.ir.passes import (DEFAULT_PIPELINE, PassManager, eliminate_common_subexpressions,
                                   eliminate_dead_code, eliminate_dead_loop_vars,
                                   eliminate_unused_operands, fold_constant_cond, fold_constants,
-                                  optimize, simplify_algebra)
+                                  merge_equal_loop_vars, optimize, simplify_algebra)
 from stagecraft.ir.passes.fold_constants import MAX_FOLDED_ELEMENTS
 from stagecraft.ir.passes.simplify_algebra import BY_OP, REWRITES
 from stagecraft.ir.types import TensorType
@@ -667,6 +667,56 @@ def test_dead_loop_vars_keeps_carries_read_by_cond_or_live_results():
     assert loop.params["carry"] == 2
     assert [o.type for o in loop.outputs] == [F32, F32]
     assert_same_results(g, out)
+
+
+# ------------------------------------------------------------------ equal loop variables
+
+def optimize_without(skipped, graph: Graph) -> Graph:
+    """``graph`` through the default pipeline less the pass ``skipped``."""
+    return PassManager([p for p in DEFAULT_PIPELINE if p is not skipped])(graph)[1]
+
+
+def test_merge_equal_loop_vars_merges_a_gradients_counter_with_the_loops_own():
+    # reverse mode adds a counter (indexing the stacks) beside the loop's own t: both count
+    # from 0 by 1, one written with a literal 1, the other with a constant
+    g = optimize_without(merge_equal_loop_vars, graph_of(_rnn_gradient, *RNN_SPECS))
+    forward = _loops(g)[0]
+    out = apply(merge_equal_loop_vars, g)
+    merged = _loops(out)[0]
+    assert merged.params["carry"] == forward.params["carry"] - 1
+    assert [o.type for o in merged.outputs] == [o.type for o in forward.outputs][1:]
+    assert_same_results(g, out)
+    assert_same_results(g, optimize(g))
+
+
+def _counters(steps, inits, draw=False):
+    def f(x):
+        def noise():   # (a draw of its own for each counter)
+            return tf.cast(tf.random.uniform([], 0, 1) < 2.0, tf.int32) if draw else 0
+
+        def body(*c):
+            return tuple(k + s + noise() for k, s in zip(c[:-1], steps)) + (c[-1] + x,)
+        return tf.while_loop(lambda *c: c[0] < 4, body, tuple(inits) + (x,))
+    return graph_of(f, tf.TensorSpec([], tf.float32))
+
+
+@pytest.mark.parametrize("steps, inits, carry", [
+    ((1, 1, 1), (0, 0, 0), 2),     # three equal counters: one stays (and the sum)
+    ((1, 2), (0, 0), 3),           # different steps
+    ((1, 1), (0, 1), 3),           # different starts
+])
+def test_merge_equal_loop_vars_needs_equal_starts_and_steps(steps, inits, carry):
+    g = apply(eliminate_common_subexpressions, _counters(steps, inits))
+    out = apply(merge_equal_loop_vars, g) if carry < len(steps) + 1 else g
+    assert merge_equal_loop_vars(g)[0] == (carry < len(steps) + 1)
+    assert _loops(out)[0].params["carry"] == carry
+    assert_same_results(g, out)
+
+
+def test_merge_equal_loop_vars_never_merges_through_a_stateful_op():
+    # each counter adds its own draw: two draws are two values, however alike their equations
+    g = apply(eliminate_common_subexpressions, _counters((1, 1), (0, 0), draw=True))
+    assert merge_equal_loop_vars(g) == (False, g)
 
 
 # ------------------------------------------------------------------ unused operands
