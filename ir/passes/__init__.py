@@ -18,4 +18,5 @@ from stagecraft.ir.passes.simplify_algebra import simplify_algebra
 
 __all__ = ["eliminate_common_subexpressions", "eliminate_dead_code", "eliminate_dead_loop_vars",
            "eliminate_unused_operands", "fold_constant_cond",
-           "fold_constants", "merge_equal_loop_vars", "simplify_algebra", "PassManager", "DEFAULT_PIPELINE", "optimize"]
+           "fold_constants", "merge_equal_loop_vars", "simplify_algebra", "PassManager",
+           "DEFAULT_PIPELINE", "optimize"]

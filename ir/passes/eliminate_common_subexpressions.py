@@ -19,7 +19,7 @@ import numpy as np
 
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value
 from stagecraft.ir.ops import OPS
-from stagecraft.ir.passes.rewrite import map_regions, rebuild, rename_inputs, rename_results
+from stagecraft.ir.passes.rewrite import rebuild, rename_results, renamed_eqns
 
 
 def eliminate_common_subexpressions(graph: Graph) -> tuple[bool, Graph]:
@@ -46,9 +46,7 @@ def _cse(graph: Graph, memo: dict) -> tuple[bool, Graph]:
     reads: dict[int, tuple] = {}  # variable (ref uid) -> outputs of its current read
     changed = False
     eqns = []
-    for eqn in graph.eqns:
-        eqn = rename_inputs(eqn, subst)
-        c, eqn = map_regions(eqn, lambda r: _cse(r, memo), memo)
+    for c, eqn in renamed_eqns(graph, subst, lambda r: _cse(r, memo), memo):
         changed |= c
         if eqn.op == "read":
             earlier = reads.get(eqn.inputs[0].uid)
@@ -104,7 +102,8 @@ def operand_key(x: Value | Literal) -> tuple:
     """A key equal for the same value, or for literals of one dtype and bit pattern.
 
     >>> from stagecraft.ir import dtypes
-    >>> operand_key(Literal.of(0.0, dtypes.float32)) == operand_key(Literal.of(-0.0, dtypes.float32))
+    >>> zero, minus_zero = Literal.of(0.0, dtypes.float32), Literal.of(-0.0, dtypes.float32)
+    >>> operand_key(zero) == operand_key(minus_zero)
     False
     """
     if isinstance(x, Value):

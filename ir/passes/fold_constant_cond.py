@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, const_value
-from stagecraft.ir.passes.rewrite import (const_eqn, fresh_copy, literal_array, map_regions,
-                                          rebuild, rename, rename_inputs, rename_results,
-                                          same_type)
+from stagecraft.ir.passes.rewrite import (const_eqn, fresh_copy, literal_array, rebuild, rename,
+                                          renamed_eqns, rename_results, same_type)
 
 
 def fold_constant_cond(graph: Graph) -> tuple[bool, Graph]:
@@ -47,9 +46,7 @@ def _fold(graph: Graph, memo: dict) -> tuple[bool, Graph]:
     consts: dict[int, np.ndarray] = {}
     changed = False
     eqns: list[Eqn] = []
-    for eqn in graph.eqns:
-        eqn = rename_inputs(eqn, subst)
-        c, eqn = map_regions(eqn, lambda r: _fold(r, memo), memo)
+    for c, eqn in renamed_eqns(graph, subst, lambda r: _fold(r, memo), memo):
         changed |= c
         if eqn.op == "const":
             consts[eqn.outputs[0].uid] = const_value(eqn)

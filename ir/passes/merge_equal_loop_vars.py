@@ -20,7 +20,7 @@ from typing import Hashable
 
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, const_value, make_attrs
 from stagecraft.ir.passes.eliminate_common_subexpressions import eqn_key, operand_key
-from stagecraft.ir.passes.rewrite import map_regions, rename, rename_inputs, rename_results
+from stagecraft.ir.passes.rewrite import rename, rename_inputs, rename_results, renamed_eqns
 
 
 def merge_equal_loop_vars(graph: Graph) -> tuple[bool, Graph]:
@@ -49,9 +49,7 @@ def _run(graph: Graph, memo: dict) -> tuple[bool, Graph]:
     subst: dict = {}
     consts: dict[int, Hashable] = {}   # a constant's uid -> its key (equal for equal values)
     eqns = []
-    for eqn in graph.eqns:
-        eqn = rename_inputs(eqn, subst)
-        c, eqn = map_regions(eqn, lambda r: _run(r, memo), memo)
+    for c, eqn in renamed_eqns(graph, subst, lambda r: _run(r, memo), memo):
         changed |= c
         if eqn.op == "const":
             consts[eqn.outputs[0].uid] = _const_key(eqn)

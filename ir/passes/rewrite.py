@@ -10,7 +10,7 @@ renamed through it. Regions are closed, so a substitution never reaches into the
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -106,6 +106,24 @@ def map_regions(eqn: Eqn, pass_fn: Pass, memo: dict) -> tuple[bool, Eqn]:
     if not changed:
         return False, eqn
     return True, dataclasses.replace(eqn, regions=tuple(regions))
+
+
+def renamed_eqns(graph: Graph, subst: Substitution, region_pass: Pass, memo: dict
+                 ) -> Iterator[tuple[bool, Eqn]]:
+    """The walk of a pass that replaces values: each equation of ``graph`` in order, its
+    operands renamed through ``subst`` as it stands then (the pass adds to it as it goes), its
+    regions rewritten by ``region_pass`` (:func:`map_regions`), with whether a region changed.
+
+    >>> from stagecraft.ir import dtypes, types
+    >>> from stagecraft.ir.graph import GraphBuilder
+    >>> scalar, b = types.TensorType(dtypes.int32, ()), GraphBuilder("g")
+    >>> p, q = b.param(scalar, "p"), Value(scalar, "q")
+    >>> b.add("abs", [p], [scalar]) and None
+    >>> [(c, e.inputs == (q,)) for c, e in renamed_eqns(b.build([]), {p.uid: q}, None, {})]
+    [(False, True)]
+    """
+    for eqn in graph.eqns:
+        yield map_regions(rename_inputs(eqn, subst), region_pass, memo)
 
 
 def map_equations(graph: Graph, fn: Callable[[Eqn], "tuple[bool, Eqn]"], memo: dict

@@ -30,8 +30,8 @@ import numpy as np
 
 from stagecraft.ir.graph import Eqn, Graph, Literal, Value, const_value
 from stagecraft.ir.ops import OPS
-from stagecraft.ir.passes.rewrite import (literal_array, map_regions, rebuild, rename_inputs,
-                                          rename_results, same_type)
+from stagecraft.ir.passes.rewrite import (literal_array, rebuild, renamed_eqns, rename_results,
+                                          same_type)
 
 
 class Facts:
@@ -272,9 +272,7 @@ def _simplify(graph: Graph, rules: dict, memo: dict) -> tuple[bool, Graph]:
     facts = Facts()
     changed = False
     eqns = []
-    for eqn in graph.eqns:
-        eqn = rename_inputs(eqn, subst)
-        c, eqn = map_regions(eqn, lambda r: _simplify(r, rules, memo), memo)
+    for c, eqn in renamed_eqns(graph, subst, lambda r: _simplify(r, rules, memo), memo):
         changed |= c
         replacement = _apply(eqn, facts, rules)
         if replacement is not None:
