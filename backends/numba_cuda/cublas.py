@@ -13,8 +13,9 @@ buffer the handle keeps (capturing cuBLAS work into a CUDA graph requires a work
 the caller). Threads share it under a lock: the stream a handle enqueues on is a setting of
 the handle, so a call pairs setting its stream with enqueueing its gemms (else one thread's
 eager gemm could land in the CUDA graph another is capturing). All of them run on the legacy
-default stream, in order, so one workspace serves them. Every call is issued through ``launcher.library_call``, so a recording of a
-staged call captures it with the kernels around it. ``alpha`` and ``beta`` are host scalars
+default stream, in order, so one workspace serves them. Every call is issued through
+``launcher.library_call``, so a recording of a staged call captures it with the kernels
+around it. ``alpha`` and ``beta`` are host scalars
 (cuBLAS's default pointer mode) held by this module for the life of the process. Float32
 products use TensorFloat-32 tensor cores while ``config.TENSOR_FLOAT_32`` is set
 (``tf.config.experimental.enable_tensor_float_32_execution``).
