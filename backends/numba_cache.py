@@ -468,7 +468,8 @@ def _inside_own_cache(folder: str) -> bool:
 def _guard_cache_loads(dispatcher: Any, null_cache: type) -> None:
     """Safety net: a verified numba cache entry that still fails to load at call time (say,
     numba cannot rebuild it) is deleted (with a warning) and the function recompiled, instead
-    of the call raising. A function whose cache key cannot be made, or whose compiled code
+    of the call raising; where the failure is not the files' (no memory, a CUDA driver error)
+    the files stay. A function whose cache key cannot be made, or whose compiled code
     cannot be saved (numba pickles the values a closure holds into its key), runs compiled in
     memory with one warning, and the files of its other variants, which share its index, are
     left alone."""
@@ -493,6 +494,12 @@ def _guard_cache_loads(dispatcher: Any, null_cache: type) -> None:
         try:
             return original(sig, target_context)
         except Exception as e:  # noqa: BLE001 - any damaged entry means: recompile
+            if _not_about_the_files(e):   # a miss; compiling raises it again if it stays
+                _log.warning("stagecraft: loading the cached code of %s failed (%s: %s); it "
+                             "is compiled again, and the cache files are kept",
+                             getattr(dispatcher.py_func, "__qualname__", dispatcher),
+                             type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+                return None
             try:
                 cache._index_key(sig, target_context.codegen())
             except Exception:  # noqa: BLE001 - no key: nothing on disk is to blame
@@ -505,6 +512,15 @@ def _guard_cache_loads(dispatcher: Any, null_cache: type) -> None:
 
     cache.load_overload = load_overload
     cache.save_overload = save_overload
+
+
+def _not_about_the_files(error: Exception) -> bool:
+    """Whether a failed load says nothing about the cache files: the machine ran out of
+    memory, or the CUDA driver refused the code (it loads a kernel's module into the GPU's
+    context when its cache entry is read)."""
+    module = type(error).__module__ or ""
+    return isinstance(error, MemoryError) or module.startswith(
+        ("numba.cuda.cudadrv", "cuda.bindings", "cuda.core"))
 
 
 def load(source: str, entry: str, extra: str = "",

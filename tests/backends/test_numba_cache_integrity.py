@@ -314,6 +314,44 @@ def test_a_key_that_cannot_be_made_leaves_the_other_variants_files_alone(caplog,
     assert [r.getMessage().splitlines()[0] for r in caplog.records] == [_CANNOT_CACHE]
 
 
+class _DriverRefusal(Exception):
+    """Stands in for numba-cuda's CudaAPIError (the driver refusing to load a module)."""
+    __module__ = "numba.cuda.cudadrv.driver"
+
+
+class _FailingLoadCache(_UnpicklableKeyCache):
+    def __init__(self, files: object, error: Exception):
+        super().__init__(files)
+        self.error = error
+
+    def _index_key(self, sig, codegen):
+        return ("key",)
+
+    def load_overload(self, sig, target_context):
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [_DriverRefusal("CUDA_ERROR_OUT_OF_MEMORY"), MemoryError()],
+                         ids=["driver", "memory"])
+def test_a_load_failing_outside_the_files_keeps_them(caplog, tmp_path, error):
+    # (other processes' entries live in the same index: a GPU out of memory while loading a
+    # module says nothing about them)
+    kept = [tmp_path / "kernel.sc.nbi", tmp_path / "kernel.sc.1.nbc"]
+    for path in kept:
+        path.write_bytes(b"sealed")
+    files = type("Files", (), {"_index_path": str(kept[0]),
+                               "_entry_files": lambda self: [str(kept[1])]})()
+    dispatcher = _guarded(_FailingLoadCache(files, error))
+    context = type("Context", (), {"codegen": lambda self: None})()
+    with caplog.at_level("WARNING", logger="stagecraft"):
+        assert dispatcher._cache.load_overload(("sig",), context) is None   # a miss: compile
+    assert all(path.exists() for path in kept)
+    assert not isinstance(dispatcher._cache, _NullCache)   # (and it still saves what it makes)
+    assert caplog.records[0].getMessage().startswith(
+        "stagecraft: loading the cached code of _guarded.<locals>.kernel failed "
+        f"({type(error).__name__}")
+
+
 def test_a_data_file_written_for_another_key_reads_as_a_miss(tmp_path):
     # Two processes saving two keys of one function at once: each reads the index, takes the
     # first free data file, writes the index, then its data. The index can end up naming, for
