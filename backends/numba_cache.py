@@ -516,8 +516,9 @@ def _guard_cache_loads(dispatcher: Any, null_cache: type) -> None:
 
 def _not_about_the_files(error: Exception) -> bool:
     """Whether a failed load says nothing about the cache files: the machine ran out of
-    memory, or the CUDA driver refused the code (it loads a kernel's module into the GPU's
-    context when its cache entry is read)."""
+    memory, or the CUDA driver failed. (numba-cuda 0.30 rebuilds a cached kernel without the
+    driver and loads its module at the first launch, outside this guard, where a driver error
+    reaches the caller; one raised while loading would still not mean damaged files.)"""
     module = type(error).__module__ or ""
     return isinstance(error, MemoryError) or module.startswith(
         ("numba.cuda.cudadrv", "cuda.bindings", "cuda.core"))
