@@ -48,13 +48,21 @@ def launch(kernel: Any, dims: tuple, *args: Any) -> None:
 
 
 def launch_now(kernel: Any, dims: tuple, args: Sequence[Any]) -> None:
-    """:func:`launch` without the recording check (a recording's own launches)."""
+    """:func:`launch` without the recording check (a recording's own launches). Under the
+    simulator, launches from several threads run one at a time, as a GPU runs them on the
+    one stream this backend uses: the simulator supports one kernel at a time, and two at
+    once saw each other's thread indices or failed."""
     blocks, threads = dims
     fast = None if simulated() else _launcher(kernel)
     if fast is None:  # the simulator's kernels (and test doubles): Numba's launch syntax
-        kernel[blocks, threads](*[flat(a) if is_device_array(a) else a for a in args])
+        views = [flat(a) if is_device_array(a) else a for a in args]
+        with _SIMULATED_LAUNCH:
+            kernel[blocks, threads](*views)
     else:
         fast(blocks, threads, args)
+
+
+_SIMULATED_LAUNCH = threading.Lock()
 
 
 def prepare(kernel: Any, dims: tuple, args: Sequence[Any]) -> "tuple | None":

@@ -4,6 +4,8 @@ integers and booleans, to the last bits for floats: summation orders differ). Ra
 have their own tests (the streams differ from NumPy's by design)."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,28 @@ def _type(x):
 @pytest.mark.parametrize("name", sorted(n for n in OPS if n not in RANDOM))
 def test_cuda_equals_reference(name):
     _run_examples(name)
+
+
+def test_eager_ops_from_several_threads_at_once():
+    # (the simulator runs one kernel at a time: two threads' launches at once saw each other's
+    # thread indices or failed; a full-suite run once returned a wrong reduce_sum here, and
+    # tests call staged functions from several threads)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal((3, 4)) for _ in range(4)]
+    results: list = [[] for _ in inputs]
+
+    def work(k: int) -> None:
+        x = memory.to_device(inputs[k])
+        for _ in range(5):
+            results[k].append(float(memory.to_host(
+                eager.run("reduce_sum", [x], {"axes": (0, 1), "keepdims": False}))))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, sums in zip(inputs, results):
+        np.testing.assert_allclose(sums, [x.sum()] * 5, rtol=1e-12)
 
 
 FLOAT_ELEMENTWISE = sorted(n for n, op in OPS.items()
